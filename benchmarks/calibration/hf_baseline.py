@@ -1,0 +1,220 @@
+"""Baseline measurements of training memory and speed with stock
+PyTorch + HF transformers (+ FSDP2 over a fake process group, so per-rank
+memory at world size N is real on one GPU). Output: JSON lines.
+Usage: python3 hf_baseline.py WORLD OUTFILE [case-filter | new]
+Extended from shared/calibration/hf_baseline.py (same row format; extra keys:
+peak_fwd / alloc_after_fwd / peak_bwd / alloc_after_bwd / peak_opt of the steady
+step with the highest peak, and peak_phase). "new" skips the public cases."""
+import os, sys, json, time, gc, traceback, math
+import torch
+import torch.distributed as dist
+
+WORLD = int(sys.argv[1]); OUT = sys.argv[2]; FILT = sys.argv[3] if len(sys.argv) > 3 else ""
+DEADLINE = time.time() + float(os.environ.get("BUDGET_S", "520"))
+
+MODELS = {
+    "qwen2.5-0.5b": dict(hidden=896, layers=24, heads=14, kv=2, ffn=4864, vocab=151936, tie=True, bias=True),
+    "qwen2.5-1.5b": dict(hidden=1536, layers=28, heads=12, kv=2, ffn=8960, vocab=151936, tie=True, bias=True),
+    "llama3.2-1b": dict(hidden=2048, layers=16, heads=32, kv=8, ffn=8192, vocab=128256, tie=True, bias=False),
+    "llama3.2-3b": dict(hidden=3072, layers=28, heads=24, kv=8, ffn=8192, vocab=128256, tie=True, bias=False),
+    "llama3-8b": dict(hidden=4096, layers=32, heads=32, kv=8, ffn=14336, vocab=128256, tie=False, bias=False),
+}
+
+def cfg_of(name):
+    from transformers import LlamaConfig
+    m = MODELS[name]
+    return LlamaConfig(hidden_size=m["hidden"], num_hidden_layers=m["layers"], num_attention_heads=m["heads"],
+                       num_key_value_heads=m["kv"], intermediate_size=m["ffn"], vocab_size=m["vocab"],
+                       tie_word_embeddings=m["tie"], attention_bias=m["bias"], max_position_embeddings=32768,
+                       attn_implementation="sdpa")
+
+def fix_rope(model, cfg):
+    for mod in model.modules():
+        if hasattr(mod, "inv_freq") and isinstance(mod.inv_freq, torch.Tensor):
+            dim = cfg.hidden_size // cfg.num_attention_heads
+            rp = getattr(cfg, "rope_parameters", None) or {}
+            theta = rp.get("rope_theta", 10000.0) if isinstance(rp, dict) else 10000.0
+            inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float32, device="cuda") / dim))
+            mod.inv_freq = inv
+            if hasattr(mod, "original_inv_freq"):
+                mod.original_inv_freq = inv
+
+def init_params(model):
+    with torch.no_grad():
+        for p in model.parameters():
+            t = p.to_local() if hasattr(p, "to_local") else p
+            t.normal_(0, 0.02)
+
+def run_case(c):
+    from transformers import LlamaForCausalLM
+    cfg = cfg_of(c["model"])
+    mode = c["mode"]  # ddp_mp | bf16 | lora | fsdp
+    B, S, ckpt = c["B"], c["S"], c["ckpt"]
+    torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats()
+    base_alloc = torch.cuda.memory_allocated()
+    t0 = time.time()
+    autocast = False
+    if mode == "fsdp":
+        from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy, CPUOffloadPolicy
+        with torch.device("meta"):
+            model = LlamaForCausalLM(cfg)
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        kw = dict(mp_policy=mp, reshard_after_forward=c.get("reshard", True))
+        if c.get("offload"):
+            kw["offload_policy"] = CPUOffloadPolicy(pin_memory=True)
+        for layer in model.model.layers:
+            fully_shard(layer, **kw)
+        fully_shard(model, **kw)
+        model.to_empty(device="cpu" if c.get("offload") else "cuda")
+        init_params(model)
+        fix_rope(model, cfg)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-5, foreach=True)
+    else:
+        dtype = torch.float32 if mode == "ddp_mp" else torch.bfloat16
+        with torch.device("cuda"):
+            model = LlamaForCausalLM(cfg).to(dtype)
+        if mode == "lora":
+            from peft import LoraConfig, get_peft_model
+            lc = LoraConfig(r=c.get("r", 16), lora_alpha=32, lora_dropout=0.0,
+                            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+            model = get_peft_model(model, lc)
+            if ckpt:
+                model.enable_input_require_grads()
+        autocast = mode == "ddp_mp"
+        params = [p for p in model.parameters() if p.requires_grad]
+        opt = torch.optim.AdamW(params, lr=1e-5, fused=True)
+    if ckpt:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.train()
+    n_params = sum((p.numel() if not hasattr(p, "full_tensor") else p.numel()) for p in model.parameters())
+    n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    torch.cuda.synchronize()
+    static_after_init = torch.cuda.memory_allocated() - base_alloc
+    ids = torch.randint(0, cfg.vocab_size, (B, S), device="cuda")
+    times, peaks, peaks_res, phases = [], [], [], []
+    steps = c.get("steps", 4)
+    for step in range(steps):
+        torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats()
+        t = time.time()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            out = model(input_ids=ids, labels=ids)
+        # phase boundaries (host-side allocator counters: no sync, no effect on memory)
+        ph = dict(peak_fwd=torch.cuda.max_memory_allocated() - base_alloc,
+                  alloc_after_fwd=torch.cuda.memory_allocated() - base_alloc)
+        torch.cuda.reset_peak_memory_stats()
+        out.loss.backward()
+        ph["peak_bwd"] = torch.cuda.max_memory_allocated() - base_alloc
+        ph["alloc_after_bwd"] = torch.cuda.memory_allocated() - base_alloc
+        torch.cuda.reset_peak_memory_stats()
+        opt.step(); opt.zero_grad(set_to_none=True)
+        ph["peak_opt"] = torch.cuda.max_memory_allocated() - base_alloc
+        torch.cuda.synchronize()
+        times.append(time.time() - t)
+        peaks.append(max(ph["peak_fwd"], ph["peak_bwd"], ph["peak_opt"]))
+        phases.append(ph)
+        peaks_res.append(torch.cuda.max_memory_reserved())
+        if step == 0:
+            static_after_step1 = torch.cuda.memory_allocated() - base_alloc
+        if time.time() > DEADLINE:
+            break
+    st = sorted(times[1:]) or times
+    med = st[len(st) // 2]
+    res = dict(c, world=WORLD, n_params_local=n_params, n_trainable_local=n_train,
+               static_after_init=static_after_init, static_after_step1=static_after_step1,
+               peak_alloc_first=peaks[0], peak_alloc_steady=max(peaks[1:]) if len(peaks) > 1 else peaks[0],
+               peak_reserved=max(peaks_res), step_s_median=med, step_s_all=times,
+               tokens_per_s=B * S / med, setup_s=round(time.time() - t0 - sum(times), 2),
+               loss=float(out.loss))
+    # phase breakdown of the steady step with the highest peak
+    ist = max(range(1, len(peaks)), key=lambda i: peaks[i]) if len(peaks) > 1 else 0
+    res.update(phases[ist]); res["peak_phase"] = max(("fwd", "bwd", "opt"), key=lambda k: phases[ist]["peak_" + k])
+    del model, opt, out, ids
+    gc.collect(); torch.cuda.empty_cache()
+    return res
+
+D = dict
+CASES = {
+ 1: [
+  # the shared file's cases (kept for re-measurement; filter with argv[3])
+  D(model="qwen2.5-0.5b", mode="ddp_mp", B=4, S=2048, ckpt=False, tag="public"),
+  D(model="qwen2.5-0.5b", mode="ddp_mp", B=4, S=2048, ckpt=True, tag="public"),
+  D(model="llama3.2-1b", mode="ddp_mp", B=4, S=2048, ckpt=False, tag="public"),
+  D(model="llama3.2-1b", mode="ddp_mp", B=4, S=2048, ckpt=True, tag="public"),
+  D(model="llama3.2-1b", mode="ddp_mp", B=8, S=2048, ckpt=False, tag="public"),
+  D(model="llama3.2-1b", mode="ddp_mp", B=1, S=16384, ckpt=True, tag="public"),
+  D(model="llama3.2-1b", mode="bf16", B=4, S=2048, ckpt=False, tag="public"),
+  D(model="llama3.2-1b", mode="lora", B=4, S=2048, ckpt=False, tag="public"),
+  D(model="llama3.2-3b", mode="ddp_mp", B=2, S=4096, ckpt=False, tag="public"),
+  D(model="llama3.2-3b", mode="ddp_mp", B=2, S=4096, ckpt=True, tag="public"),
+  # new (tag extra)
+  D(model="llama3.2-3b", mode="lora", B=4, S=2048, ckpt=False),
+  D(model="llama3.2-3b", mode="lora", B=8, S=4096, ckpt=True),
+  D(model="llama3-8b", mode="lora", B=2, S=4096, ckpt=False),
+  D(model="llama3-8b", mode="lora", B=4, S=4096, ckpt=True),
+  D(model="llama3-8b", mode="bf16", B=1, S=4096, ckpt=False),
+  D(model="llama3-8b", mode="bf16", B=4, S=4096, ckpt=True),
+  D(model="qwen2.5-1.5b", mode="ddp_mp", B=4, S=2048, ckpt=False),
+  D(model="qwen2.5-1.5b", mode="ddp_mp", B=4, S=2048, ckpt=True),
+  D(model="qwen2.5-1.5b", mode="bf16", B=4, S=2048, ckpt=False),
+  D(model="qwen2.5-1.5b", mode="lora", B=4, S=2048, ckpt=False),
+  D(model="llama3.2-1b", mode="ddp_mp", B=2, S=4096, ckpt=False),
+  D(model="llama3.2-1b", mode="ddp_mp", B=16, S=1024, ckpt=True),
+  D(model="llama3.2-1b", mode="bf16", B=4, S=2048, ckpt=True),
+  D(model="llama3.2-1b", mode="bf16", B=1, S=8192, ckpt=False),
+  D(model="llama3.2-1b", mode="lora", B=4, S=2048, ckpt=True),
+  D(model="llama3.2-3b", mode="bf16", B=4, S=2048, ckpt=False),
+  D(model="llama3.2-3b", mode="bf16", B=4, S=4096, ckpt=True),
+  D(model="llama3.2-3b", mode="ddp_mp", B=1, S=8192, ckpt=True),
+  D(model="llama3.2-3b", mode="ddp_mp", B=4, S=1024, ckpt=False),
+  D(model="qwen2.5-0.5b", mode="bf16", B=8, S=2048, ckpt=False),
+ ],
+ 2: [
+  D(model="llama3.2-3b", mode="fsdp", B=2, S=4096, ckpt=True, tag="public"),
+  D(model="llama3.2-3b", mode="fsdp", B=2, S=4096, ckpt=False, tag="public"),
+  D(model="llama3.2-1b", mode="fsdp", B=4, S=2048, ckpt=False, reshard=True),
+  D(model="llama3.2-1b", mode="fsdp", B=4, S=2048, ckpt=False, reshard=False),
+  D(model="qwen2.5-1.5b", mode="fsdp", B=4, S=2048, ckpt=True, reshard=False),
+  D(model="llama3.2-1b", mode="fsdp", B=4, S=2048, ckpt=True, offload=True, steps=3),
+  D(model="llama3.2-3b", mode="fsdp", B=2, S=4096, ckpt=True, offload=True, steps=3),
+ ],
+ 4: [
+  D(model="llama3.2-3b", mode="fsdp", B=2, S=4096, ckpt=False, reshard=True),
+  D(model="llama3.2-3b", mode="fsdp", B=2, S=4096, ckpt=True, reshard=False),
+  D(model="llama3-8b", mode="fsdp", B=2, S=4096, ckpt=True, reshard=True),
+  D(model="llama3-8b", mode="fsdp", B=1, S=4096, ckpt=False, reshard=False),
+  D(model="llama3.2-3b", mode="fsdp", B=4, S=2048, ckpt=False, offload=True, steps=3),
+ ],
+ 8: [
+  D(model="llama3-8b", mode="fsdp", B=2, S=4096, ckpt=False, reshard=True),
+  D(model="llama3-8b", mode="fsdp", B=4, S=4096, ckpt=True, reshard=False),
+  D(model="llama3.2-1b", mode="fsdp", B=4, S=2048, ckpt=True, reshard=True),
+ ],
+}
+
+def main():
+    import transformers
+    print(json.dumps(dict(env=1, torch=torch.__version__, transformers=transformers.__version__,
+                          gpu=torch.cuda.get_device_name(0), world=WORLD)), flush=True)
+    if WORLD > 1:
+        from torch.testing._internal.distributed.fake_pg import FakeStore
+        dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=WORLD)
+    torch.cuda.set_device(0)
+    with open(OUT, "a") as f:
+        for c in CASES[WORLD]:
+            key = f'{c["model"]}/{c["mode"]}'
+            if FILT == "new" and c.get("tag") == "public":
+                continue
+            if FILT and FILT != "new" and FILT not in key:
+                continue
+            if time.time() > DEADLINE:
+                print("deadline, skipping", c, flush=True); continue
+            try:
+                r = run_case(c)
+            except Exception as e:
+                r = dict(c, world=WORLD, error=repr(e)[:500]); traceback.print_exc()
+                gc.collect(); torch.cuda.empty_cache()
+            print(json.dumps(r), flush=True)
+            f.write(json.dumps(r) + "\n"); f.flush()
+
+if __name__ == "__main__":
+    main()
