@@ -1,0 +1,219 @@
+//===- SwiftOps.cpp - verifiers and structure of swift ops ----------------===//
+
+#include "swift/Dialect/SwiftOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::swift;
+
+#define GET_OP_CLASSES
+#include "swift/Dialect/SwiftOps.cpp.inc"
+
+static int64_t lastDim(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape().back();
+}
+
+/// Activations share the (dynamic) batch and the sequence dimension.
+static LogicalResult verifySameTokens(Operation *op, Value a, Value b) {
+  auto ta = cast<RankedTensorType>(a.getType());
+  auto tb = cast<RankedTensorType>(b.getType());
+  if (ta.getDimSize(0) != tb.getDimSize(0) ||
+      ta.getDimSize(1) != tb.getDimSize(1))
+    return op->emitOpError("batch and sequence dimensions differ: ")
+           << ta << " vs " << tb;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// JobOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult JobOp::verify() {
+  bool adapters = getMethod() != Method::full;
+  if (adapters && !getLora())
+    return emitOpError("method ")
+           << stringifyMethod(getMethod()) << " needs a 'lora' attribute";
+  if (!adapters && getLora())
+    return emitOpError("'lora' is set but method is full");
+  if (getMicroBatchSize() && *getMicroBatchSize() > getGlobalBatchSize())
+    return emitOpError("micro_batch_size (")
+           << *getMicroBatchSize() << ") exceeds global_batch_size ("
+           << getGlobalBatchSize() << ")";
+  return success();
+}
+
+LogicalResult JobOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  if (!symbolTable.lookupNearestSymbolFrom<ModelOp>(*this, getModelAttr()))
+    return emitOpError("'") << getModel() << "' is not a swift.model";
+  if (!symbolTable.lookupNearestSymbolFrom<ClusterOp>(*this, getClusterAttr()))
+    return emitOpError("'") << getCluster() << "' is not a swift.cluster";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ModelOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ModelOp::verifyRegions() {
+  Block &body = getBody().front();
+  auto isTokens = [](Type t) {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    return tensor && tensor.getRank() == 2 &&
+           tensor.getElementType().isInteger();
+  };
+  if (body.getNumArguments() != 2 || !isTokens(body.getArgument(0).getType()) ||
+      !isTokens(body.getArgument(1).getType()))
+    return emitOpError("body must take (input_ids, labels) as 2-D integer "
+                       "tensors");
+  if (!isa<LossOp>(body.getTerminator()))
+    return emitOpError("body must end with swift.loss");
+  return success();
+}
+
+LossOp ModelOp::getLossOp() {
+  return cast<LossOp>(getBody().front().getTerminator());
+}
+
+/// How many times an op runs per forward pass: the product of the counts of
+/// the repeats around it.
+static int64_t repeatMultiplier(Operation *op) {
+  int64_t times = 1;
+  for (auto repeat = op->getParentOfType<RepeatOp>(); repeat;
+       repeat = repeat->getParentOfType<RepeatOp>())
+    times *= repeat.getCount();
+  return times;
+}
+
+int64_t ModelOp::getNumParameters() {
+  int64_t total = 0;
+  walk([&](ParamOp param) {
+    total += param.getNumElements() * repeatMultiplier(param);
+  });
+  return total;
+}
+
+int64_t ModelOp::getNumTrainableParameters(Method method, LoraAttr lora) {
+  if (method == Method::full)
+    return getNumParameters();
+  int64_t total = 0;
+  walk([&](LinearOp linear) {
+    if (lora && lora.targets(linear.getWeightName()))
+      total += lora.getRank() *
+               (linear.getInFeatures() + linear.getOutFeatures()) *
+               repeatMultiplier(linear);
+  });
+  return total;
+}
+
+//===----------------------------------------------------------------------===//
+// RepeatOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RepeatOp::verifyRegions() {
+  Block &body = getBody().front();
+  Type carried = getInit().getType();
+  if (body.getNumArguments() != 1 || body.getArgument(0).getType() != carried)
+    return emitOpError("body must take one argument of the carried type ")
+           << carried;
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("body must end with swift.yield");
+  if (yield.getValue().getType() != carried ||
+      getResult().getType() != carried)
+    return emitOpError("each layer must map ")
+           << carried << " to itself, got " << yield.getValue().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor op verifiers
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::verify() {
+  auto table = getTable().getType();
+  auto result = getResult().getType();
+  if (result.getDimSize(2) != table.getDimSize(1) ||
+      result.getElementType() != table.getElementType())
+    return emitOpError("result ") << result << " does not match table " << table;
+  if (getIds().getType().getDimSize(1) != result.getDimSize(1))
+    return emitOpError("sequence length of ids and result differ");
+  return success();
+}
+
+LogicalResult RMSNormOp::verify() {
+  if (getInput().getType() != getResult().getType())
+    return emitOpError("result type must equal input type");
+  int64_t width = lastDim(getInput());
+  int64_t group = getWeight().getType().getDimSize(0);
+  if (group <= 0 || width % group != 0)
+    return emitOpError("weight of ")
+           << group << " elements neither matches nor divides the width "
+           << width;
+  if (!(getEpsilon().convertToDouble() > 0))
+    return emitOpError("epsilon must be positive");
+  return success();
+}
+
+LogicalResult LinearOp::verify() {
+  auto weight = getWeight().getType();
+  if (lastDim(getInput()) != weight.getDimSize(1))
+    return emitOpError("input width ")
+           << lastDim(getInput()) << " does not match weight " << weight
+           << " ([out, in])";
+  if (lastDim(getResult()) != weight.getDimSize(0))
+    return emitOpError("result width ")
+           << lastDim(getResult()) << " does not match weight " << weight;
+  if (getBias() && getBias().getType().getDimSize(0) != weight.getDimSize(0))
+    return emitOpError("bias ") << getBias().getType()
+                                << " does not match out features "
+                                << weight.getDimSize(0);
+  return verifySameTokens(*this, getInput(), getResult());
+}
+
+StringRef LinearOp::getWeightName() {
+  if (auto param = getWeight().getDefiningOp<ParamOp>())
+    return param.getName();
+  return "";
+}
+
+LogicalResult RopeOp::verify() {
+  if (getHeadDim() % 2 != 0)
+    return emitOpError("head_dim must be even, got ") << getHeadDim();
+  if (lastDim(getInput()) != int64_t(getNumHeads() * getHeadDim()))
+    return emitOpError("width ") << lastDim(getInput()) << " is not num_heads ("
+                                 << getNumHeads() << ") x head_dim ("
+                                 << getHeadDim() << ")";
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  int64_t heads = getNumHeads(), kvHeads = getNumKvHeads(), dim = getHeadDim();
+  if (heads % kvHeads != 0)
+    return emitOpError("num_kv_heads (")
+           << kvHeads << ") must divide num_heads (" << heads << ")";
+  if (lastDim(getQuery()) != heads * dim)
+    return emitOpError("query width ")
+           << lastDim(getQuery()) << " is not num_heads (" << heads
+           << ") x head_dim (" << dim << ")";
+  if (lastDim(getKey()) != kvHeads * dim || lastDim(getValue()) != kvHeads * dim)
+    return emitOpError("key/value width must be num_kv_heads (")
+           << kvHeads << ") x head_dim (" << dim << ") = " << kvHeads * dim;
+  if (getResult().getType() != getQuery().getType())
+    return emitOpError("result type must equal query type");
+  if (failed(verifySameTokens(*this, getQuery(), getKey())) ||
+      failed(verifySameTokens(*this, getQuery(), getValue())))
+    return failure();
+  return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  auto logits = getLogits().getType();
+  auto labels = getLabels().getType();
+  if (logits.getDimSize(0) != labels.getDimSize(0) ||
+      logits.getDimSize(1) != labels.getDimSize(1))
+    return emitOpError("labels ") << labels << " do not match logits "
+                                  << logits;
+  return success();
+}
