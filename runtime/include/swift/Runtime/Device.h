@@ -1,0 +1,30 @@
+//===- Device.h - the few device services that differ between CPU and CUDA =//
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+namespace swift::rt {
+
+/// Host memory the device can DMA from/to asynchronously (pinned on CUDA,
+/// ordinary on a CPU run).
+at::Tensor hostEmpty(int64_t n, at::ScalarType dtype, const at::Device &device);
+/// Blocks the host until all work queued on `device` is done.
+void deviceSynchronize(const at::Device &device);
+/// Peak bytes since the last reset: allocator-allocated bytes on CUDA,
+/// the process's maximum resident set on CPU (which cannot be reset).
+void resetPeakMemory(const at::Device &device);
+int64_t peakMemoryBytes(const at::Device &device);
+/// Number of CUDA devices (0 in a CPU-only build).
+int cudaDeviceCount();
+void setCudaDevice(int index);
+/// Replaces a tensor's memory, keeping its storage object, so tensors saved
+/// for backward that share the storage see the new memory (ZeRO-3).
+void allocStorage(const at::Tensor &t);
+void freeStorage(const at::Tensor &t);
+/// The GPU's dense bf16 peak in FLOP/s for MFU (SWIFT_PEAK_TFLOPS
+/// overrides; 989e12 for H100/H200); 0 when unknown (CPU).
+double peakFlops(const at::Device &device);
+
+} // namespace swift::rt

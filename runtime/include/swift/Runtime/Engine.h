@@ -1,0 +1,90 @@
+//===- Engine.h - executes a plan's schedule: ZeRO 0-3, offload, recompute ==//
+//
+// Ownership. The Engine owns every buffer of the model state:
+//   per unit (Plan.h's units), world size W, padded size P = W * shard:
+//     full      (P)      compute dtype, device. ZeRO 0-2: always resident.
+//                        ZeRO-3: its storage is allocated by a gather and
+//                        freed by a release (tensors saved for backward
+//                        keep pointing at the same storage object).
+//     shard     (P/W)    ZeRO-3 only: compute-dtype parameter shard; on the
+//                        host (pinned) with offload "optimizer+params".
+//     master, expAvg, expAvgSq (N_opt): the optimizer partition, fp32
+//                        (bf16 master for pure bf16 without offload); on
+//                        the host (pinned) with any offload. N_opt = P at
+//                        ZeRO-0, P/W otherwise.
+//     grad      ZeRO 0/1: (P) accumulator over micro-batches, grad dtype.
+//     gradShard ZeRO 1-3: (P/W) reduced gradient shard, grad dtype.
+//     microGrad ZeRO 2/3: (P) this micro-batch's gradient, alive from the
+//                        unit's backward until its reduce-scatter completes.
+//   grad dtype: fp32, except bf16 for pure bf16.
+// The Engine borrows the Comm and the Plan; both must outlive it.
+//
+// Threading: step() runs on the calling thread; unit backwards run on the
+// autograd engine's thread while step() waits in backward(); nothing runs
+// concurrently with anything else that touches the Engine.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "swift/Runtime/Comm.h"
+#include "swift/Runtime/Model.h"
+#include "swift/Runtime/Plan.h"
+
+#include <ATen/ATen.h>
+
+#include <memory>
+#include <vector>
+
+namespace swift::rt {
+
+class Engine {
+public:
+  Engine(const Plan &plan, Comm &comm, at::Device device);
+  ~Engine();
+
+  /// One optimizer step. microBatches: gradient_accumulation tensors of
+  /// (B, S+1) int64 token ids (host or device). Returns this rank's mean
+  /// loss over its micro-batches.
+  double step(const std::vector<at::Tensor> &microBatches);
+
+  /// Every parameter in HF order and shape, fp32 on the host, gathered from
+  /// the shards (collective: every rank must call it).
+  std::vector<std::pair<std::string, at::Tensor>> parameters();
+
+  int64_t stepsDone() const { return steps_; }
+
+private:
+  struct Unit;
+  struct MicroBatch;
+
+  at::Tensor unitForward(int u, const at::Tensor &x, MicroBatch &mb);
+  std::vector<at::Tensor> unitBackward(int u, std::vector<at::Tensor> &&grads,
+                                       MicroBatch &mb, const at::Tensor &xSaved,
+                                       at::Tensor out,
+                                       std::vector<at::Tensor> inputs);
+  at::Tensor computeUnit(int u, const at::Tensor &x,
+                         const std::vector<at::Tensor> &leaves,
+                         const MicroBatch &mb);
+  std::vector<at::Tensor> makeLeaves(int u, bool requiresGrad);
+  void accumulateGrads(int u, const std::vector<at::Tensor> &leafGrads);
+  void gather(int u);
+  void waitGathered(int u);
+  void release(int u);
+  void reduceBucket(int b);
+  void optimizerStep();
+  void finishPending();
+
+  const Plan &plan_;
+  const ModelConfig &m_;
+  Comm &comm_;
+  at::Device device_;
+  at::ScalarType computeDtype_, gradDtype_;
+  std::vector<std::unique_ptr<Unit>> units_;
+  std::vector<int> backwardIndex_; // unit -> index in schedule.backward
+  std::vector<Pending> pending_;   // reductions in flight this step
+  Rope rope_;
+  int64_t steps_ = 0;
+  bool lastMicroBatch_ = false;
+};
+
+} // namespace swift::rt

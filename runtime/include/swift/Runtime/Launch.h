@@ -1,0 +1,52 @@
+//===- Launch.h - process topology: launcher, env rendezvous, watchdog ----===//
+//
+// Two ways to get ranks:
+//  - `swift-run plan.json --nproc-per-node N`: this process becomes the
+//    launcher. It hosts the c10d TCPStore, fork/execs itself N times with
+//    RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+//    MASTER_PORT and SWIFT_STORE_HOSTED=1 set, and supervises: when a rank
+//    exits non-zero or is killed, the others get SIGTERM (then SIGKILL after
+//    a grace period) and the launcher exits non-zero naming the rank.
+//  - torchrun / srun / mpirun: each process reads the same variables
+//    (srun's SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID and OpenMPI's
+//    OMPI_COMM_WORLD_* are accepted when RANK is absent); rank 0 hosts the
+//    store unless torchrun's agent does (TORCHELASTIC_USE_AGENT_STORE).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace swift::rt {
+
+struct RankEnv {
+  int rank = 0, world = 1, localRank = 0, localWorld = 1;
+  std::string masterAddr = "127.0.0.1";
+  int masterPort = 29500;
+  bool hostStore = true; // this process starts the TCPStore server
+};
+
+/// Reads the environment of a rank. A missing RANK/WORLD_SIZE means a
+/// single-process job. Malformed values are a UserError.
+RankEnv readRankEnv();
+
+/// Runs the launcher; returns the process exit code (0, 1, or 2 when every
+/// failing rank reported bad input).
+int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs);
+
+/// Ends the process with a message if no progress is reported within
+/// `seconds` (a peer died inside a collective that has no timeout, e.g.
+/// NCCL). progress() re-arms it; the first arm may use a longer budget.
+class Watchdog {
+public:
+  explicit Watchdog(double seconds);
+  ~Watchdog();
+  void progress(const char *what);
+
+private:
+  struct State;
+  State *s_;
+};
+
+} // namespace swift::rt

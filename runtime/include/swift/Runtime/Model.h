@@ -1,0 +1,82 @@
+//===- Model.h - the Llama-family decoder as flat, unit-owned weights -----===//
+//
+// The model is three kinds of units (see Plan.h): embedding, decoder layer,
+// head. Each unit's parameters live in ONE flat buffer (the engine owns it;
+// this file only describes the layout and computes with views into it), so
+// sharding, gathering and gradient reduction are one contiguous range each.
+//
+// Descriptor tables below give each parameter's shape and initializer; the
+// flat layout is the table order, no padding between parameters.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "swift/Runtime/Plan.h"
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+namespace swift::rt {
+
+enum class Init { Normal, Ones, Zeros };
+
+struct ParamDesc {
+  std::string name;              // HF name, e.g. "layers.3.self_attn.q_proj.weight"
+  std::vector<int64_t> shape;
+  Init init = Init::Normal;
+  int64_t offset = 0;            // in elements, within the unit's flat buffer
+  int64_t numel() const;
+};
+
+struct UnitLayout {
+  std::vector<ParamDesc> params; // table order == flat order
+  int64_t numel = 0;             // == unitParameterCount(model, unit)
+};
+
+/// The descriptor table of one unit.
+UnitLayout unitLayout(const ModelConfig &m, int unit);
+
+/// Views of a decoder layer's parameters (undefined when absent).
+struct DecoderWeights {
+  at::Tensor inputNorm;          // (C)
+  at::Tensor q, k, v;            // (NH*D, C), (NKV*D, C), (NKV*D, C)
+  at::Tensor qBias, kBias, vBias; // (NH*D), (NKV*D), (NKV*D)   qkv_bias
+  at::Tensor qNorm, kNorm;       // (D), (D)                     qk_norm
+  at::Tensor o;                  // (C, NH*D)
+  at::Tensor oBias;              // (C)                          o_bias
+  at::Tensor postNorm;           // (C)
+  at::Tensor gate, up;           // (I, C)
+  at::Tensor down;               // (C, I)
+};
+/// Binds `views` (one per descriptor, table order) to names.
+DecoderWeights bindDecoder(const ModelConfig &m,
+                           const std::vector<at::Tensor> &views);
+
+/// Rotary tables for positions 0..S-1, (S, D/2) each, compute dtype.
+struct Rope {
+  at::Tensor cos, sin;
+};
+Rope makeRope(const ModelConfig &m, int64_t seq, const at::TensorOptions &opt);
+
+/// x: (B, S, C) -> (B, S, C). `selective` recomputes the attention core and
+/// the SwiGLU activation in backward instead of saving their internals.
+at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
+                          const at::Tensor &x, const Rope &rope,
+                          bool selective);
+
+/// ids: (B, S) int64, table: (V, C) -> (B, S, C).
+at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids);
+
+/// x: (B, S, C), finalNorm: (C), lmHead: (V, C), targets: (B, S) int64.
+/// Mean cross-entropy over all B*S tokens, computed in fp32.
+at::Tensor headLoss(const ModelConfig &m, const at::Tensor &x,
+                    const at::Tensor &finalNorm, const at::Tensor &lmHead,
+                    const at::Tensor &targets);
+
+/// FLOPs per trained token (forward + backward), torchtitan's convention:
+/// 6 * (non-embedding params, lm_head counted) + 6 * L * C * S.
+double flopsPerToken(const ModelConfig &m, int64_t seq);
+
+} // namespace swift::rt

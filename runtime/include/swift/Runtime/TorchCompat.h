@@ -1,0 +1,58 @@
+//===- TorchCompat.h - LibTorch 1.13 / 2.x differences in one place -------===//
+//
+// CI builds against Debian's LibTorch 1.13 (CPU); the GPU machine has 2.11
+// (CUDA). Everything that differs between them is wrapped here so the rest
+// of the runtime is written once.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <ATen/ATen.h>
+#include <torch/version.h>
+
+#define SWIFT_TORCH_AT_LEAST(major, minor)                                     \
+  (TORCH_VERSION_MAJOR > (major) ||                                            \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+namespace swift::rt::compat {
+
+/// Causal attention. q: (B, NH, S, D); k, v: (B, NKV, S, D), NH % NKV == 0.
+/// Returns (B, NH, S, D). On 2.x this is at::scaled_dot_product_attention
+/// (flash / memory-efficient kernels on CUDA); on 1.13 an explicit math
+/// version with fp32 softmax.
+inline at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k,
+                                  const at::Tensor &v) {
+  const int64_t nh = q.size(1), nkv = k.size(1);
+  at::Tensor kk = k, vv = v;
+  if (nkv != nh) {
+    // GQA: each kv head serves nh/nkv query heads. (B, NKV, S, D) ->
+    // (B, NH, S, D); a copy, but robust on every SDPA backend.
+    const int64_t rep = nh / nkv;
+    auto expand = [&](const at::Tensor &t) {
+      return t.unsqueeze(2)
+          .expand({t.size(0), nkv, rep, t.size(2), t.size(3)})
+          .reshape({t.size(0), nh, t.size(2), t.size(3)});
+    };
+    kk = expand(k);
+    vv = expand(v);
+  }
+#if SWIFT_TORCH_AT_LEAST(2, 0)
+  return at::scaled_dot_product_attention(q, kk, vv, /*attn_mask=*/{},
+                                          /*dropout_p=*/0.0,
+                                          /*is_causal=*/true);
+#else
+  const int64_t s = q.size(2);
+  const double scale = 1.0 / std::sqrt(double(q.size(3)));
+  at::Tensor scores = at::matmul(q, kk.transpose(-2, -1)).to(at::kFloat) * scale;
+  at::Tensor mask = at::ones({s, s}, q.options().dtype(at::kBool)).triu(1);
+  scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
+  at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type());
+  return at::matmul(probs, vv);
+#endif
+}
+
+/// A generator for `device` seeded with `seed`: initial weights are a pure
+/// function of (seed, unit), whatever the world size.
+at::Generator makeGenerator(const at::Device &device, uint64_t seed);
+
+} // namespace swift::rt::compat

@@ -1,0 +1,107 @@
+//===- Device.cpp - CPU / CUDA device services ----------------------------===//
+#include "swift/Runtime/Device.h"
+#include "swift/Runtime/Check.h"
+
+#include <sys/resource.h>
+
+#include <cstdlib>
+#include <string>
+
+#ifdef SWIFT_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <cuda_runtime.h>
+#endif
+
+namespace swift::rt {
+
+at::Tensor hostEmpty(int64_t n, at::ScalarType dtype, const at::Device &device) {
+  return at::empty({n}, at::TensorOptions().dtype(dtype).pinned_memory(
+                            device.is_cuda()));
+}
+
+void deviceSynchronize(const at::Device &device) {
+#ifdef SWIFT_WITH_CUDA
+  if (device.is_cuda())
+    SWIFT_CUDA_CHECK(cudaDeviceSynchronize());
+#endif
+  (void)device;
+}
+
+void resetPeakMemory(const at::Device &device) {
+#ifdef SWIFT_WITH_CUDA
+  if (device.is_cuda())
+    c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+#endif
+  (void)device;
+}
+
+int64_t peakMemoryBytes(const at::Device &device) {
+#ifdef SWIFT_WITH_CUDA
+  if (device.is_cuda()) {
+    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    return stats
+        .allocated_bytes[size_t(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)]
+        .peak;
+  }
+#endif
+  (void)device;
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return int64_t(ru.ru_maxrss) * 1024; // Linux reports KiB
+}
+
+int cudaDeviceCount() {
+#ifdef SWIFT_WITH_CUDA
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess)
+    return 0;
+  return n;
+#else
+  return 0;
+#endif
+}
+
+void setCudaDevice(int index) {
+#ifdef SWIFT_WITH_CUDA
+  c10::cuda::set_device(c10::DeviceIndex(index));
+#else
+  (void)index;
+#endif
+}
+
+void allocStorage(const at::Tensor &t) {
+  c10::StorageImpl *impl = t.storage().unsafeGetStorageImpl();
+  const size_t bytes = size_t(t.numel()) * t.element_size();
+  SWIFT_ASSERT(impl->allocator(), "storage without an allocator");
+  impl->set_data_ptr_noswap(impl->allocator()->allocate(bytes));
+  impl->set_nbytes(bytes);
+}
+
+void freeStorage(const at::Tensor &t) {
+  c10::StorageImpl *impl = t.storage().unsafeGetStorageImpl();
+  impl->set_data_ptr_noswap(at::DataPtr(nullptr, t.device()));
+  impl->set_nbytes(0);
+}
+
+double peakFlops(const at::Device &device) {
+  if (const char *env = std::getenv("SWIFT_PEAK_TFLOPS"))
+    return std::atof(env) * 1e12;
+#ifdef SWIFT_WITH_CUDA
+  if (device.is_cuda()) {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device.index()) == cudaSuccess) {
+      std::string name = prop.name;
+      if (name.find("H100") != std::string::npos ||
+          name.find("H200") != std::string::npos)
+        return 989e12;
+      if (name.find("A100") != std::string::npos)
+        return 312e12;
+    }
+  }
+#endif
+  (void)device;
+  return 0;
+}
+
+} // namespace swift::rt

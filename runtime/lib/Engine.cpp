@@ -1,0 +1,435 @@
+//===- Engine.cpp - unit-granular forward/backward with ZeRO 0-3 ----------===//
+//
+// Each unit is one node of the outer autograd graph (Autograd.h). Its
+// forward runs the unit's ops on fresh leaf views of the gathered flat
+// parameters and keeps that inner graph (or, under full checkpointing, only
+// the input). Its backward, called by autograd in reverse unit order, runs
+// the schedule entry for the unit: prefetch gathers, recompute if needed,
+// differentiate the inner graph, add the parameter gradients into the flat
+// gradient buffers, release, launch bucket reductions.
+//
+//===----------------------------------------------------------------------===//
+#include "swift/Runtime/Engine.h"
+#include "swift/Runtime/Autograd.h"
+#include "swift/Runtime/Check.h"
+#include "swift/Runtime/CpuAdam.h"
+#include "swift/Runtime/Device.h"
+#include "swift/Runtime/TorchCompat.h"
+
+#include <cmath>
+#include <cstdlib>
+
+namespace swift::rt {
+
+struct Engine::Unit {
+  int id = 0;
+  UnitLayout layout;
+  int64_t shardLen = 0, padded = 0;     // padded = world * shardLen
+  int64_t optOffset = 0, optLen = 0;    // optimizer partition of [0, padded)
+  at::Tensor full;                      // (padded) compute dtype, device
+  bool resident = false;
+  Pending gatherPending;
+  at::Tensor shard;                     // (shardLen) ZeRO-3 params
+  at::Tensor master, expAvg, expAvgSq;  // (optLen)
+  at::Tensor stepTensor;                // fused AdamW's step counter
+  at::Tensor grad;                      // (padded) ZeRO 0/1
+  at::Tensor gradShard;                 // (shardLen) ZeRO 1-3
+  at::Tensor microGrad;                 // (padded) ZeRO 2/3, transient
+  at::Tensor hostGrad, hostParamOut;    // (optLen) offload staging
+};
+
+struct Engine::MicroBatch {
+  at::Tensor inputs, targets;           // (B, S) int64, device
+};
+
+namespace {
+
+at::ScalarType computeDtypeOf(Precision p) {
+  return p == Precision::Fp32 ? at::kFloat : at::kBFloat16;
+}
+
+// Shards start on 64-element boundaries (256 B in fp32): NCCL and the
+// vectorized kernels want aligned chunks.
+int64_t shardLength(int64_t numel, int64_t world) {
+  int64_t s = (numel + world - 1) / world;
+  return (s + 63) / 64 * 64;
+}
+
+bool useFusedAdamW() {
+  const char *env = std::getenv("SWIFT_ADAMW");
+  return !(env && std::string(env) == "ops");
+}
+
+} // namespace
+
+Engine::Engine(const Plan &plan, Comm &comm, at::Device device)
+    : plan_(plan), m_(plan.model), comm_(comm), device_(device) {
+  const StrategyConfig &st = plan.strategy;
+  const int W = comm.worldSize(), rank = comm.rank();
+  const bool offload = st.offload != Offload::None;
+  computeDtype_ = computeDtypeOf(plan.training.precision);
+  gradDtype_ = plan.training.precision == Precision::Bf16 ? at::kBFloat16
+                                                          : at::kFloat;
+  auto onDevice = at::TensorOptions().device(device_);
+  const int numUnits = int(m_.numLayers) + 2;
+  backwardIndex_.resize(numUnits);
+  for (size_t i = 0; i < plan.schedule.backward.size(); ++i)
+    backwardIndex_[plan.schedule.backward[i].unit] = int(i);
+
+  for (int u = 0; u < numUnits; ++u) {
+    auto U = std::make_unique<Unit>();
+    U->id = u;
+    U->layout = unitLayout(m_, u);
+    U->shardLen = shardLength(U->layout.numel, W);
+    U->padded = U->shardLen * W;
+    U->optOffset = st.zero == 0 ? 0 : rank * U->shardLen;
+    U->optLen = st.zero == 0 ? U->padded : U->shardLen;
+
+    // Initial weights: a pure function of (seed, unit), generated whole on
+    // every rank so any world size starts from the same model.
+    at::Tensor init = at::zeros({U->padded}, onDevice.dtype(at::kFloat));
+    at::Generator gen = compat::makeGenerator(
+        device_, plan.training.seed * 1000003ull + uint64_t(u));
+    for (const ParamDesc &d : U->layout.params) {
+      at::Tensor v = init.narrow(0, d.offset, d.numel());
+      if (d.init == Init::Normal)
+        v.normal_(0.0, 0.02, gen); // HF initializer_range
+      else if (d.init == Init::Ones)
+        v.fill_(1.0);
+    }
+    at::Tensor compute = init.to(computeDtype_);
+    if (st.zero < 3) {
+      U->full = compute;
+      U->resident = true;
+    } else {
+      U->full = at::empty({U->padded}, onDevice.dtype(computeDtype_));
+      freeStorage(U->full);
+      U->shard = compute.narrow(0, rank * U->shardLen, U->shardLen).clone();
+      if (st.offload == Offload::OptimizerAndParams) {
+        at::Tensor h = hostEmpty(U->shardLen, computeDtype_, device_);
+        h.copy_(U->shard);
+        U->shard = h;
+      }
+    }
+    at::Tensor part = init.narrow(0, U->optOffset, U->optLen);
+    if (offload) {
+      U->master = hostEmpty(U->optLen, at::kFloat, device_);
+      U->master.copy_(part);
+      U->expAvg = hostEmpty(U->optLen, at::kFloat, device_).zero_();
+      U->expAvgSq = hostEmpty(U->optLen, at::kFloat, device_).zero_();
+      U->hostGrad = hostEmpty(U->optLen, at::kFloat, device_);
+      if (computeDtype_ == at::kBFloat16)
+        U->hostParamOut = hostEmpty(U->optLen, at::kBFloat16, device_);
+    } else {
+      if (plan.training.precision == Precision::Bf16)
+        // Pure bf16: the optimizer updates the compute-dtype parameters in
+        // place; there is no separate master copy.
+        U->master = st.zero == 3 ? U->shard
+                                 : U->full.narrow(0, U->optOffset, U->optLen);
+      else
+        U->master = part.clone();
+      U->expAvg = at::zeros({U->optLen}, onDevice.dtype(at::kFloat));
+      U->expAvgSq = at::zeros({U->optLen}, onDevice.dtype(at::kFloat));
+      U->stepTensor = at::zeros({}, onDevice.dtype(at::kFloat));
+    }
+    if (st.zero <= 1)
+      U->grad = at::zeros({U->padded}, onDevice.dtype(gradDtype_));
+    if (st.zero >= 1)
+      U->gradShard = at::zeros({U->shardLen}, onDevice.dtype(gradDtype_));
+    units_.push_back(std::move(U));
+  }
+  rope_ = makeRope(m_, plan.training.sequenceLength,
+                   onDevice.dtype(computeDtype_));
+}
+
+Engine::~Engine() = default;
+
+void Engine::gather(int u) {
+  Unit &U = *units_[u];
+  if (U.resident)
+    return;
+  allocStorage(U.full);
+  at::Tensor src = U.shard;
+  if (src.device() != device_) // parameters offloaded: upload the shard
+    src = src.to(device_, /*non_blocking=*/true);
+  U.gatherPending = comm_.allGather(src, U.full);
+  U.resident = true;
+}
+
+void Engine::waitGathered(int u) {
+  Unit &U = *units_[u];
+  SWIFT_ASSERT(U.resident, "unit ", u, " used before it was gathered");
+  U.gatherPending.wait();
+}
+
+void Engine::release(int u) {
+  Unit &U = *units_[u];
+  SWIFT_ASSERT(U.resident, "unit ", u, " released twice");
+  // The gather must be complete (and ordered before compute) before its
+  // memory goes back to the allocator, which reuses it in compute order.
+  U.gatherPending.wait();
+  freeStorage(U.full);
+  U.resident = false;
+}
+
+std::vector<at::Tensor> Engine::makeLeaves(int u, bool requiresGrad) {
+  std::vector<at::Tensor> leaves;
+  for (int o : unitOwners(m_, u)) {
+    const Unit &O = *units_[o];
+    for (const ParamDesc &d : O.layout.params) {
+      at::Tensor v = O.full.narrow(0, d.offset, d.numel()).view(d.shape);
+      leaves.push_back(requiresGrad ? v.detach().requires_grad_(true) : v);
+    }
+  }
+  return leaves;
+}
+
+at::Tensor Engine::computeUnit(int u, const at::Tensor &x,
+                               const std::vector<at::Tensor> &leaves,
+                               const MicroBatch &mb) {
+  if (u == 0)
+    return embeddingForward(leaves[0], mb.inputs);
+  if (u == m_.numLayers + 1) // [norm, lm_head or the tied table]
+    return headLoss(m_, x, leaves[0], leaves[1], mb.targets);
+  bool selective =
+      plan_.schedule.units[u].checkpoint == Checkpointing::Selective;
+  return decoderForward(m_, bindDecoder(m_, leaves), x, rope_, selective);
+}
+
+at::Tensor Engine::unitForward(int u, const at::Tensor &x, MicroBatch &mb) {
+  for (int o : unitOwners(m_, u))
+    waitGathered(o);
+  const bool full = plan_.schedule.units[u].checkpoint == Checkpointing::Full;
+  at::Tensor xIn = u == 0 ? at::Tensor() : x.detach();
+  at::Tensor out;
+  std::vector<at::Tensor> inputs;
+  if (full) {
+    at::NoGradGuard noGrad;
+    out = computeUnit(u, xIn, makeLeaves(u, false), mb);
+  } else {
+    at::AutoGradMode enable(true);
+    if (xIn.defined())
+      xIn.requires_grad_(true);
+    inputs = makeLeaves(u, true);
+    out = computeUnit(u, xIn, inputs, mb);
+    inputs.insert(inputs.begin(), xIn);
+  }
+  std::vector<at::Tensor> outs{out.detach()};
+  at::Tensor xSaved = full ? xIn : at::Tensor();
+  if (full)
+    out = at::Tensor();
+  MicroBatch mbCopy = mb;
+  attachBackward(
+      {x}, outs,
+      [this, u, mbCopy, xSaved, out,
+       inputs](std::vector<at::Tensor> &&grads) mutable {
+        return unitBackward(u, std::move(grads), mbCopy, xSaved,
+                            std::move(out), std::move(inputs));
+      },
+      "UnitBackward");
+  return outs[0];
+}
+
+std::vector<at::Tensor> Engine::unitBackward(int u,
+                                             std::vector<at::Tensor> &&grads,
+                                             MicroBatch &mb,
+                                             const at::Tensor &xSaved,
+                                             at::Tensor out,
+                                             std::vector<at::Tensor> inputs) {
+  const ProgramStep &st = plan_.schedule.backward[backwardIndex_[u]];
+  for (int g : st.gather)
+    gather(g);
+  if (u != 0) // the embedding's backward reads no weights
+    for (int o : unitOwners(m_, u))
+      waitGathered(o);
+  if (!out.defined()) { // full checkpointing: rebuild the inner graph
+    at::AutoGradMode enable(true);
+    at::Tensor xIn = xSaved.detach().requires_grad_(true);
+    inputs = makeLeaves(u, true);
+    out = computeUnit(u, xIn, inputs, mb);
+    inputs.insert(inputs.begin(), xIn);
+  }
+  std::vector<at::Tensor> g = differentiate({out}, {grads[0]}, inputs);
+  out = at::Tensor();
+  inputs.clear();
+  accumulateGrads(u, std::vector<at::Tensor>(g.begin() + 1, g.end()));
+  for (int r : st.release)
+    release(r);
+  for (int b : st.reduce)
+    if (plan_.schedule.buckets[b].everyMicroBatch || lastMicroBatch_)
+      reduceBucket(b);
+  return {g[0]};
+}
+
+void Engine::accumulateGrads(int u, const std::vector<at::Tensor> &leafGrads) {
+  size_t i = 0;
+  for (int o : unitOwners(m_, u)) {
+    Unit &O = *units_[o];
+    at::Tensor target = O.grad;
+    if (plan_.strategy.zero >= 2) {
+      if (!O.microGrad.defined())
+        O.microGrad = at::zeros({O.padded}, O.gradShard.options());
+      target = O.microGrad;
+    }
+    for (const ParamDesc &d : O.layout.params) {
+      const at::Tensor &g = leafGrads[i++];
+      if (g.defined())
+        target.narrow(0, d.offset, d.numel()).view(d.shape).add_(g);
+    }
+  }
+  SWIFT_ASSERT(i == leafGrads.size(), "gradient count mismatch");
+}
+
+void Engine::reduceBucket(int b) {
+  for (int u : plan_.schedule.buckets[b].units) {
+    Unit &U = *units_[u];
+    switch (plan_.strategy.zero) {
+    case 0:
+      pending_.push_back(comm_.allReduceSum(U.grad));
+      break;
+    case 1:
+      pending_.push_back(comm_.reduceScatterAdd(U.grad, U.gradShard));
+      break;
+    default: {
+      SWIFT_ASSERT(U.microGrad.defined(), "unit ", u, " has no gradient");
+      // The Pending now holds the only reference: the buffer lives until
+      // the reduce-scatter is complete, then returns to the allocator.
+      at::Tensor micro = std::move(U.microGrad);
+      U.microGrad = at::Tensor();
+      pending_.push_back(comm_.reduceScatterAdd(std::move(micro), U.gradShard));
+    }
+    }
+  }
+}
+
+void Engine::finishPending() {
+  for (Pending &p : pending_)
+    p.wait();
+  pending_.clear();
+}
+
+void Engine::optimizerStep() {
+  const OptimizerConfig &o = plan_.training.optimizer;
+  const int zero = plan_.strategy.zero;
+  const double scale =
+      1.0 / double(comm_.worldSize() * plan_.training.gradientAccumulation);
+  const int64_t t = steps_ + 1;
+  const double bc1 = 1.0 - std::pow(o.beta1, double(t));
+  const double bc2 = 1.0 - std::pow(o.beta2, double(t));
+  const bool offload = plan_.strategy.offload != Offload::None;
+  auto gradOf = [&](Unit &U) { return zero == 0 ? U.grad : U.gradShard; };
+
+  if (offload) {
+    // Download every gradient partition first (one wait), then update on
+    // the host with all cores.
+    for (auto &U : units_)
+      U->hostGrad.copy_(gradOf(*U), /*non_blocking=*/true);
+    deviceSynchronize(device_);
+    AdamWArgs args{float(o.lr), float(o.beta1), float(o.beta2), float(o.eps),
+                   float(o.weightDecay), float(scale), t};
+    for (auto &U : units_)
+      cpuAdamW(U->master.data_ptr<float>(), U->expAvg.data_ptr<float>(),
+               U->expAvgSq.data_ptr<float>(), U->hostGrad.data_ptr<float>(),
+               U->optLen, args,
+               U->hostParamOut.defined()
+                   ? reinterpret_cast<uint16_t *>(U->hostParamOut.data_ptr())
+                   : nullptr);
+  } else {
+    bool fused = false;
+#if SWIFT_TORCH_AT_LEAST(2, 1)
+    fused = device_.is_cuda() && useFusedAdamW() &&
+            units_[0]->master.scalar_type() == at::kFloat &&
+            gradDtype_ == at::kFloat;
+    if (fused) {
+      std::vector<at::Tensor> p, g, m, v, steps;
+      for (auto &U : units_) {
+        p.push_back(U->master);
+        g.push_back(gradOf(*U));
+        m.push_back(U->expAvg);
+        v.push_back(U->expAvgSq);
+        steps.push_back(U->stepTensor);
+      }
+      // grad_scale divides: pass W*G to average the summed gradients.
+      at::Tensor gradScale = at::full({}, 1.0 / scale,
+                                      at::TensorOptions().device(device_));
+      at::_fused_adamw_(p, g, m, v, {}, steps, o.lr, o.beta1, o.beta2,
+                        o.weightDecay, o.eps, /*amsgrad=*/false,
+                        /*maximize=*/false, gradScale, /*found_inf=*/{});
+    }
+#endif
+    if (!fused)
+      for (auto &U : units_) {
+        at::Tensor g = gradOf(*U).to(at::kFloat) * scale;
+        U->master.mul_(1.0 - o.lr * o.weightDecay);
+        U->expAvg.mul_(o.beta1).add_(g, 1.0 - o.beta1);
+        U->expAvgSq.mul_(o.beta2).addcmul_(g, g, 1.0 - o.beta2);
+        at::Tensor denom = U->expAvgSq.sqrt().div_(std::sqrt(bc2)).add_(o.eps);
+        U->master.addcdiv_(U->expAvg, denom, -o.lr / bc1);
+      }
+  }
+
+  // Publish the updated parameters in the compute dtype.
+  for (auto &U : units_) {
+    at::Tensor src = U->hostParamOut.defined() ? U->hostParamOut : U->master;
+    at::Tensor dst = zero == 3 ? U->shard
+                               : U->full.narrow(0, U->optOffset, U->optLen);
+    if (src.data_ptr() != dst.data_ptr())
+      dst.copy_(src, /*non_blocking=*/true);
+    if (zero == 1 || zero == 2)
+      pending_.push_back(comm_.allGather(dst, U->full));
+  }
+  finishPending();
+}
+
+double Engine::step(const std::vector<at::Tensor> &microBatches) {
+  const int64_t G = plan_.training.gradientAccumulation,
+                S = plan_.training.sequenceLength;
+  SWIFT_ASSERT(int64_t(microBatches.size()) == G, "expected ", G,
+               " micro-batches");
+  for (auto &U : units_) {
+    if (U->grad.defined())
+      U->grad.zero_();
+    if (U->gradShard.defined())
+      U->gradShard.zero_();
+  }
+  at::Tensor lossSum = at::zeros({}, at::TensorOptions().device(device_));
+  for (int64_t k = 0; k < G; ++k) {
+    lastMicroBatch_ = k == G - 1;
+    at::Tensor tokens = microBatches[k].to(device_, at::kLong);
+    MicroBatch mb{tokens.narrow(1, 0, S), tokens.narrow(1, 1, S)};
+    // A leaf that requires grad, so the first unit's node joins the graph.
+    at::Tensor x = at::zeros({}, at::TensorOptions().device(device_))
+                       .requires_grad_(true);
+    for (const ProgramStep &st : plan_.schedule.forward) {
+      for (int g : st.gather)
+        gather(g);
+      x = unitForward(st.unit, x, mb);
+      for (int r : st.release)
+        release(r);
+    }
+    lossSum += x.detach();
+    x.backward();
+  }
+  finishPending();
+  optimizerStep();
+  ++steps_;
+  return lossSum.item<double>() / double(G);
+}
+
+std::vector<std::pair<std::string, at::Tensor>> Engine::parameters() {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (auto &U : units_) {
+    bool wasResident = U->resident;
+    gather(U->id);
+    waitGathered(U->id);
+    for (const ParamDesc &d : U->layout.params)
+      out.emplace_back(d.name, U->full.narrow(0, d.offset, d.numel())
+                                   .view(d.shape)
+                                   .to(at::kCPU, at::kFloat));
+    if (!wasResident)
+      release(U->id);
+  }
+  return out;
+}
+
+} // namespace swift::rt

@@ -1,0 +1,200 @@
+//===- Model.cpp - Llama-family decoder math on flat-buffer views ---------===//
+//
+// Precision is explicit (no autocast): weights and activations are in the
+// compute dtype; RMSNorm statistics, softmax (math path) and the loss are
+// computed in fp32, then cast back, the way HF Llama does it.
+//
+//===----------------------------------------------------------------------===//
+#include "swift/Runtime/Model.h"
+#include "swift/Runtime/Autograd.h"
+#include "swift/Runtime/Check.h"
+#include "swift/Runtime/TorchCompat.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+namespace swift::rt {
+
+int64_t ParamDesc::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+UnitLayout unitLayout(const ModelConfig &m, int unit) {
+  const int64_t C = m.hiddenSize, D = m.headDim, I = m.intermediateSize,
+                V = m.vocabSize, Q = m.numHeads * D, KV = m.numKvHeads * D;
+  UnitLayout l;
+  auto add = [&](std::string name, std::vector<int64_t> shape, Init init) {
+    ParamDesc d{std::move(name), std::move(shape), init, l.numel};
+    l.numel += d.numel();
+    l.params.push_back(std::move(d));
+  };
+  if (unit == 0) {
+    add("embed_tokens.weight", {V, C}, Init::Normal);
+  } else if (unit == m.numLayers + 1) {
+    add("norm.weight", {C}, Init::Ones);
+    if (!m.tieWordEmbeddings)
+      add("lm_head.weight", {V, C}, Init::Normal);
+  } else {
+    // Table order == DecoderWeights binding order in bindDecoder().
+    std::string p = "layers." + std::to_string(unit - 1) + ".";
+    add(p + "input_layernorm.weight", {C}, Init::Ones);
+    add(p + "self_attn.q_proj.weight", {Q, C}, Init::Normal);
+    add(p + "self_attn.k_proj.weight", {KV, C}, Init::Normal);
+    add(p + "self_attn.v_proj.weight", {KV, C}, Init::Normal);
+    if (m.qkvBias) {
+      add(p + "self_attn.q_proj.bias", {Q}, Init::Zeros);
+      add(p + "self_attn.k_proj.bias", {KV}, Init::Zeros);
+      add(p + "self_attn.v_proj.bias", {KV}, Init::Zeros);
+    }
+    if (m.qkNorm) {
+      add(p + "self_attn.q_norm.weight", {D}, Init::Ones);
+      add(p + "self_attn.k_norm.weight", {D}, Init::Ones);
+    }
+    add(p + "self_attn.o_proj.weight", {C, Q}, Init::Normal);
+    if (m.oBias)
+      add(p + "self_attn.o_proj.bias", {C}, Init::Zeros);
+    add(p + "post_attention_layernorm.weight", {C}, Init::Ones);
+    add(p + "mlp.gate_proj.weight", {I, C}, Init::Normal);
+    add(p + "mlp.up_proj.weight", {I, C}, Init::Normal);
+    add(p + "mlp.down_proj.weight", {C, I}, Init::Normal);
+  }
+  SWIFT_ASSERT(l.numel == unitParameterCount(m, unit),
+               "layout and unitParameterCount disagree for unit ", unit);
+  return l;
+}
+
+DecoderWeights bindDecoder(const ModelConfig &m,
+                           const std::vector<at::Tensor> &views) {
+  DecoderWeights w;
+  size_t i = 0;
+  w.inputNorm = views[i++];
+  w.q = views[i++];
+  w.k = views[i++];
+  w.v = views[i++];
+  if (m.qkvBias) {
+    w.qBias = views[i++];
+    w.kBias = views[i++];
+    w.vBias = views[i++];
+  }
+  if (m.qkNorm) {
+    w.qNorm = views[i++];
+    w.kNorm = views[i++];
+  }
+  w.o = views[i++];
+  if (m.oBias)
+    w.oBias = views[i++];
+  w.postNorm = views[i++];
+  w.gate = views[i++];
+  w.up = views[i++];
+  w.down = views[i++];
+  SWIFT_ASSERT(i == views.size(), "decoder binding consumed ", i, " of ",
+               views.size());
+  return w;
+}
+
+Rope makeRope(const ModelConfig &m, int64_t seq, const at::TensorOptions &opt) {
+  const int64_t half = m.headDim / 2;
+  auto f32 = opt.dtype(at::kFloat);
+  // inv_freq[i] = theta^(-2i/D), as HF computes it (fp32).
+  at::Tensor invFreq =
+      at::pow(m.ropeTheta, at::arange(0, half, f32) * (-2.0 / m.headDim));
+  at::Tensor angles = at::outer(at::arange(0, seq, f32), invFreq); // (S, D/2)
+  return {angles.cos().to(opt.dtype()), angles.sin().to(opt.dtype())};
+}
+
+namespace {
+
+at::Tensor rmsNorm(const at::Tensor &x, const at::Tensor &w, double eps) {
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor r = at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return (xf * r).to(x.scalar_type()) * w;
+}
+
+/// x: (B, H, S, D); rotates the two halves of D (HF's rotate_half layout).
+at::Tensor applyRope(const at::Tensor &x, const Rope &rope) {
+  const int64_t half = x.size(-1) / 2;
+  at::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
+  return at::cat({x1 * rope.cos - x2 * rope.sin, x2 * rope.cos + x1 * rope.sin},
+                 -1);
+}
+
+} // namespace
+
+at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
+                          const at::Tensor &x, const Rope &rope,
+                          bool selective) {
+  const int64_t B = x.size(0), S = x.size(1), D = m.headDim;
+  at::Tensor h = rmsNorm(x, w.inputNorm, m.rmsNormEps);
+  at::Tensor q = at::linear(h, w.q, w.qBias).view({B, S, m.numHeads, D});
+  at::Tensor k = at::linear(h, w.k, w.kBias).view({B, S, m.numKvHeads, D});
+  at::Tensor v = at::linear(h, w.v, w.vBias).view({B, S, m.numKvHeads, D});
+
+  // Attention core: q/k norm, rotary, softmax(QK^T)V. Under selective
+  // checkpointing only its inputs are kept; its internals (normed/rotated
+  // q, k, the GQA-expanded k, v, the S x S probabilities on the math path)
+  // are recomputed in backward.
+  TensorFn core = [&m, rope](const std::vector<at::Tensor> &in) {
+    at::Tensor q = in[0], k = in[1], v = in[2];
+    if (m.qkNorm) {
+      q = rmsNorm(q, in[3], m.rmsNormEps);
+      k = rmsNorm(k, in[4], m.rmsNormEps);
+    }
+    q = applyRope(q.transpose(1, 2), rope); // (B, NH, S, D)
+    k = applyRope(k.transpose(1, 2), rope); // (B, NKV, S, D)
+    at::Tensor a = compat::causalAttention(q, k, v.transpose(1, 2));
+    const int64_t B = a.size(0), S = a.size(2);
+    return std::vector<at::Tensor>{
+        a.transpose(1, 2).reshape({B, S, a.size(1) * a.size(3)})};
+  };
+  std::vector<at::Tensor> coreIn = {q, k, v};
+  if (m.qkNorm) {
+    coreIn.push_back(w.qNorm);
+    coreIn.push_back(w.kNorm);
+  }
+  at::Tensor attn = selective ? recompute(core, coreIn)[0] : core(coreIn)[0];
+  at::Tensor x1 = x + at::linear(attn, w.o, w.oBias);
+
+  h = rmsNorm(x1, w.postNorm, m.rmsNormEps);
+  at::Tensor gate = at::linear(h, w.gate), up = at::linear(h, w.up);
+  TensorFn swiglu = [](const std::vector<at::Tensor> &in) {
+    return std::vector<at::Tensor>{at::silu(in[0]) * in[1]};
+  };
+  at::Tensor act =
+      selective ? recompute(swiglu, {gate, up})[0] : swiglu({gate, up})[0];
+  return x1 + at::linear(act, w.down);
+}
+
+at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids) {
+  return at::embedding(table, ids);
+}
+
+at::Tensor headLoss(const ModelConfig &m, const at::Tensor &x,
+                    const at::Tensor &finalNorm, const at::Tensor &lmHead,
+                    const at::Tensor &targets) {
+  at::Tensor h = rmsNorm(x, finalNorm, m.rmsNormEps);
+  at::Tensor logits = at::linear(h, lmHead); // (B, S, V), compute dtype
+  return at::cross_entropy_loss(logits.view({-1, m.vocabSize}).to(at::kFloat),
+                                targets.reshape({-1}));
+}
+
+double flopsPerToken(const ModelConfig &m, int64_t seq) {
+  // Non-embedding parameters with lm_head counted: a tied table counts once
+  // (as lm_head); an untied model drops the input table.
+  double n = double(m.numParameters()) -
+             (m.tieWordEmbeddings ? 0.0 : double(m.numEmbeddingParameters()));
+  return 6.0 * n + 6.0 * double(m.numLayers) * double(m.hiddenSize) * seq;
+}
+
+namespace compat {
+at::Generator makeGenerator(const at::Device &device, uint64_t seed) {
+  at::Generator g = device.is_cpu()
+                        ? at::detail::createCPUGenerator(seed)
+                        : at::globalContext().defaultGenerator(device).clone();
+  g.set_current_seed(seed);
+  return g;
+}
+} // namespace compat
+
+} // namespace swift::rt

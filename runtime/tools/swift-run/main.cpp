@@ -1,0 +1,298 @@
+//===- swift-run - execute a swift plan -----------------------------------===//
+//
+// swift-run plan.json [--nproc-per-node N] [--steps N] [--data FILE]
+//                     [--device cpu|cuda] [--metrics FILE]
+//                     [--save-params FILE] [--timeout SECONDS]
+//
+// Exit codes: 0 done; 2 bad input (one line naming file, field, why);
+// 1 a failure while running (a rank died, a collective failed, CUDA error).
+//
+//===----------------------------------------------------------------------===//
+#include "swift/Runtime/Check.h"
+#include "swift/Runtime/Comm.h"
+#include "swift/Runtime/Data.h"
+#include "swift/Runtime/Device.h"
+#include "swift/Runtime/Engine.h"
+#include "swift/Runtime/Launch.h"
+#include "swift/Runtime/Plan.h"
+
+#include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+using namespace swift::rt;
+
+namespace {
+
+const char *kUsage =
+    "usage: swift-run plan.json [--nproc-per-node N] [--steps N] [--data FILE]\n"
+    "                 [--device cpu|cuda] [--metrics FILE] [--save-params FILE]\n"
+    "                 [--timeout SECONDS]\n";
+
+struct Args {
+  std::string plan, data, device, metrics, saveParams;
+  int nproc = 0;
+  int64_t steps = 10;
+  double timeout = 0; // 0: backend default
+};
+
+int64_t parseInt(const std::string &flag, const std::string &v, int64_t lo,
+                 int64_t hi) {
+  char *end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  SWIFT_CHECK(!v.empty() && *end == '\0' && x >= lo && x <= hi,
+              "command line: ", flag, " \"", v, "\": expected an integer in [",
+              lo, ", ", hi, "]");
+  return x;
+}
+
+/// Parses argv; also returns argv without --nproc-per-node for the ranks.
+Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
+  Args a;
+  childArgs.push_back(argv[0]);
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto value = [&]() -> std::string {
+      SWIFT_CHECK(i + 1 < argc, "command line: ", s, " needs a value");
+      return argv[++i];
+    };
+    if (s == "-h" || s == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (s == "--nproc-per-node") {
+      a.nproc = int(parseInt(s, value(), 1, 1024));
+      continue; // not passed to the ranks
+    } else if (s == "--steps") {
+      a.steps = parseInt(s, value(), 1, int64_t(1) << 40);
+    } else if (s == "--data") {
+      a.data = value();
+    } else if (s == "--device") {
+      a.device = value();
+      SWIFT_CHECK(a.device == "cpu" || a.device == "cuda",
+                  "command line: --device \"", a.device,
+                  "\": expected cpu or cuda");
+    } else if (s == "--metrics") {
+      a.metrics = value();
+    } else if (s == "--save-params") {
+      a.saveParams = value();
+    } else if (s == "--timeout") {
+      a.timeout = double(parseInt(s, value(), 1, 1 << 20));
+    } else {
+      SWIFT_CHECK(s.rfind("-", 0) != 0, "command line: unknown option ", s,
+                  "\n", kUsage);
+      SWIFT_CHECK(a.plan.empty(), "command line: more than one plan file (",
+                  a.plan, ", ", s, ")");
+      a.plan = s;
+      childArgs.push_back(s);
+      continue;
+    }
+    childArgs.push_back(s);
+    childArgs.push_back(argv[i]);
+  }
+  SWIFT_CHECK(!a.plan.empty(), "command line: no plan file given\n", kUsage);
+  return a;
+}
+
+std::string gib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / (1ull << 30));
+  return buf;
+}
+
+void drawProgress(int64_t done, int64_t total, double eta) {
+  const int width = 30;
+  int filled = int(width * done / total);
+  std::fprintf(stderr, "\r\033[K[%.*s%*s] %lld/%lld eta %.0fs", filled,
+               "##############################", width - filled, "",
+               (long long)done, (long long)total, eta);
+  std::fflush(stderr);
+}
+
+int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
+  checkPlanMatchesWorld(plan, env.world);
+  std::string devName = a.device;
+  if (devName.empty())
+    devName = cudaDeviceCount() > 0 ? "cuda" : "cpu";
+  at::Device device(at::kCPU);
+  if (devName == "cuda") {
+    SWIFT_CHECK(cudaDeviceCount() > env.localRank,
+                "--device cuda: rank ", env.rank, " needs GPU ",
+                env.localRank, " but ", cudaDeviceCount(),
+                " CUDA device(s) are visible",
+                cudaDeviceCount() == 0 ? " (or this build has no CUDA)" : "");
+    setCudaDevice(env.localRank);
+    device = at::Device(at::kCUDA, c10::DeviceIndex(env.localRank));
+  }
+  const double timeout = a.timeout > 0 ? a.timeout : device.is_cuda() ? 600 : 120;
+  Watchdog watchdog(timeout);
+
+  c10::intrusive_ptr<c10d::Store> store;
+  if (env.world > 1) {
+    c10d::TCPStoreOptions o;
+    o.port = uint16_t(env.masterPort);
+    o.isServer = env.hostStore;
+    o.numWorkers = env.world;
+    o.waitWorkers = false;
+    o.timeout = std::chrono::milliseconds(int64_t(timeout * 1000));
+    store = c10::make_intrusive<c10d::TCPStore>(env.masterAddr, o);
+  }
+  CommOptions copt;
+  copt.backend = device.is_cuda() ? "nccl" : "gloo";
+  copt.rank = env.rank;
+  copt.world = env.world;
+  copt.localRank = env.localRank;
+  copt.store = store;
+  copt.timeoutSeconds = timeout;
+  std::unique_ptr<Comm> comm = makeComm(copt);
+
+  const TrainingConfig &t = plan.training;
+  auto data = makeTokenSource(a.data, plan.model.vocabSize, t.sequenceLength,
+                              t.seed);
+  Engine engine(plan, *comm, device);
+  watchdog.progress("initialization");
+
+  const bool lead = env.rank == 0;
+  std::ofstream metrics;
+  if (lead && !a.metrics.empty()) {
+    metrics.open(a.metrics);
+    SWIFT_CHECK(metrics.good(), a.metrics, ": cannot open metrics file");
+  }
+  const bool tty = lead && isatty(STDERR_FILENO);
+  if (lead)
+    std::cout << "swift-run: " << plan.path << ": " << plan.model.numParameters()
+              << " parameters, world " << env.world << ", zero "
+              << plan.strategy.zero << ", offload "
+              << toString(plan.strategy.offload) << ", checkpointing "
+              << toString(plan.strategy.checkpointing) << ", "
+              << toString(t.precision) << ", device " << device << ", schedule "
+              << (plan.scheduleDerived ? "derived" : "from plan") << std::endl;
+
+  const double flopsTok = flopsPerToken(plan.model, t.sequenceLength);
+  const double peak = peakFlops(device);
+  const int64_t tokensPerStep = t.globalBatchSize * t.sequenceLength;
+  const char *fault = std::getenv("SWIFT_FAULT_KILL"); // "rank:step", tests
+  double sumRate = 0;
+  int64_t rated = 0;
+  auto runStart = std::chrono::steady_clock::now();
+  for (int64_t s = 0; s < a.steps; ++s) {
+    if (fault && std::to_string(env.rank) + ":" + std::to_string(s) == fault)
+      std::raise(SIGKILL);
+    std::vector<at::Tensor> micro;
+    for (int64_t k = 0; k < t.gradientAccumulation; ++k)
+      micro.push_back(data->samples(
+          s * t.globalBatchSize + (k * env.world + env.rank) * t.microBatchSize,
+          t.microBatchSize));
+    resetPeakMemory(device);
+    auto t0 = std::chrono::steady_clock::now();
+    double loss = engine.step(micro);
+    deviceSynchronize(device);
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                    .count();
+    std::vector<double> v{loss, dt};
+    comm->allReduceHost(v);
+    loss = v[0] / env.world;
+    dt = v[1] / env.world;
+    watchdog.progress("a training step");
+    const double tps = double(tokensPerStep) / dt;
+    const double mfu = peak > 0 ? tps * flopsTok / (peak * env.world) : 0;
+    const int64_t peakMem = peakMemoryBytes(device);
+    if (s > 0 || a.steps == 1) {
+      sumRate += tps;
+      ++rated;
+    }
+    if (!lead)
+      continue;
+    if (tty)
+      std::fprintf(stderr, "\r\033[K");
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "step %lld/%lld | loss %.6f | %.3f s | %.0f tok/s | MFU %.1f%% "
+                  "| peak %s (plan %s)",
+                  (long long)(s + 1), (long long)a.steps, loss, dt, tps,
+                  100 * mfu, gib(peakMem).c_str(),
+                  plan.predicted.peakMemoryBytes
+                      ? gib(plan.predicted.peakMemoryBytes).c_str()
+                      : "n/a");
+    std::cout << line << std::endl;
+    if (tty) {
+      double elapsed = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - runStart)
+                           .count();
+      drawProgress(s + 1, a.steps, elapsed / (s + 1) * (a.steps - s - 1));
+    }
+    if (metrics.is_open()) {
+      nlohmann::json j = {{"step", s + 1},
+                          {"loss", loss},
+                          {"step_seconds", dt},
+                          {"tokens_per_second", tps},
+                          {"tokens", tokensPerStep},
+                          {"mfu", mfu},
+                          {"peak_memory_bytes", peakMem},
+                          {"planned_peak_memory_bytes",
+                           plan.predicted.peakMemoryBytes},
+                          {"planned_step_seconds", plan.predicted.stepSeconds},
+                          {"planned_tokens_per_second",
+                           plan.predicted.tokensPerSecond},
+                          {"world_size", env.world}};
+      metrics << j.dump() << std::endl;
+    }
+  }
+  if (tty)
+    std::fprintf(stderr, "\n");
+  if (lead && rated)
+    std::cout << "swift-run: mean " << int64_t(sumRate / rated)
+              << " tok/s over " << rated << " step(s)"
+              << (a.steps > 1 ? " (first step excluded)" : "") << std::endl;
+  if (!a.saveParams.empty()) {
+    auto params = engine.parameters();
+    if (lead) {
+      // Raw fp32, parameters in HF order (docs/runtime.md).
+      std::ofstream out(a.saveParams, std::ios::binary);
+      SWIFT_CHECK(out.good(), a.saveParams, ": cannot write");
+      for (auto &[name, tensor] : params)
+        out.write(static_cast<const char *>(tensor.contiguous().data_ptr()),
+                  std::streamsize(tensor.numel() * sizeof(float)));
+    }
+  }
+  comm->barrier();
+  watchdog.progress("shutdown");
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string who = "swift-run";
+  try {
+    std::vector<std::string> childArgs;
+    Args a = parseArgs(argc, argv, childArgs);
+    Plan plan = parsePlan(a.plan);
+    const char *hosted = std::getenv("SWIFT_STORE_HOSTED");
+    if (a.nproc > 0 && !(hosted && std::string(hosted) == "1")) {
+      checkPlanMatchesWorld(plan, a.nproc);
+      return launchLocalRanks(a.nproc, childArgs);
+    }
+    RankEnv env = readRankEnv();
+    if (env.world > 1)
+      who += " rank " + std::to_string(env.rank);
+    return runRank(plan, a, env);
+  } catch (const UserError &e) {
+    std::cerr << who << ": error: " << e.what() << std::endl;
+    return 2;
+  } catch (const c10::Error &e) {
+    std::cerr << who << ": error: " << e.what_without_backtrace() << std::endl;
+    return 1;
+  } catch (const std::exception &e) {
+    std::cerr << who << ": error: " << e.what() << std::endl;
+    return 1;
+  }
+}
