@@ -1,0 +1,139 @@
+// RUN: swift-opt %s -split-input-file -verify-diagnostics
+
+// Grouped-query attention needs kv heads that divide the query heads.
+swift.model @m("llama") {
+^bb0(%ids: tensor<?x8xi64>, %labels: tensor<?x8xi64>, %q: tensor<?x8x32xbf16>, %kv: tensor<?x8x24xbf16>):
+  // expected-error @+1 {{num_kv_heads (3) must divide num_heads (4)}}
+  %a = swift.attention %q, %kv, %kv {num_heads = 4 : i64, num_kv_heads = 3 : i64, head_dim = 8 : i64, causal} : (tensor<?x8x32xbf16>, tensor<?x8x24xbf16>, tensor<?x8x24xbf16>) -> tensor<?x8x32xbf16>
+  %l = swift.cross_entropy %a, %labels : (tensor<?x8x32xbf16>, tensor<?x8xi64>) -> tensor<f32>
+  swift.loss %l : tensor<f32>
+}
+
+// -----
+
+// Query width must be heads x head_dim (heads that do not divide the hidden size).
+func.func @f(%q: tensor<?x8x30xbf16>, %kv: tensor<?x8x16xbf16>) {
+  // expected-error @+1 {{query width 30 is not num_heads (4) x head_dim (8)}}
+  %a = swift.attention %q, %kv, %kv {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64, causal} : (tensor<?x8x30xbf16>, tensor<?x8x16xbf16>, tensor<?x8x16xbf16>) -> tensor<?x8x30xbf16>
+  return
+}
+
+// -----
+
+// Key/value width must be kv heads x head_dim.
+func.func @f(%q: tensor<?x8x32xbf16>, %kv: tensor<?x8x8xbf16>) {
+  // expected-error @+1 {{key/value width must be num_kv_heads (2) x head_dim (8) = 16}}
+  %a = swift.attention %q, %kv, %kv {num_heads = 4 : i64, num_kv_heads = 2 : i64, head_dim = 8 : i64} : (tensor<?x8x32xbf16>, tensor<?x8x8xbf16>, tensor<?x8x8xbf16>) -> tensor<?x8x32xbf16>
+  return
+}
+
+// -----
+
+// A linear layer's weight is [out, in].
+func.func @f(%x: tensor<?x8x16xbf16>, %w: tensor<32x8xbf16>) {
+  // expected-error @+1 {{input width 16 does not match weight}}
+  %y = swift.linear %x, %w : (tensor<?x8x16xbf16>, tensor<32x8xbf16>) -> tensor<?x8x32xbf16>
+  return
+}
+
+// -----
+
+// Bias length must equal the out features.
+func.func @f(%x: tensor<?x8x16xbf16>, %w: tensor<32x16xbf16>, %b: tensor<16xbf16>) {
+  // expected-error @+1 {{bias 'tensor<16xbf16>' does not match out features 32}}
+  %y = swift.linear %x, %w, %b : (tensor<?x8x16xbf16>, tensor<32x16xbf16>, tensor<16xbf16>) -> tensor<?x8x32xbf16>
+  return
+}
+
+// -----
+
+// RMSNorm weight must match or divide the normalized width.
+func.func @f(%x: tensor<?x8x16xbf16>, %w: tensor<6xbf16>) {
+  // expected-error @+1 {{weight of 6 elements neither matches nor divides the width 16}}
+  %y = swift.rmsnorm %x, %w {epsilon = 1.0e-05 : f64} : (tensor<?x8x16xbf16>, tensor<6xbf16>) -> tensor<?x8x16xbf16>
+  return
+}
+
+// -----
+
+// RoPE rotates pairs: head_dim must be even.
+func.func @f(%x: tensor<?x8x12xbf16>) {
+  // expected-error @+1 {{head_dim must be even, got 3}}
+  %y = swift.rope %x {num_heads = 4 : i64, head_dim = 3 : i64, theta = 1.0e+04 : f64} : tensor<?x8x12xbf16>
+  return
+}
+
+// -----
+
+// Embedding output width is the table's.
+func.func @f(%ids: tensor<?x8xi64>, %t: tensor<32x16xbf16>) {
+  // expected-error @+1 {{does not match table}}
+  %x = swift.embedding %ids, %t : (tensor<?x8xi64>, tensor<32x16xbf16>) -> tensor<?x8x8xbf16>
+  return
+}
+
+// -----
+
+// A decoder layer maps the carried activation to itself.
+func.func @f(%x: tensor<?x8x16xbf16>, %y: tensor<?x8x8xbf16>) {
+  // expected-error @+1 {{each layer must map}}
+  %h = swift.repeat 2 layers from 0 (%x) : tensor<?x8x16xbf16> {
+  ^bb0(%in: tensor<?x8x16xbf16>):
+    swift.yield %y : tensor<?x8x8xbf16>
+  }
+  return
+}
+
+// -----
+
+// A model body takes (input_ids, labels).
+// expected-error @+1 {{body must take (input_ids, labels)}}
+swift.model @m("llama") {
+^bb0(%ids: tensor<?x8xi64>, %x: tensor<?x8x32xbf16>):
+  %l = swift.cross_entropy %x, %ids : (tensor<?x8x32xbf16>, tensor<?x8xi64>) -> tensor<f32>
+  swift.loss %l : tensor<f32>
+}
+
+// -----
+
+// Cluster sizes must be positive.
+// expected-error @+1 {{attribute 'nodes' failed to satisfy constraint}}
+swift.cluster @c nodes 0 x 8
+    gpu #swift.gpu<name = "a10", memory_bytes = 25769803776, bf16_tflops = 125.0, hbm_gbps = 600.0, host_link_gbps = 32.0, nvlink_gbps = 0.0>
+    intra_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0>
+    inter_node #swift.link<name = "ib-100g", bandwidth_gbps = 12.5, latency_us = 15.0>
+    host_memory 1
+
+// -----
+
+// GPU numbers must be physical.
+// expected-error @+1 {{gpu 'x': memory_bytes must be positive}}
+swift.cluster @c nodes 1 x 8 gpu #swift.gpu<name = "x", memory_bytes = 0, bf16_tflops = 125.0, hbm_gbps = 600.0, host_link_gbps = 32.0, nvlink_gbps = 0.0> intra_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> inter_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> host_memory 1
+
+// -----
+
+// checkpoint_layers is meaningless without checkpointing.
+// expected-error @+1 {{checkpoint_layers needs checkpointing selective or full, not none}}
+func.func @f() attributes {s = #swift.strategy<checkpointing = none, checkpoint_layers = 2>} {
+  return
+}
+
+// -----
+
+// LoRA methods need LoRA settings; a job refers to a model and a cluster.
+swift.cluster @c nodes 1 x 1 gpu #swift.gpu<name = "a10", memory_bytes = 25769803776, bf16_tflops = 125.0, hbm_gbps = 600.0, host_link_gbps = 32.0, nvlink_gbps = 0.0> intra_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> inter_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> host_memory 1
+// expected-error @+1 {{method lora needs a 'lora' attribute}}
+swift.job @job trains @c on @c {sequence_length = 8 : i64, global_batch_size = 4 : i64, precision = #swift.precision<bf16>, optimizer = #swift.optimizer<adamw>, method = #swift.method<lora>, backend = #swift.backend<hf>, strategy = #swift.strategy<>}
+
+// -----
+
+swift.cluster @c nodes 1 x 1 gpu #swift.gpu<name = "a10", memory_bytes = 25769803776, bf16_tflops = 125.0, hbm_gbps = 600.0, host_link_gbps = 32.0, nvlink_gbps = 0.0> intra_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> inter_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> host_memory 1
+// expected-error @+1 {{'c' is not a swift.model}}
+swift.job @job trains @c on @c {sequence_length = 8 : i64, global_batch_size = 4 : i64, precision = #swift.precision<bf16>, optimizer = #swift.optimizer<adamw>, method = #swift.method<full>, backend = #swift.backend<hf>, strategy = #swift.strategy<>}
+
+// -----
+
+// The micro-batch cannot exceed the global batch.
+swift.cluster @c nodes 1 x 1 gpu #swift.gpu<name = "a10", memory_bytes = 25769803776, bf16_tflops = 125.0, hbm_gbps = 600.0, host_link_gbps = 32.0, nvlink_gbps = 0.0> intra_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> inter_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> host_memory 1
+// expected-error @+1 {{micro_batch_size (8) exceeds global_batch_size (4)}}
+swift.job @job trains @c on @c {sequence_length = 8 : i64, global_batch_size = 4 : i64, micro_batch_size = 8 : i64, precision = #swift.precision<bf16>, optimizer = #swift.optimizer<adamw>, method = #swift.method<full>, backend = #swift.backend<hf>, strategy = #swift.strategy<>}

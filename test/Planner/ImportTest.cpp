@@ -1,0 +1,87 @@
+//===- ImportTest.cpp - every preset and enum value imports and verifies --===//
+
+#include "TestUtil.h"
+
+#include "swift/Dialect/SwiftOps.h"
+#include "swift/Planner/Import.h"
+#include "swift/Planner/Presets.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+
+using namespace swift::planner;
+using namespace swift::planner::testing;
+
+namespace {
+
+mlir::OwningOpRef<mlir::ModuleOp> import(mlir::MLIRContext &context,
+                                         std::vector<std::string> sets) {
+  Diagnostic diag;
+  auto job = loadJob(writeTemp(kBaseJob), sets, diag);
+  EXPECT_TRUE(job) << diag.str();
+  auto module = importJob(*job, context);
+  EXPECT_TRUE(mlir::succeeded(mlir::verify(*module)));
+  return module;
+}
+
+int64_t parameters(mlir::ModuleOp module) {
+  int64_t n = -1;
+  module.walk([&](mlir::swift::ModelOp m) { n = m.getNumParameters(); });
+  return n;
+}
+
+// Released parameter counts (the models' safetensors totals).
+TEST(Import, ParameterCountsMatchReleasedModels) {
+  mlir::MLIRContext context;
+  const std::pair<const char *, int64_t> known[] = {
+      {"llama3.1-8b", 8030261248},   {"llama3.2-1b", 1235814400},
+      {"llama3.2-3b", 3212749824},   {"qwen2.5-0.5b", 494032768},
+      {"qwen2.5-7b", 7615616512},    {"qwen3-8b", 8190735360},
+      {"mistral-7b", 7241732096},    {"llama3.1-70b", 70553706496},
+      {"qwen2.5-72b", 72706203648}, {"llama3.1-405b", 405853388800}};
+  for (auto [name, count] : known)
+    EXPECT_EQ(parameters(*import(context, {std::string("model=") + name})), count)
+        << name;
+}
+
+TEST(Import, EveryPresetVerifies) {
+  mlir::MLIRContext context;
+  for (const ModelPreset &m : modelPresets())
+    EXPECT_GT(parameters(*import(context, {std::string("model=") + m.name})), 0)
+        << m.name;
+}
+
+// Each spelling a job file accepts has an IR enum (the importer would abort
+// otherwise).
+TEST(Import, EveryJobValueHasAnIREnum) {
+  mlir::MLIRContext context;
+  for (const std::string &v : precisionValues())
+    import(context, {"training.precision=" + v});
+  for (const std::string &v : methodValues())
+    import(context, {"training.method=" + v});
+  for (const std::string &v : backendValues())
+    import(context, {"backend=" + v});
+  for (const std::string &v : offloadValues())
+    import(context, {"strategy.offload=" + v});
+  for (const std::string &v : checkpointingValues())
+    import(context, {"strategy.checkpointing=" + v});
+}
+
+TEST(Import, StrategyAndTrainingReachTheJob) {
+  mlir::MLIRContext context;
+  auto module = import(context, {"strategy.zero=2", "strategy.checkpointing=full",
+                                 "strategy.checkpoint_layers=4",
+                                 "training.method=lora"});
+  mlir::swift::JobOp job;
+  module->walk([&](mlir::swift::JobOp op) { job = op; });
+  ASSERT_TRUE(job);
+  auto strategy = job.getStrategy();
+  EXPECT_EQ(strategy.getZero(), mlir::swift::ZeroStage::zero2);
+  EXPECT_EQ(strategy.getCheckpointing(), mlir::swift::Checkpointing::full);
+  EXPECT_EQ(strategy.getCheckpointLayers(), 4);
+  EXPECT_FALSE(strategy.getOffload());
+  ASSERT_TRUE(job.getLora());
+  EXPECT_EQ(job.getLora()->getRank(), 16);
+}
+
+} // namespace

@@ -1,0 +1,211 @@
+//===- JobTest.cpp - the job reader: defaults, overrides, errors ----------===//
+
+#include "TestUtil.h"
+#include "swift/Planner/Presets.h"
+
+using namespace swift::planner;
+using namespace swift::planner::testing;
+
+namespace {
+
+JobSpec load(const std::string &text, std::vector<std::string> sets = {}) {
+  Diagnostic diag;
+  auto job = loadJob(writeTemp(text), sets, diag);
+  EXPECT_TRUE(job.has_value()) << diag.str();
+  return job.value_or(JobSpec{});
+}
+
+Diagnostic fail(const std::string &text, std::vector<std::string> sets = {}) {
+  Diagnostic diag;
+  auto job = loadJob(writeTemp(text), sets, diag);
+  EXPECT_FALSE(job.has_value());
+  return diag;
+}
+
+TEST(Job, DefaultsFollowTheGpu) {
+  JobSpec job = load(kBaseJob);
+  EXPECT_EQ(job.cluster.nodes, 1);
+  EXPECT_EQ(job.cluster.numGpus(), 8);
+  EXPECT_EQ(job.cluster.intraNode.name, "nvlink4");
+  EXPECT_EQ(job.cluster.interNode.name, "ib-400g");
+  EXPECT_EQ(job.training.precision, "bf16-mixed");
+  EXPECT_FALSE(job.training.microBatchSize.has_value());
+  EXPECT_FALSE(job.strategy.zero.has_value());
+  EXPECT_EQ(job.backend, "swift-run");
+
+  JobSpec a10 = load(kBaseJob, {"cluster.gpu=a10"});
+  EXPECT_EQ(a10.cluster.intraNode.name, "pcie4");
+  EXPECT_DOUBLE_EQ(a10.cluster.gpu.memoryGiB, 24);
+}
+
+TEST(Job, SetOverridesNestedKeysInOrder) {
+  JobSpec job = load(kBaseJob, {"strategy.zero=3", "strategy.offload=optimizer",
+                                "training.micro_batch_size=2",
+                                "training.micro_batch_size=4",
+                                "cluster.interconnect.inter_node=ib-200g"});
+  EXPECT_EQ(job.strategy.zero, 3);
+  EXPECT_EQ(job.strategy.offload, std::string("optimizer"));
+  EXPECT_EQ(job.training.microBatchSize, 4);
+  EXPECT_EQ(job.cluster.interNode.name, "ib-200g");
+}
+
+TEST(Job, SetChangesOneFieldOfAPreset) {
+  JobSpec job = load(kBaseJob, {"model.num_hidden_layers=2",
+                                "cluster.gpu.memory_gib=40"});
+  EXPECT_EQ(job.model.numHiddenLayers, 2);
+  EXPECT_EQ(job.model.hiddenSize, 2048);
+  EXPECT_EQ(job.model.headDim, 64);
+  EXPECT_DOUBLE_EQ(job.cluster.gpu.memoryGiB, 40);
+  EXPECT_DOUBLE_EQ(job.cluster.gpu.bf16Tflops, 989.4);
+}
+
+TEST(Job, AutoMeansUndecided) {
+  JobSpec job = load(std::string(kBaseJob) +
+                     "strategy: {zero: auto, offload: auto, checkpointing: auto}\n");
+  EXPECT_FALSE(job.strategy.zero);
+  EXPECT_FALSE(job.strategy.offload);
+  EXPECT_FALSE(job.strategy.checkpointing);
+}
+
+TEST(Job, InlineModelFollowsHFSemantics) {
+  // HF llama's attention_bias puts biases on q, k, v and o.
+  JobSpec llama = load(R"(model: {hidden_size: 896, intermediate_size: 4864,
+  num_hidden_layers: 24, num_attention_heads: 14, num_key_value_heads: 2,
+  vocab_size: 151936, tie_word_embeddings: true, attention_bias: true,
+  torch_dtype: bfloat16, architectures: [LlamaForCausalLM]}
+training: {sequence_length: 2048, global_batch_size: 4}
+cluster: {gpu: h200}
+)");
+  EXPECT_EQ(llama.model.modelType, "llama");
+  EXPECT_TRUE(llama.model.qkvBias);
+  EXPECT_TRUE(llama.model.oBias);
+  EXPECT_EQ(llama.model.headDim, 64);
+
+  // Qwen2 always has q/k/v biases and never an o bias.
+  JobSpec qwen = load(kBaseJob, {"model=qwen2.5-0.5b"});
+  EXPECT_TRUE(qwen.model.qkvBias);
+  EXPECT_FALSE(qwen.model.oBias);
+  EXPECT_TRUE(load(kBaseJob, {"model=qwen3-8b"}).model.qkNorm);
+}
+
+TEST(Job, HFConfigFile) {
+  std::string config = writeTemp(R"({"model_type": "mistral", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "vocab_size": 32000, "rms_norm_eps": 1e-05,
+    "rope_theta": 10000.0, "sliding_window": 4096, "tie_word_embeddings": false})",
+                                 ".json");
+  Diagnostic diag;
+  auto model = loadHFConfig(config, diag);
+  ASSERT_TRUE(model) << diag.str();
+  EXPECT_EQ(model->modelType, "mistral");
+  EXPECT_EQ(model->numKeyValueHeads, 8);
+  EXPECT_DOUBLE_EQ(model->rmsNormEps, 1e-5);
+  EXPECT_FALSE(model->qkvBias);
+}
+
+TEST(Job, CustomGpuAndLink) {
+  JobSpec job = load(R"(model: llama3.2-1b
+training: {sequence_length: 2048, global_batch_size: 8}
+cluster:
+  gpu: {name: mi-x, memory_gib: 64, bf16_tflops: 400, hbm_gbps: 2000}
+  interconnect: {intra_node: {bandwidth_gbps: 100, latency_us: 3}}
+)");
+  EXPECT_EQ(job.cluster.gpu.name, "mi-x");
+  EXPECT_DOUBLE_EQ(job.cluster.gpu.hostLinkGBps, 32);
+  EXPECT_DOUBLE_EQ(job.cluster.intraNode.bandwidthGBps, 100);
+  EXPECT_DOUBLE_EQ(job.cluster.intraNode.latencyUs, 3);
+}
+
+TEST(Job, LoraSettings) {
+  JobSpec job = load(std::string(kBaseJob),
+                     {"training.method=qlora", "training.lora.rank=64",
+                      "training.lora.targets=[q_proj, v_proj]"});
+  EXPECT_EQ(job.training.method, "qlora");
+  EXPECT_EQ(job.training.lora.rank, 64);
+  ASSERT_EQ(job.training.lora.targets.size(), 2u);
+  EXPECT_EQ(job.training.lora.targets[1], "v_proj");
+}
+
+// One test per kind of bad input: each names the field, the place and the fix.
+
+TEST(JobErrors, YamlSyntax) {
+  Diagnostic d = fail("model: [llama\ntraining: {}\n");
+  EXPECT_GT(d.line, 0);
+  EXPECT_NE(d.message.find("YAML syntax error"), std::string::npos);
+}
+
+TEST(JobErrors, UnknownKeySuggestsClosest) {
+  Diagnostic d = fail(std::string(kBaseJob) + "strategy: {zeroo: 3}\n");
+  EXPECT_EQ(d.field, "strategy.zeroo");
+  EXPECT_EQ(d.line, 4);
+  EXPECT_EQ(d.column, 12);
+  EXPECT_NE(d.message.find("did you mean 'zero'?"), std::string::npos);
+}
+
+TEST(JobErrors, WrongType) {
+  Diagnostic d = fail(kBaseJob, {"training.sequence_length=long"});
+  EXPECT_EQ(d.field, "training.sequence_length");
+  EXPECT_EQ(d.file, "--set training.sequence_length=long");
+  EXPECT_NE(d.message.find("expected an integer"), std::string::npos);
+}
+
+TEST(JobErrors, UnknownPresets) {
+  EXPECT_NE(fail(kBaseJob, {"model=qwen2.5-8b"}).message.find("did you mean"),
+            std::string::npos);
+  EXPECT_EQ(fail(kBaseJob, {"cluster.gpu=v100"}).field, "cluster.gpu");
+  EXPECT_EQ(fail(kBaseJob, {"cluster.interconnect.intra_node=nvswitch"}).field,
+            "cluster.interconnect.intra_node");
+}
+
+TEST(JobErrors, MissingConfigJson) {
+  Diagnostic d = fail(kBaseJob, {"model=nowhere/config.json"});
+  EXPECT_EQ(d.field, "model");
+  EXPECT_NE(d.message.find("no such file"), std::string::npos);
+}
+
+TEST(JobErrors, ZeroAndNegativeSizes) {
+  EXPECT_NE(fail(kBaseJob, {"training.global_batch_size=0"}).message.find("positive"),
+            std::string::npos);
+  EXPECT_NE(fail(kBaseJob, {"cluster.nodes=-1"}).message.find("positive"),
+            std::string::npos);
+  EXPECT_NE(fail(kBaseJob, {"training.lora.rank=0"}).message.find("positive"),
+            std::string::npos);
+  EXPECT_NE(fail(kBaseJob, {"cluster.host.memory_gib=0"}).message.find("positive"),
+            std::string::npos);
+}
+
+TEST(JobErrors, InconsistentModel) {
+  EXPECT_EQ(fail(kBaseJob, {"model.num_key_value_heads=5"}).field,
+            "model.num_key_value_heads");
+  // head_dim given explicitly is allowed not to divide hidden_size, but it
+  // must be even for RoPE.
+  EXPECT_EQ(fail(kBaseJob, {"model.head_dim=63"}).field, "model.head_dim");
+}
+
+TEST(JobErrors, MissingFile) {
+  Diagnostic d;
+  EXPECT_FALSE(loadJob("/nonexistent/job.yaml", {}, d));
+  EXPECT_EQ(d.str(), "/nonexistent/job.yaml: error: no such file");
+}
+
+TEST(Presets, TablesAreConsistent) {
+  for (const GpuPreset &g : gpuPresets()) {
+    EXPECT_GT(g.memoryGiB, 0) << g.name;
+    EXPECT_GT(g.bf16Tflops, 0) << g.name;
+    EXPECT_NE(findLinkPreset(g.intraNode), nullptr) << g.name;
+    EXPECT_NE(findLinkPreset(g.interNode), nullptr) << g.name;
+    EXPECT_GT(std::string(g.source).size(), 10u) << g.name;
+  }
+  for (const ModelPreset &m : modelPresets()) {
+    EXPECT_EQ(m.numAttentionHeads % m.numKeyValueHeads, 0) << m.name;
+    EXPECT_TRUE(m.headDim || m.hiddenSize % m.numAttentionHeads == 0) << m.name;
+  }
+}
+
+TEST(ClosestMatch, OnlyNearWords) {
+  EXPECT_EQ(closestMatch("sequence_lenght", {"sequence_length", "seed"}),
+            std::optional<std::string>("sequence_length"));
+  EXPECT_FALSE(closestMatch("banana", {"zero", "offload"}));
+}
+
+} // namespace
