@@ -2,7 +2,13 @@
 #include "swift/Runtime/Comm.h"
 #include "swift/Runtime/Check.h"
 
+// LibTorch declares ProcessGroupGloo only under USE_C10D_GLOO (set by its
+// CMake targets) and needs Gloo's own headers, which not every LibTorch
+// distribution ships; without them this build has no Gloo backend.
+#if defined(USE_C10D_GLOO) && __has_include(<gloo/algorithm.h>)
+#define SWIFT_HAVE_GLOO 1
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 
 namespace swift::rt {
 
@@ -29,6 +35,7 @@ public:
   void barrier() override {}
 };
 
+#ifdef SWIFT_HAVE_GLOO
 /// CPU ranks through LibTorch's c10d ProcessGroupGloo. Gloo's CPU
 /// collectives support no bf16 reduction in every LibTorch version, so bf16
 /// is reduced in fp32 and gathered as raw 16-bit words.
@@ -80,7 +87,8 @@ public:
 
   Pending allGather(at::Tensor shard, at::Tensor full) override {
     auto words = [](const at::Tensor &t) {
-      return t.element_size() == 2 ? t.view(at::kShort) : t;
+      // Gloo gathers 16-bit floats as fp16; the bits pass through untouched.
+      return t.element_size() == 2 ? t.view(at::kHalf) : t;
     };
     const int64_t n = shard.numel();
     at::Tensor out = rawAlias(full);
@@ -109,21 +117,27 @@ private:
     try {
       work->wait();
     } catch (const std::exception &e) {
-      throw RuntimeFailure(std::string("collective failed (a peer rank "
-                                       "probably died or timed out): ") +
+      throw RuntimeFailure(std::string("Gloo collective failed (when a peer "
+                                       "rank died, this is the symptom): ") +
                            e.what());
     }
   }
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;
 };
+#endif // SWIFT_HAVE_GLOO
 
 } // namespace
 
 std::unique_ptr<Comm> makeComm(const CommOptions &opt) {
-  if (opt.world == 1 || opt.backend == "local")
+  if (opt.backend == "local") {
+    SWIFT_ASSERT(opt.world == 1, "no communication backend for ", opt.world,
+                 " ranks");
     return std::make_unique<LocalComm>();
+  }
+#ifdef SWIFT_HAVE_GLOO
   if (opt.backend == "gloo")
     return std::make_unique<GlooComm>(opt);
+#endif
 #ifdef SWIFT_WITH_CUDA
   if (opt.backend == "nccl")
     return makeNcclComm(opt);

@@ -40,9 +40,9 @@ int64_t peakMemoryBytes(const at::Device &device) {
 #ifdef SWIFT_WITH_CUDA
   if (device.is_cuda()) {
     auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
-    return stats
-        .allocated_bytes[size_t(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)]
-        .peak;
+    // Index 0 is StatType::AGGREGATE (all pools); the enum moved between
+    // namespaces across LibTorch 2.x releases, its value did not.
+    return stats.allocated_bytes[0].peak;
   }
 #endif
   (void)device;

@@ -360,11 +360,16 @@ void Engine::optimizerStep() {
     if (!fused)
       for (auto &U : units_) {
         at::Tensor g = gradOf(*U).to(at::kFloat) * scale;
-        U->master.mul_(1.0 - o.lr * o.weightDecay);
+        // The update is computed in fp32 even for a bf16 master (pure bf16),
+        // then rounded once.
+        at::Tensor p = U->master.to(at::kFloat);
+        p.mul_(1.0 - o.lr * o.weightDecay);
         U->expAvg.mul_(o.beta1).add_(g, 1.0 - o.beta1);
         U->expAvgSq.mul_(o.beta2).addcmul_(g, g, 1.0 - o.beta2);
         at::Tensor denom = U->expAvgSq.sqrt().div_(std::sqrt(bc2)).add_(o.eps);
-        U->master.addcdiv_(U->expAvg, denom, -o.lr / bc1);
+        p.addcdiv_(U->expAvg, denom, -o.lr / bc1);
+        if (!p.is_same(U->master))
+          U->master.copy_(p);
       }
   }
 
@@ -425,7 +430,8 @@ std::vector<std::pair<std::string, at::Tensor>> Engine::parameters() {
     for (const ParamDesc &d : U->layout.params)
       out.emplace_back(d.name, U->full.narrow(0, d.offset, d.numel())
                                    .view(d.shape)
-                                   .to(at::kCPU, at::kFloat));
+                                   .to(at::kCPU, at::kFloat, /*non_blocking=*/false,
+                                       /*copy=*/true));
     if (!wasResident)
       release(U->id);
   }

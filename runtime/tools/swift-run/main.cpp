@@ -17,6 +17,7 @@
 #include "swift/Runtime/Plan.h"
 
 #include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <nlohmann/json.hpp>
@@ -135,8 +136,18 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   const double timeout = a.timeout > 0 ? a.timeout : device.is_cuda() ? 600 : 120;
   Watchdog watchdog(timeout);
 
+  // SWIFT_COMM=nccl|gloo forces a backend even for one rank (to exercise
+  // the collective path on a single GPU); the default for one rank is no
+  // communication at all.
+  const char *forced = std::getenv("SWIFT_COMM");
+  std::string backend = forced ? forced
+                        : env.world == 1 ? "local"
+                        : device.is_cuda() ? "nccl"
+                                           : "gloo";
   c10::intrusive_ptr<c10d::Store> store;
-  if (env.world > 1) {
+  if (env.world == 1 && backend != "local") {
+    store = c10::make_intrusive<c10d::HashStore>();
+  } else if (env.world > 1) {
     c10d::TCPStoreOptions o;
     o.port = uint16_t(env.masterPort);
     o.isServer = env.hostStore;
@@ -146,7 +157,7 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     store = c10::make_intrusive<c10d::TCPStore>(env.masterAddr, o);
   }
   CommOptions copt;
-  copt.backend = device.is_cuda() ? "nccl" : "gloo";
+  copt.backend = backend;
   copt.rank = env.rank;
   copt.world = env.world;
   copt.localRank = env.localRank;

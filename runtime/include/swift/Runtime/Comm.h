@@ -80,8 +80,8 @@ struct CommOptions {
   double timeoutSeconds = 60;   // a collective waiting longer fails
 };
 
-/// Creates the backend: world 1 -> local (no communication); CPU -> Gloo;
-/// CUDA -> NCCL (only when built with CUDA).
+/// Creates opt.backend: "local" (one rank, no communication), "gloo", or
+/// "nccl" (only when built with CUDA). Unknown or unavailable: UserError.
 std::unique_ptr<Comm> makeComm(const CommOptions &opt);
 
 /// A tensor aliasing t's memory with its own version counter: writes through

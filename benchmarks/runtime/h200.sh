@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# swift-run on the H200 (device machine): build runtime-only against the
+# machine's LibTorch 2.x, then run the Llama-3.2-1B-shape plan and variants.
+# Usage (from the repo root, on the device): benchmarks/runtime/h200.sh OUTDIR
+# Writes build.log, run-*.log and metrics-*.jsonl to OUTDIR.
+set -uo pipefail
+OUT=${1:-/tmp/swift-h200}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0
+PREFIX=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+{ cmake -G Ninja -S . -B build-gpu -DSWIFT_BUILD_COMPILER=OFF -DSWIFT_BUILD_TESTS=OFF \
+    -DCMAKE_PREFIX_PATH="$PREFIX" -DCMAKE_CUDA_ARCHITECTURES=90 &&
+  ninja -C build-gpu swift-run; } >"$OUT/build.log" 2>&1 || { tail -50 "$OUT/build.log"; exit 1; }
+RUN=build-gpu/bin/swift-run
+PLAN=examples/plans/llama3.2-1b-h200.json
+ls "$PREFIX/../../include" | tr '\n' ' ' >"$OUT/torch-include.txt"
+nvidia-smi --query-gpu=name,memory.total,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+
+# Variants of the 1B plan: "zero offload checkpointing" (world 1).
+variant() {
+  python3 - "$PLAN" "$1" "$2" "$3" "$4" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["strategy"].update(zero=int(sys.argv[2]), offload=sys.argv[3], checkpointing=sys.argv[4])
+json.dump(p, open(sys.argv[5], "w"), indent=1)
+PY
+}
+run() { # name steps env... -- args
+  local name=$1 steps=$2; shift 2
+  echo "== $name"
+  env "$@" $RUN "${PLAN_FILE}" --device cuda --steps "$steps" \
+      --metrics "$OUT/metrics-$name.jsonl" 2>&1 | tee "$OUT/run-$name.log" | tail -4
+}
+PLAN_FILE=$PLAN run zero0 8 NCCL_NVLS_ENABLE=0
+variant 3 none full /tmp/z3.json;        PLAN_FILE=/tmp/z3.json run zero3-full-nccl 4 SWIFT_COMM=nccl
+variant 1 optimizer selective /tmp/off.json; PLAN_FILE=/tmp/off.json run zero1-offload-selective-nccl 3 SWIFT_COMM=nccl
+# Fused (2.x) vs explicit AdamW on the tiny model: parameters after 3 steps.
+python3 - <<'PY'
+import json
+p = json.load(open("examples/plans/tiny-cpu-zero3.json"))
+p["world"]["size"] = 1; p["training"]["gradient_accumulation"] = 4
+p["training"]["precision"] = "bf16-mixed"; p["strategy"]["zero"] = 0
+json.dump(p, open("/tmp/tiny1.json", "w"))
+PY
+$RUN /tmp/tiny1.json --device cuda --steps 3 --save-params /tmp/fused.bin | tail -1
+SWIFT_ADAMW=ops $RUN /tmp/tiny1.json --device cuda --steps 3 --save-params /tmp/ops.bin | tail -1
+python3 -c "
+import array
+x = array.array('f'); x.frombytes(open('/tmp/fused.bin','rb').read())
+y = array.array('f'); y.frombytes(open('/tmp/ops.bin','rb').read())
+print('fused vs ops AdamW: n', len(x), 'max |diff|', max(abs(a-b) for a, b in zip(x, y)))
+" | tee "$OUT/adamw-compare.txt"
