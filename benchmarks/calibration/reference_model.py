@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""First-principles reference estimator for HF transformers 5.17 + PyTorch 2.11
+training memory (torch.cuda.max_memory_allocated, steady state, per GPU) and
+step time (world 1), for the modes measured by hf_baseline.py.
+
+No torch needed:  python3 benchmarks/calibration/reference_model.py [--verbose]
+
+Every term is a tensor that exists in the real program (derived from the
+model's ops and verified with hf_memory_trace.py); docs/cost-model-hf.md
+explains each one.  The only constants are listed in CONST below, each a
+physical quantity (workspace sizes, measured throughputs), none fitted per row.
+"""
+import json, os, sys, statistics
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "..", "..", "test", "data", "calibration")
+MiB = 1 << 20
+
+MODELS = {  # same table as hf_baseline.py
+    "qwen2.5-0.5b": dict(hidden=896, layers=24, heads=14, kv=2, ffn=4864, vocab=151936, tie=True, bias=True),
+    "qwen2.5-1.5b": dict(hidden=1536, layers=28, heads=12, kv=2, ffn=8960, vocab=151936, tie=True, bias=True),
+    "llama3.2-1b": dict(hidden=2048, layers=16, heads=32, kv=8, ffn=8192, vocab=128256, tie=True, bias=False),
+    "llama3.2-3b": dict(hidden=3072, layers=28, heads=24, kv=8, ffn=8192, vocab=128256, tie=True, bias=False),
+    "llama3-8b": dict(hidden=4096, layers=32, heads=32, kv=8, ffn=14336, vocab=128256, tie=False, bias=False),
+}
+
+CONST = dict(
+    # cuBLAS(Lt) workspaces allocated through the caching allocator: one per
+    # (handle, stream); the forward runs on the main thread, the backward on
+    # the autograd device thread -> a second handle and workspace that appears
+    # only in backward. 32 MiB each on sm90 (torch default), seen as +32 MiB
+    # inside backward in the traces; the forward one is already inside
+    # base_alloc after the first case of a process, so only the backward one
+    # counts (it is allocated in step 1 and kept, but base_alloc is taken
+    # before step 1).
+    cublas_ws=32 * MiB,
+    # step-time constants (H200, measured in the same runs; see docs)
+    mm_tflops=620e12,      # achieved bf16 GEMM rate inside HF layers (fwd+bwd), FLOP/s
+    attn_tflops=330e12,    # achieved cuDNN SDPA (causal) rate, FLOP/s of useful (causal) work
+    hbm_bw=3.0e12,         # achieved bandwidth of elementwise / norm / cast / CE kernels, B/s
+    opt_bw=2.6e12,         # achieved bandwidth of fused AdamW, B/s
+)
+
+
+def dims(name):
+    m = MODELS[name]
+    h, L, H, kv, f, V = m["hidden"], m["layers"], m["heads"], m["kv"], m["ffn"], m["vocab"]
+    hd = h // H
+    kvd = kv * hd
+    bias = (h + 2 * kvd + h) if m["bias"] else 0          # q,k,v,o biases (attention_bias=True)
+    p_lin = h * h + 2 * h * kvd + h * h + 3 * h * f        # linear weights of one layer
+    p_layer = p_lin + bias + 2 * h                         # + biases + 2 RMSNorm weights
+    p_embed = V * h
+    p_head = 0 if m["tie"] else V * h
+    P = L * p_layer + p_embed + p_head + h
+    return dict(h=h, L=L, H=H, kv=kv, f=f, V=V, hd=hd, kvd=kvd, bias=bias, p_lin=p_lin,
+                p_layer=p_layer, p_embed=p_embed, p_head=p_head, P=P, tie=m["tie"])
+
+
+def lora_params(d, r=16):
+    h, kvd, f = d["h"], d["kvd"], d["f"]
+    # A: r x in, B: out x r for q,k,v,o,gate,up,down
+    per_layer = r * ((h + h) + 2 * (h + kvd) + (h + h) + 2 * (h + f) + (f + h))
+    return per_layer * d["L"]
+
+
+# ---------------------------------------------------------------- activations
+def layer_saved_per_token(d, mode, r=16):
+    """Bytes saved for backward by one decoder layer, per token (no checkpointing).
+    mode: 'mp' (fp32 params + autocast), 'bf16' (bf16 params: bf16 and fsdp), 'lora'."""
+    h, kvd, f, H = d["h"], d["kvd"], d["f"], d["H"]
+    sdpa = 2 * h + 2 * kvd + 2 * kvd + 2 * h + 4 * H        # q,k,v (bf16, after rope), out, fp32 logsumexp
+    if mode == "mp":
+        norm = 4 * h + 4 * h + 4          # fp32 input, fp32 normalized, fp32 rsqrt (x2 norms)
+        qkv_in = 3 * 2 * h                # autocast casts the fp32 norm output once PER linear
+        mlp_in = 2 * 2 * h                # gate and up each cast their input
+        mlp = 4 * 2 * f                   # gate out (silu in), silu out, up out, silu*up (down in)
+        return 2 * norm + qkv_in + sdpa + mlp_in + mlp   # o_proj input = sdpa out (shared)
+    if mode == "bf16":
+        norm = 4 * h + 2 * h + 4          # fp32 upcast of input, bf16 normalized (weight*x), rsqrt
+        return 2 * norm + 2 * h + sdpa + 2 * h + 4 * 2 * f   # q/k/v share one bf16 input, gate/up share one
+    if mode == "lora":
+        norm = 4 * h + 4                  # frozen weight: only fp32 upcast + rsqrt are needed
+        lora_in = 4 * (3 * h + h + 2 * h + f)   # fp32 cast of the input for each lora_A (q,k,v,o,gate,up,down)
+        lora_mid = 7 * 4 * r              # lora_A output (fp32) saved by lora_B
+        mlp = 3 * 2 * f                   # silu in, silu out, up out (down base is frozen: input not saved)
+        return 2 * norm + sdpa + lora_in + lora_mid + mlp
+    raise ValueError(mode)
+
+
+def head_saved_per_token(d, mode):
+    h, V = d["h"], d["V"]
+    if mode == "mp":
+        return 4 * h + 4 * h + 4 + 2 * h + 4 * V   # final norm (fp32), lm_head bf16 input cast, log_softmax out
+    if mode == "bf16":
+        return 4 * h + 2 * h + 4 + 2 * h + 4 * V
+    if mode == "lora":
+        return 4 * h + 4 + 4 * V                   # lm_head frozen: its input is not saved
+    raise ValueError(mode)
+
+
+# ---------------------------------------------------------------- memory model
+def predict_peak(row, detail=False):
+    d = dims(row["model"])
+    mode, B, S, ckpt = row["mode"], row["B"], row["S"], bool(row["ckpt"])
+    N = row.get("world", 1)
+    T = B * S
+    h, L, V, H = d["h"], d["L"], d["V"], d["H"]
+    P = d["P"]
+    amode = {"ddp_mp": "mp", "bf16": "bf16", "fsdp": "bf16", "lora": "lora"}[mode]
+    act_dt = 4 if amode == "mp" else 2                 # dtype of the residual stream
+    # ---- model states (between steps, steady state)
+    if mode == "ddp_mp":
+        states = 4 * P + 8 * P              # fp32 params + fused AdamW exp_avg, exp_avg_sq
+        grads_total = 4 * P
+        opt_temp = 0
+    elif mode == "bf16":
+        states = 2 * P + 4 * P
+        grads_total = 2 * P
+        opt_temp = 0
+    elif mode == "lora":
+        Pl = lora_params(d)
+        states = 2 * P + 4 * Pl + 8 * Pl    # bf16 base + fp32 adapters + their Adam states
+        grads_total = 4 * Pl
+        opt_temp = 0
+    else:  # fsdp: fp32 shards of params, grads, Adam states; foreach AdamW sqrt(exp_avg_sq) temp
+        off = bool(row.get("offload"))
+        states = 0 if off else (4 * P + 8 * P) // N
+        grads_total = 0 if off else 4 * P // N
+        opt_temp = 0 if off else 4 * P // N
+    # ---- what the training loop keeps between steps: `out` (bf16 logits + DynamicCache)
+    use_cache = not ckpt                                # HF turns use_cache off only with checkpointing
+    # DynamicCache: under autocast k (after rope) is fp32 and the cache holds fp32 k and v tensors of
+    # its own (measured: 2*kvd*4 B/token/layer), extra to what SDPA saves. With bf16 params the cache
+    # stores the very k, v tensors that SDPA saves for backward, so it costs nothing extra until that
+    # layer's backward has released its saved tensors (and in the next step's forward, as old `out`).
+    kv_dt = 4 if amode == "mp" else 2
+    kv_cache = (2 * T * d["kvd"] * kv_dt * L) if use_cache else 0
+    kv_shared = use_cache and amode != "mp"
+    logits = 2 * T * V
+    out_held = logits + kv_cache                        # held by the previous step's `out` (next forward)
+    out_new = logits + (0 if kv_shared else kv_cache)   # extra held by this step's `out` until its backward
+    # ---- activations saved by the decoder layers
+    if ckpt:
+        acts_layers = L * T * h * act_dt               # layer inputs kept by non-reentrant checkpoint
+        per_layer_recompute = T * layer_saved_per_token(d, amode)
+    else:
+        acts_layers = L * T * layer_saved_per_token(d, amode)
+        per_layer_recompute = 0
+    wcopy_layer = 2 * d["p_lin"] if mode == "ddp_mp" else 0   # autocast bf16 weight copies
+    wcopy_head = 2 * V * h if mode == "ddp_mp" else 0          # lm_head (tied: cast of the embedding)
+    if mode == "ddp_mp" and not ckpt:
+        acts_layers += L * wcopy_layer                         # saved by each linear until its backward
+    head_saved = T * head_saved_per_token(d, amode) + wcopy_head
+    # ---- FSDP2 unsharded (bf16) parameters alive around the head
+    fsdp_unsharded = 0
+    fsdp_fwd_extra = 0
+    if mode == "fsdp":
+        p_root = d["p_embed"] + d["p_head"] + h
+        fsdp_unsharded = 2 * p_root                            # root group is never resharded after forward
+        if not row.get("reshard", True) and not row.get("offload"):
+            fsdp_unsharded += L * 2 * d["p_layer"]             # reshard_after_forward=False: all layers stay
+        else:
+            fsdp_unsharded += 2 * d["p_layer"]                 # backward prefetch of the last layer
+    # ---- candidates
+    ws = CONST["cublas_ws"]
+    y_final = T * h * act_dt                                   # final norm output held by the CausalLM frame
+    cand = {}
+    # (1) forward, inside cross_entropy: old `out` still referenced, fp32 logits + log_softmax out
+    fwd = states + out_held + out_new + acts_layers + head_saved + 4 * T * V + y_final + fsdp_unsharded
+    if mode == "ddp_mp" and ckpt:
+        fwd += L * wcopy_layer      # autocast cache keeps every layer's bf16 weight copy until autocast exits
+    cand["fwd:cross_entropy"] = fwd
+    # (2) backward, LogSoftmaxBackward: grad of log_softmax out (nll backward) + grad of logits, both fp32
+    bwd_head = states + out_new + acts_layers + head_saved + 8 * T * V + fsdp_unsharded + ws
+    cand["bwd:log_softmax"] = bwd_head
+    # (3) backward through the layers: activations freed, grads accumulated. Worst point is at the
+    #     start of layer backward l (l from L-1 to 0), with that layer's recompute (ckpt) alive.
+    head_grad = 0
+    if mode in ("ddp_mp", "bf16"):
+        head_grad = grads_total * (V * h + h) // P  # lm_head/embedding + final norm grads
+    layer_grad = (grads_total - head_grad) // L if mode != "fsdp" else grads_total // L
+    per_layer_act = (acts_layers // L)
+    base_b = states + out_held + fsdp_unsharded + ws
+    kv_l = kv_cache // L if kv_shared else 0     # part of a layer's saved bytes that the cache keeps
+    best = 0
+    for k in range(L):                           # k layers already done
+        m = base_b + head_grad + k * layer_grad + (L - k) * (per_layer_act - kv_l) + per_layer_recompute \
+            + (wcopy_layer if (mode == "ddp_mp" and ckpt) else 0) + layer_grad
+        best = max(best, m)
+    cand["bwd:layers"] = best
+    # (4) optimizer step: grads + (foreach) temporaries
+    cand["opt"] = states + out_held + grads_total + opt_temp + ws
+    peak = max(cand.values())
+    where = max(cand, key=cand.get)
+    if detail:
+        return peak, where, cand
+    return peak, where
+
+
+# ---------------------------------------------------------------- step time (world 1)
+def predict_time(row):
+    d = dims(row["model"])
+    mode, B, S, ckpt = row["mode"], row["B"], row["S"], bool(row["ckpt"])
+    T = B * S
+    h, L, V, H, f = d["h"], d["L"], d["V"], d["H"], d["f"]
+    lin_flops_fwd = 2 * T * (d["p_lin"] * L + V * h)
+    attn_flops_fwd = L * 2 * 2 * B * S * S * h / 2          # QK^T and PV, causal half
+    # backward: 2x forward for layers with weight grads; LoRA base: input grad only (1x)
+    if mode == "lora":
+        lin_bwd = lin_flops_fwd * 1.0
+    else:
+        lin_bwd = lin_flops_fwd * 2.0
+    attn_bwd = attn_flops_fwd * 2.5
+    rec = 1.0 if ckpt else 0.0
+    t_mm = (lin_flops_fwd * (1 + rec) + lin_bwd) / CONST["mm_tflops"]
+    t_attn = (attn_flops_fwd * (1 + rec) + attn_bwd) / CONST["attn_tflops"]
+    # memory-bound traffic: per-layer elementwise/norm/rope/cast bytes ~ saved bytes x 3 (write fwd,
+    # read bwd, write grad), head: logits bf16 -> fp32 -> log_softmax -> grads (~ 2+4+4+4+4+4+4+2 B/elt)
+    amode = {"ddp_mp": "mp", "bf16": "bf16", "fsdp": "bf16", "lora": "lora"}[mode]
+    ew = 3 * T * layer_saved_per_token(d, amode) * L * (1 + 0.5 * rec) + 28 * T * V
+    t_ew = ew / CONST["hbm_bw"]
+    if mode == "ddp_mp":
+        ob = 4 * d["P"] * 4 * 2 - 4 * d["P"]      # fused AdamW: read p,g,m,v; write p,m,v (fp32)
+        ob += 2 * d["P"] * 2                      # autocast weight casts (read fp32, write bf16) ~
+    elif mode == "bf16":
+        ob = 2 * d["P"] * 7
+    elif mode == "lora":
+        ob = 4 * lora_params(d) * 7 + 0
+    else:
+        ob = 0
+    t_opt = ob / CONST["opt_bw"]
+    return t_mm + t_attn + t_ew + t_opt
+
+
+def load_rows():
+    rows = []
+    for fn in ("h200_hf_public.jsonl", "h200_hf_extra.jsonl"):
+        p = os.path.join(DATA, fn)
+        for line in open(p):
+            r = json.loads(line)
+            if "error" in r:
+                continue
+            r["_src"] = "pub" if "public" in fn else "ext"
+            rows.append(r)
+    return rows
+
+
+def main():
+    verbose = "--verbose" in sys.argv
+    rows = load_rows()
+    errs, terrs = [], []
+    hdr = f'{"src":3} {"model":12} {"mode":6} {"B":>2} {"S":>5} {"ck":2} {"N":1} {"rs":2} {"of":2} ' \
+          f'{"meas GiB":>8} {"pred GiB":>8} {"err%":>6} {"peak at":16} {"t meas":>6} {"t pred":>6} {"err%":>6}'
+    print(hdr); print("-" * len(hdr))
+    for r in rows:
+        pk, where, cand = predict_peak(r, detail=True)
+        m = r["peak_alloc_steady"]
+        e = (pk - m) / m * 100
+        errs.append(abs(e))
+        ts = ""
+        if r["world"] == 1:
+            tp = predict_time(r); tm = r["step_s_median"]
+            te = (tp - tm) / tm * 100; terrs.append(abs(te))
+            ts = f"{tm:6.3f} {tp:6.3f} {te:+6.1f}"
+        rs = "" if r["mode"] != "fsdp" else ("T" if r.get("reshard", True) else "F")
+        print(f'{r["_src"]:3} {r["model"][:12]:12} {r["mode"]:6} {r["B"]:>2} {r["S"]:>5} {int(r["ckpt"]):2} '
+              f'{r["world"]:1} {rs:2} {("y" if r.get("offload") else ""):2} {m/2**30:8.2f} {pk/2**30:8.2f} '
+              f'{e:+6.1f} {where:16} {ts}')
+        if verbose:
+            print("      " + "  ".join(f"{k}={v/2**30:.2f}" for k, v in cand.items()),
+                  "| measured phase:", r.get("peak_phase"), {k: round(r[k] / 2**30, 2) for k in
+                                                             ("peak_fwd", "peak_bwd", "peak_opt") if k in r})
+    print("-" * len(hdr))
+    print(f"memory: n={len(errs)}  median |err| {statistics.median(errs):.2f}%  max |err| {max(errs):.2f}%")
+    if terrs:
+        print(f"time (world 1): n={len(terrs)}  median |err| {statistics.median(terrs):.2f}%  max |err| {max(terrs):.2f}%")
+
+
+if __name__ == "__main__":
+    main()
