@@ -167,8 +167,14 @@ CASES = {
   D(model="llama3.2-3b", mode="ddp_mp", B=1, S=8192, ckpt=True),
   D(model="llama3.2-3b", mode="ddp_mp", B=4, S=1024, ckpt=False),
   D(model="qwen2.5-0.5b", mode="bf16", B=8, S=2048, ckpt=False),
+  # probes (tag probe, not yet measured): configurations whose peak is predicted away from the
+  # loss head (optimizer step, end of backward, layer backward) -- run with argv[3] = tag=probe
+  D(model="llama3.2-1b", mode="ddp_mp", B=1, S=512, ckpt=False, tag="probe"),
+  D(model="llama3-8b", mode="bf16", B=1, S=1024, ckpt=True, tag="probe"),
+  D(model="llama3.2-3b", mode="lora", B=1, S=1024, ckpt=False, tag="probe"),
  ],
  2: [
+  D(model="llama3.2-1b", mode="fsdp", B=1, S=512, ckpt=False, reshard=True, tag="probe"),
   D(model="llama3.2-3b", mode="fsdp", B=2, S=4096, ckpt=True, tag="public"),
   D(model="llama3.2-3b", mode="fsdp", B=2, S=4096, ckpt=False, tag="public"),
   D(model="llama3.2-1b", mode="fsdp", B=4, S=2048, ckpt=False, reshard=True),
@@ -185,6 +191,8 @@ CASES = {
   D(model="llama3.2-3b", mode="fsdp", B=4, S=2048, ckpt=False, offload=True, steps=3),
  ],
  8: [
+  D(model="llama3-8b", mode="fsdp", B=1, S=512, ckpt=False, reshard=True, tag="probe"),
+  D(model="llama3-8b", mode="fsdp", B=1, S=1024, ckpt=True, reshard=False, tag="probe"),
   D(model="llama3-8b", mode="fsdp", B=2, S=4096, ckpt=False, reshard=True),
   D(model="llama3-8b", mode="fsdp", B=4, S=4096, ckpt=True, reshard=False),
   D(model="llama3.2-1b", mode="fsdp", B=4, S=2048, ckpt=True, reshard=True),
@@ -202,9 +210,13 @@ def main():
     with open(OUT, "a") as f:
         for c in CASES[WORLD]:
             key = f'{c["model"]}/{c["mode"]}'
-            if FILT == "new" and c.get("tag") == "public":
-                continue
-            if FILT and FILT != "new" and FILT not in key:
+            if FILT.startswith("tag="):
+                if c.get("tag") != FILT[4:]:
+                    continue
+            elif FILT == "new":
+                if c.get("tag") in ("public", "probe"):
+                    continue
+            elif FILT and FILT not in key:
                 continue
             if time.time() > DEADLINE:
                 print("deadline, skipping", c, flush=True); continue

@@ -35,10 +35,10 @@ CONST = dict(
     # before step 1).
     cublas_ws=32 * MiB,
     # step-time constants (H200, measured in the same runs; see docs)
-    mm_tflops=620e12,      # achieved bf16 GEMM rate inside HF layers (fwd+bwd), FLOP/s
-    attn_tflops=330e12,    # achieved cuDNN SDPA (causal) rate, FLOP/s of useful (causal) work
-    hbm_bw=3.0e12,         # achieved bandwidth of elementwise / norm / cast / CE kernels, B/s
-    opt_bw=2.6e12,         # achieved bandwidth of fused AdamW, B/s
+    mm_tflops=650e12,      # achieved bf16 GEMM rate inside HF layers (fwd+bwd), FLOP/s
+    attn_tflops=400e12,    # achieved cuDNN SDPA (causal) rate, FLOP/s of useful (causal) work
+    hbm_bw=3.0e12,         # achieved bandwidth of elementwise / norm / cast / CE / AdamW kernels, B/s
+    launch_s=4e-6,         # CPU cost of one eager kernel launch (Python + dispatcher + launch)
 )
 
 
@@ -174,21 +174,46 @@ def predict_peak(row, detail=False):
     # (2) backward, LogSoftmaxBackward: grad of log_softmax out (nll backward) + grad of logits, both fp32
     bwd_head = states + out_new + acts_layers + head_saved + 8 * T * V + fsdp_unsharded + ws
     cand["bwd:log_softmax"] = bwd_head
-    # (3) backward through the layers: activations freed, grads accumulated. Worst point is at the
-    #     start of layer backward l (l from L-1 to 0), with that layer's recompute (ckpt) alive.
+    # (3) backward through the layers: activations freed, grads accumulated. Evaluated at the
+    #     backward of layer L-1-k (k layers done), with that layer's own grads, backward transient
+    #     (grads of the three f-wide MLP tensors, bf16) and, with checkpointing, its recomputed
+    #     activations (+ autocast weight copies) alive.
     head_grad = 0
     if mode in ("ddp_mp", "bf16"):
         head_grad = grads_total * (V * h + h) // P  # lm_head/embedding + final norm grads
-    layer_grad = (grads_total - head_grad) // L if mode != "fsdp" else grads_total // L
-    per_layer_act = (acts_layers // L)
-    base_b = states + out_held + fsdp_unsharded + ws
+    layer_grad = (grads_total - head_grad) // L
+    per_layer_act = acts_layers // L
     kv_l = kv_cache // L if kv_shared else 0     # part of a layer's saved bytes that the cache keeps
+    bwd_transient = 3 * 2 * T * d["f"]
+    fsdp_root = fsdp_layer_unsh = fsdp_rs = 0
+    if mode == "fsdp":
+        p_l = d["p_layer"]
+        fsdp_root = 2 * (d["p_embed"] + d["p_head"] + h)
+        # unsharded bf16 grads of the layer + fp32 reduce-scatter input (current and previous one,
+        # which FSDP2 keeps until the next reduce-scatter is issued) + fp32 reduce-scatter output
+        fsdp_rs = 2 * p_l + 2 * 4 * p_l + 4 * p_l // N
+        head_grad = 0 if row.get("offload") else 4 * (d["p_embed"] + d["p_head"] + h) // N
+        layer_grad = 0 if row.get("offload") else 4 * p_l // N
     best = 0
-    for k in range(L):                           # k layers already done
-        m = base_b + head_grad + k * layer_grad + (L - k) * (per_layer_act - kv_l) + per_layer_recompute \
-            + (wcopy_layer if (mode == "ddp_mp" and ckpt) else 0) + layer_grad
+    for k in range(L):
+        if mode == "fsdp":
+            if not row.get("reshard", True) and not row.get("offload"):
+                unsh = (L - k) * 2 * d["p_layer"]            # not-yet-resharded layers
+            else:
+                unsh = 2 * 2 * d["p_layer"]                  # this layer + the prefetched next one
+            extra = fsdp_root + unsh + fsdp_rs
+        else:
+            extra = layer_grad
+        m = states + out_held + ws + head_grad + k * layer_grad + (L - k) * (per_layer_act - kv_l) \
+            + per_layer_recompute + (wcopy_layer if (mode == "ddp_mp" and ckpt) else 0) \
+            + bwd_transient + extra
         best = max(best, m)
     cand["bwd:layers"] = best
+    # (3b) end of backward: embedding backward makes a dense V x h gradient; with tied weights it is
+    #      added into the lm_head's existing .grad (AccumulateGrad), so both exist for a moment.
+    if mode in ("ddp_mp", "bf16"):
+        gb = 4 if mode == "ddp_mp" else 2
+        cand["bwd:embedding"] = states + out_held + ws + grads_total + (gb * V * h if d["tie"] else 0)
     # (4) optimizer step: grads + (foreach) temporaries
     cand["opt"] = states + out_held + grads_total + opt_temp + ws
     peak = max(cand.values())
@@ -199,38 +224,68 @@ def predict_peak(row, detail=False):
 
 
 # ---------------------------------------------------------------- step time (world 1)
-def predict_time(row):
+# Autograd nodes per decoder layer, counted in the traces (hf_memory_trace.py, llama3.2-1b): each is
+# about one forward kernel + one backward kernel launched from Python/C++ eager dispatch.
+NODES_PER_LAYER = {"mp": 94, "bf16": 83, "lora": 163}
+
+
+def ew_bytes_per_token_layer(d, amode, r=16):
+    """HBM bytes moved per token per decoder layer by the memory-bound (non-GEMM, non-SDPA) kernels,
+    forward + backward, read + write. Unfused HF eager ops; backward of an elementwise op ~2x its
+    forward traffic (reads grad + saved input(s), writes grad)."""
+    h, kvd, f = d["h"], d["kvd"], d["f"]
+    if amode == "mp":
+        norm = 3 * (4 + 4 + 4 + 4 + 4 + 4 + 4) * h          # fp32 pow/mean/mul/mul (7 fp32 passes), x3 fwd+bwd
+        casts = 3 * 5 * (4 + 2) * h + 2 * 2 * 12 * h          # 5 input casts fp32->bf16 (+bwd), grad sums
+        rope = 3 * 2 * 20 * (h + kvd) + 2 * 6 * (h + kvd)     # rope in fp32 (q*cos promotes) + SDPA casts
+        resid = 3 * 2 * 12 * h                                # fp32 residual adds (+ grad adds)
+    else:
+        norm = 3 * (2 + 4 + 4 + 4 + 4 + 4 + 4 + 2 + 2 + 2) * h   # upcast, pow, mean, mul, downcast, weight mul
+        casts = 0
+        rope = 3 * 20 * (h + kvd)
+        resid = 3 * 2 * 6 * h
+    mlp = 26 * f                                              # silu + mul forward and backward (bf16)
+    b = 2 * norm + casts + rope + resid + mlp
+    if amode == "lora":
+        # per adapter: cast x to fp32, lora_A (fp32 in), scale, add into bf16 result (promotes to fp32),
+        # cast back; backward ~2x.  in/out widths of q,k,v,o,gate,up,down
+        io = [(h, h), (h, kvd), (h, kvd), (h, h), (h, f), (h, f), (f, h)]
+        b += sum(3 * (6 * i + 24 * o) for i, o in io)
+    return b
+
+
+def predict_time(row, C=None):
+    C = C or CONST
     d = dims(row["model"])
     mode, B, S, ckpt = row["mode"], row["B"], row["S"], bool(row["ckpt"])
     T = B * S
-    h, L, V, H, f = d["h"], d["L"], d["V"], d["H"], d["f"]
-    lin_flops_fwd = 2 * T * (d["p_lin"] * L + V * h)
-    attn_flops_fwd = L * 2 * 2 * B * S * S * h / 2          # QK^T and PV, causal half
-    # backward: 2x forward for layers with weight grads; LoRA base: input grad only (1x)
-    if mode == "lora":
-        lin_bwd = lin_flops_fwd * 1.0
-    else:
-        lin_bwd = lin_flops_fwd * 2.0
-    attn_bwd = attn_flops_fwd * 2.5
-    rec = 1.0 if ckpt else 0.0
-    t_mm = (lin_flops_fwd * (1 + rec) + lin_bwd) / CONST["mm_tflops"]
-    t_attn = (attn_flops_fwd * (1 + rec) + attn_bwd) / CONST["attn_tflops"]
-    # memory-bound traffic: per-layer elementwise/norm/rope/cast bytes ~ saved bytes x 3 (write fwd,
-    # read bwd, write grad), head: logits bf16 -> fp32 -> log_softmax -> grads (~ 2+4+4+4+4+4+4+2 B/elt)
+    h, L, V = d["h"], d["L"], d["V"]
     amode = {"ddp_mp": "mp", "bf16": "bf16", "fsdp": "bf16", "lora": "lora"}[mode]
-    ew = 3 * T * layer_saved_per_token(d, amode) * L * (1 + 0.5 * rec) + 28 * T * V
-    t_ew = ew / CONST["hbm_bw"]
+    rec = 1 if ckpt else 0
+    # GEMMs: forward 2*T*params; backward 2x (dgrad + wgrad) or 1x for frozen weights (LoRA base)
+    f_layers = 2 * T * d["p_lin"] * L
+    f_head = 2 * T * V * h
+    wb = 1 if mode == "lora" else 2
+    f_mm = f_layers * (1 + rec + wb) + f_head * (1 + wb)
+    # SDPA (cuDNN, causal): forward 4*B*S^2*h/2 (QK^T, PV), backward 2.5x forward
+    f_attn_fwd = L * 4 * B * S * S * h / 2
+    f_attn = f_attn_fwd * (1 + rec + 2.5)
+    # memory-bound kernels
+    ew = T * L * ew_bytes_per_token_layer(d, amode) * (1 + rec / 3)
+    ew += 40 * T * V                     # CE: bf16 logits -> fp32 copy -> log_softmax (2 passes) ->
+                                         # nll grad fill -> log_softmax bwd -> bf16 grad  (~40 B/elt)
+    P = d["P"]
     if mode == "ddp_mp":
-        ob = 4 * d["P"] * 4 * 2 - 4 * d["P"]      # fused AdamW: read p,g,m,v; write p,m,v (fp32)
-        ob += 2 * d["P"] * 2                      # autocast weight casts (read fp32, write bf16) ~
+        ew += 28 * P + 12 * d["p_lin"] * L + 12 * V * h   # fused AdamW fp32 (r p,g,m,v / w p,m,v);
+                                                          # autocast weight casts fwd + grad upcast bwd
     elif mode == "bf16":
-        ob = 2 * d["P"] * 7
+        ew += 14 * P
     elif mode == "lora":
-        ob = 4 * lora_params(d) * 7 + 0
-    else:
-        ob = 0
-    t_opt = ob / CONST["opt_bw"]
-    return t_mm + t_attn + t_ew + t_opt
+        ew += 28 * lora_params(d)
+    t_gpu = f_mm / C["mm_tflops"] + f_attn / C["attn_tflops"] + ew / C["hbm_bw"]
+    # CPU: eager dispatch of ~2 kernels per autograd node (+ recompute forward)
+    t_cpu = L * NODES_PER_LAYER[amode] * (2 + rec) * C["launch_s"]
+    return max(t_gpu, t_cpu)
 
 
 def load_rows():
@@ -273,6 +328,16 @@ def main():
                                                              ("peak_fwd", "peak_bwd", "peak_opt") if k in r})
     print("-" * len(hdr))
     print(f"memory: n={len(errs)}  median |err| {statistics.median(errs):.2f}%  max |err| {max(errs):.2f}%")
+    # secondary check: the per-phase peaks (rows measured with the extended script)
+    ef, eo = [], []
+    for r in rows:
+        if "peak_fwd" in r:
+            _, _, c = predict_peak(r, detail=True)
+            ef.append(abs(c["fwd:cross_entropy"] - r["peak_fwd"]) / r["peak_fwd"] * 100)
+            eo.append(abs(c["opt"] - r["peak_opt"]) / r["peak_opt"] * 100)
+    if ef:
+        print(f"phase check (n={len(ef)}): forward peak median |err| {statistics.median(ef):.2f}% max "
+              f"{max(ef):.2f}%; optimizer-step peak median {statistics.median(eo):.2f}% max {max(eo):.2f}%")
     if terrs:
         print(f"time (world 1): n={len(terrs)}  median |err| {statistics.median(terrs):.2f}%  max |err| {max(terrs):.2f}%")
 
