@@ -9,7 +9,9 @@
 
 #ifdef SWIFT_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
 #endif
 
@@ -49,6 +51,25 @@ int64_t peakMemoryBytes(const at::Device &device) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return int64_t(ru.ru_maxrss) * 1024; // Linux reports KiB
+}
+
+void HostFence::record(const at::Device &device) {
+#ifdef SWIFT_WITH_CUDA
+  if (device.is_cuda()) {
+    auto ev = std::make_shared<at::cuda::CUDAEvent>();
+    ev->record(c10::cuda::getCurrentCUDAStream(device.index()));
+    event_ = ev;
+  }
+#endif
+  (void)device;
+}
+
+void HostFence::wait() {
+#ifdef SWIFT_WITH_CUDA
+  if (event_)
+    static_cast<at::cuda::CUDAEvent *>(event_.get())->synchronize();
+#endif
+  event_.reset();
 }
 
 int cudaDeviceCount() {

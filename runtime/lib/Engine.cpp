@@ -308,6 +308,18 @@ void Engine::finishPending() {
   pending_.clear();
 }
 
+void Engine::publish(Unit &U) {
+  // The updated partition, in the compute dtype, to where forward reads it.
+  const int zero = plan_.strategy.zero;
+  at::Tensor src = U.hostParamOut.defined() ? U.hostParamOut : U.master;
+  at::Tensor dst =
+      zero == 3 ? U.shard : U.full.narrow(0, U.optOffset, U.optLen);
+  if (src.data_ptr() != dst.data_ptr())
+    dst.copy_(src, /*non_blocking=*/true);
+  if (zero == 1 || zero == 2)
+    pending_.push_back(comm_.allGather(dst, U.full));
+}
+
 void Engine::optimizerStep() {
   const OptimizerConfig &o = plan_.training.optimizer;
   const int zero = plan_.strategy.zero;
@@ -320,20 +332,27 @@ void Engine::optimizerStep() {
   auto gradOf = [&](Unit &U) { return zero == 0 ? U.grad : U.gradShard; };
 
   if (offload) {
-    // Download every gradient partition first (one wait), then update on
-    // the host with all cores.
-    for (auto &U : units_)
-      U->hostGrad.copy_(gradOf(*U), /*non_blocking=*/true);
-    deviceSynchronize(device_);
+    // Pipelined: all gradient downloads are queued at once; the host
+    // updates unit i as soon as its download is done (later downloads and
+    // earlier uploads overlap with it) and queues unit i's upload.
+    std::vector<HostFence> downloaded(units_.size());
+    for (size_t i = 0; i < units_.size(); ++i) {
+      units_[i]->hostGrad.copy_(gradOf(*units_[i]), /*non_blocking=*/true);
+      downloaded[i].record(device_);
+    }
     AdamWArgs args{float(o.lr), float(o.beta1), float(o.beta2), float(o.eps),
                    float(o.weightDecay), float(scale), t};
-    for (auto &U : units_)
-      cpuAdamW(U->master.data_ptr<float>(), U->expAvg.data_ptr<float>(),
-               U->expAvgSq.data_ptr<float>(), U->hostGrad.data_ptr<float>(),
-               U->optLen, args,
-               U->hostParamOut.defined()
-                   ? reinterpret_cast<uint16_t *>(U->hostParamOut.data_ptr())
+    for (size_t i = 0; i < units_.size(); ++i) {
+      Unit &U = *units_[i];
+      downloaded[i].wait();
+      cpuAdamW(U.master.data_ptr<float>(), U.expAvg.data_ptr<float>(),
+               U.expAvgSq.data_ptr<float>(), U.hostGrad.data_ptr<float>(),
+               U.optLen, args,
+               U.hostParamOut.defined()
+                   ? reinterpret_cast<uint16_t *>(U.hostParamOut.data_ptr())
                    : nullptr);
+      publish(U);
+    }
   } else {
     bool fused = false;
 #if SWIFT_TORCH_AT_LEAST(2, 1)
@@ -343,6 +362,8 @@ void Engine::optimizerStep() {
     if (fused) {
       std::vector<at::Tensor> p, g, m, v, steps;
       for (auto &U : units_) {
+        // The fused kernel reads the step count; it does not advance it.
+        U->stepTensor.add_(1);
         p.push_back(U->master);
         g.push_back(gradOf(*U));
         m.push_back(U->expAvg);
@@ -373,16 +394,9 @@ void Engine::optimizerStep() {
       }
   }
 
-  // Publish the updated parameters in the compute dtype.
-  for (auto &U : units_) {
-    at::Tensor src = U->hostParamOut.defined() ? U->hostParamOut : U->master;
-    at::Tensor dst = zero == 3 ? U->shard
-                               : U->full.narrow(0, U->optOffset, U->optLen);
-    if (src.data_ptr() != dst.data_ptr())
-      dst.copy_(src, /*non_blocking=*/true);
-    if (zero == 1 || zero == 2)
-      pending_.push_back(comm_.allGather(dst, U->full));
-  }
+  if (!offload)
+    for (auto &U : units_)
+      publish(*U);
   finishPending();
 }
 

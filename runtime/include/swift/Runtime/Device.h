@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <memory>
 
 namespace swift::rt {
 
@@ -16,6 +17,16 @@ void deviceSynchronize(const at::Device &device);
 /// the process's maximum resident set on CPU (which cannot be reset).
 void resetPeakMemory(const at::Device &device);
 int64_t peakMemoryBytes(const at::Device &device);
+/// A point in the device's current stream the host can wait for (a CUDA
+/// event); on CPU, where work is synchronous, both calls do nothing.
+class HostFence {
+public:
+  void record(const at::Device &device);
+  void wait();
+
+private:
+  std::shared_ptr<void> event_;
+};
 /// Number of CUDA devices (0 in a CPU-only build).
 int cudaDeviceCount();
 void setCudaDevice(int index);

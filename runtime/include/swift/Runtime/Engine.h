@@ -72,6 +72,7 @@ private:
   void release(int u);
   void reduceBucket(int b);
   void optimizerStep();
+  void publish(Unit &U);
   void finishPending();
 
   const Plan &plan_;
