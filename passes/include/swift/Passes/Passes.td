@@ -22,4 +22,18 @@ def AnnotateModelPass : Pass<"swift-annotate-model", "::mlir::ModuleOp"> {
   ];
 }
 
+def EstimateCostPass : Pass<"swift-estimate-cost", "::mlir::ModuleOp"> {
+  let summary = "Price the job's strategy: memory per GPU and step time";
+  let description = [{
+    Needs a job whose strategy is complete (ZeRO stage, offload,
+    checkpointing, micro-batch). Reads every op through CostOpInterface into
+    the cost model's compact view, prices the strategy for the job's backend
+    and records, per op, `swift.cost` (FLOPs of forward, backward and
+    recompute, and bytes kept for backward, per micro-batch), per decoder
+    layer the bytes it keeps, and on the job `swift.estimate`: the peak per
+    GPU and where it happens, its breakdown, the capacity, and the step time
+    with its parts.
+  }];
+}
+
 #endif // SWIFT_PASSES_TD

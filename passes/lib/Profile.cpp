@@ -1,0 +1,267 @@
+//===- Profile.cpp - IR to the cost model's compact view ------------------===//
+
+#include "swift/Passes/Profile.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::swift;
+namespace cost = ::swift::cost;
+
+namespace {
+
+int64_t perSample(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t n = 1;
+  for (int64_t d : type.getShape().drop_front())
+    n *= d;
+  return n;
+}
+
+/// "self_attn.q_proj.weight" -> "self_attn.q_proj".
+std::string moduleName(Value weight) {
+  auto param = weight ? weight.getDefiningOp<ParamOp>() : ParamOp();
+  if (!param)
+    return "";
+  StringRef name = param.getName();
+  name.consume_back(".weight");
+  return name.str();
+}
+
+/// Parameters an op owns: its weight/bias params, unless another op already
+/// claimed them (a tied lm_head reuses the embedding table).
+int64_t claim(Value v, llvm::DenseSet<Value> &claimed) {
+  auto param = v ? v.getDefiningOp<ParamOp>() : ParamOp();
+  if (!param || !claimed.insert(v).second)
+    return 0;
+  return param.getNumElements();
+}
+
+std::optional<cost::OpKind> kindOf(Operation *op) {
+  return llvm::TypeSwitch<Operation *, std::optional<cost::OpKind>>(op)
+      .Case([](EmbeddingOp) { return cost::OpKind::Embedding; })
+      .Case([](RMSNormOp) { return cost::OpKind::RMSNorm; })
+      .Case([](LinearOp) { return cost::OpKind::Linear; })
+      .Case([](RopeOp) { return cost::OpKind::Rope; })
+      .Case([](AttentionOp) { return cost::OpKind::Attention; })
+      .Case([](SiluMulOp) { return cost::OpKind::SiluMul; })
+      .Case([](AddOp) { return cost::OpKind::Add; })
+      .Case([](CrossEntropyOp) { return cost::OpKind::CrossEntropy; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+class ProfileBuilder {
+public:
+  ProfileBuilder(JobOp job) : lora(job.getMethod() != Method::full ? job.getLoraAttr()
+                                                                    : LoraAttr()) {}
+
+  cost::OpProfile profile(Operation *op) {
+    auto costOp = cast<CostOpInterface>(op);
+    cost::OpProfile p;
+    p.forwardFlops = costOp.getForwardFlopsPerSample();
+    p.backwardFlops = costOp.getBackwardFlopsPerSample(true);
+    p.backwardFlopsFrozen = costOp.getBackwardFlopsPerSample(false);
+    p.inputElements = perSample(op->getOperand(0));
+    p.inputValue = id(op->getOperand(0));
+    p.outputValue = id(op->getResult(0));
+    if (Operation *producer = op->getOperand(0).getDefiningOp())
+      p.inputProducer = kindOf(producer);
+    if (auto t = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+        t && t.getRank() > 0)
+      p.outputElements = perSample(op->getResult(0));
+    SmallVector<SavedTensor> saved;
+    costOp.getSavedTensors(saved);
+    for (const SavedTensor &s : saved)
+      p.saved.push_back({s.value ? id(s.value) : -1, s.elementsPerSample,
+                         static_cast<int>(s.bitWidth), s.what.str()});
+
+    llvm::TypeSwitch<Operation *>(op)
+        .Case([&](EmbeddingOp e) {
+          p.kind = cost::OpKind::Embedding;
+          p.name = moduleName(e.getTable());
+          p.weightElements = claim(e.getTable(), claimed);
+          p.inputElements = perSample(e.getIds());
+        })
+        .Case([&](RMSNormOp n) {
+          p.kind = cost::OpKind::RMSNorm;
+          p.name = moduleName(n.getWeight());
+          p.weightElements = claim(n.getWeight(), claimed);
+        })
+        .Case([&](LinearOp l) {
+          p.kind = cost::OpKind::Linear;
+          p.name = moduleName(l.getWeight());
+          p.weightElements = claim(l.getWeight(), claimed);
+          p.biasElements = claim(l.getBias(), claimed);
+          p.inFeatures = l.getInFeatures();
+          p.outFeatures = l.getOutFeatures();
+          p.adapter = lora && lora.targets(l.getWeightName()) &&
+                      l->getParentOfType<RepeatOp>();
+          if (p.name == "model.embed_tokens")
+            p.name = "lm_head"; // the tied head
+        })
+        .Case([&](RopeOp r) {
+          p.kind = cost::OpKind::Rope;
+          p.name = "rope";
+          p.heads = r.getNumHeads();
+          p.headDim = r.getHeadDim();
+        })
+        .Case([&](AttentionOp a) {
+          p.kind = cost::OpKind::Attention;
+          p.name = "self_attn";
+          p.heads = a.getNumHeads();
+          p.kvHeads = a.getNumKvHeads();
+          p.headDim = a.getHeadDim();
+        })
+        .Case([&](SiluMulOp) {
+          p.kind = cost::OpKind::SiluMul;
+          p.name = "mlp.act";
+        })
+        .Case([&](AddOp) {
+          p.kind = cost::OpKind::Add;
+          p.name = "residual";
+        })
+        .Case([&](CrossEntropyOp) {
+          p.kind = cost::OpKind::CrossEntropy;
+          p.name = "loss";
+        });
+    return p;
+  }
+
+private:
+  int id(Value v) {
+    auto [it, inserted] = ids.try_emplace(v, static_cast<int>(ids.size()));
+    return it->second;
+  }
+
+  LoraAttr lora;
+  llvm::DenseMap<Value, int> ids;
+  llvm::DenseSet<Value> claimed;
+};
+
+int64_t params(const std::vector<cost::OpProfile> &ops) {
+  int64_t n = 0;
+  for (const auto &op : ops)
+    n += op.weightElements + op.biasElements;
+  return n;
+}
+
+} // namespace
+
+cost::ModelProfile mlir::swift::buildModelProfile(ModelOp model, JobOp job) {
+  cost::ModelProfile profile;
+  profile.name = model.getSymName().str();
+  Block &body = model.getBody().front();
+  profile.sequenceLength =
+      cast<RankedTensorType>(body.getArgument(0).getType()).getDimSize(1);
+  ProfileBuilder builder(job);
+  std::vector<cost::OpProfile> *section = &profile.embed;
+  for (Operation &op : body) {
+    if (auto repeat = dyn_cast<RepeatOp>(op)) {
+      profile.numLayers = repeat.getCount();
+      auto act = cast<RankedTensorType>(repeat.getResult().getType());
+      profile.hiddenSize = act.getDimSize(2);
+      profile.computeBits = act.getElementTypeBitWidth();
+      for (Operation &inner : repeat.getBody().front())
+        if (isa<CostOpInterface>(inner))
+          profile.layer.push_back(builder.profile(&inner));
+      section = &profile.head;
+      continue;
+    }
+    if (isa<CostOpInterface>(op))
+      section->push_back(builder.profile(&op));
+  }
+  for (const auto &op : profile.head)
+    if (op.kind == cost::OpKind::Linear)
+      profile.vocabSize = op.outFeatures;
+  profile.layerParameters = params(profile.layer);
+  profile.embeddingParameters = params(profile.embed);
+  profile.headParameters = params(profile.head);
+  profile.parameters = profile.embeddingParameters + profile.headParameters +
+                       profile.layerParameters * profile.numLayers;
+  for (const auto &op : profile.layer)
+    if (op.adapter)
+      profile.adapterParameters += job.getLoraAttr().getRank() *
+                                   (op.inFeatures + op.outFeatures) *
+                                   profile.numLayers;
+  return profile;
+}
+
+cost::TrainingSetup mlir::swift::trainingSetup(JobOp job) {
+  cost::TrainingSetup s;
+  switch (job.getBackend()) {
+  case Backend::swift_run: s.backend = cost::Backend::SwiftRun; break;
+  case Backend::hf: s.backend = cost::Backend::HF; break;
+  case Backend::deepspeed: s.backend = cost::Backend::DeepSpeed; break;
+  }
+  switch (job.getPrecision()) {
+  case Precision::bf16_mixed: s.precision = cost::Precision::Bf16Mixed; break;
+  case Precision::bf16: s.precision = cost::Precision::Bf16; break;
+  case Precision::fp32: s.precision = cost::Precision::Fp32; break;
+  }
+  switch (job.getMethod()) {
+  case Method::full: s.method = cost::Method::Full; break;
+  case Method::lora: s.method = cost::Method::Lora; break;
+  case Method::qlora: s.method = cost::Method::QLora; break;
+  }
+  if (auto lora = job.getLoraAttr())
+    s.loraRank = lora.getRank();
+  s.globalBatchSize = job.getGlobalBatchSize();
+  return s;
+}
+
+cost::Hardware mlir::swift::hardware(ClusterOp cluster) {
+  cost::Hardware hw;
+  GpuAttr gpu = cluster.getGpu();
+  hw.gpu = gpu.getName().str();
+  hw.memoryBytes = gpu.getMemoryBytes();
+  hw.bf16Tflops = gpu.getBf16Tflops().convertToDouble();
+  hw.hbmGBps = gpu.getHbmGbps().convertToDouble();
+  hw.hostLinkGBps = gpu.getHostLinkGbps().convertToDouble();
+  hw.gpusPerNode = cluster.getGpusPerNode();
+  hw.nodes = cluster.getNodes();
+  auto link = [](LinkAttr l) {
+    return cost::Link{l.getName().str(), l.getBandwidthGbps().convertToDouble(),
+                      l.getLatencyUs().convertToDouble()};
+  };
+  hw.intraNode = link(cluster.getIntraNode());
+  hw.interNode = link(cluster.getInterNode());
+  hw.hostMemoryBytes = cluster.getHostMemory();
+  return hw;
+}
+
+std::optional<cost::Strategy>
+mlir::swift::fixedStrategy(JobOp job, int64_t worldSize, std::string &missing) {
+  StrategyAttr attr = job.getStrategy();
+  std::vector<std::string> open;
+  if (!attr.getZero())
+    open.push_back("strategy.zero");
+  if (!attr.getOffload())
+    open.push_back("strategy.offload");
+  if (!attr.getCheckpointing())
+    open.push_back("strategy.checkpointing");
+  if (!job.getMicroBatchSize())
+    open.push_back("training.micro_batch_size");
+  missing.clear();
+  for (const std::string &key : open)
+    missing += (missing.empty() ? "" : ", ") + key;
+  if (!open.empty())
+    return std::nullopt;
+  cost::Strategy s;
+  s.zero = static_cast<int>(*attr.getZero());
+  switch (*attr.getOffload()) {
+  case Offload::none: s.offload = cost::Offload::None; break;
+  case Offload::optimizer: s.offload = cost::Offload::Optimizer; break;
+  case Offload::optimizer_params: s.offload = cost::Offload::OptimizerAndParams; break;
+  }
+  switch (*attr.getCheckpointing()) {
+  case Checkpointing::none: s.checkpointing = cost::Checkpointing::None; break;
+  case Checkpointing::selective: s.checkpointing = cost::Checkpointing::Selective; break;
+  case Checkpointing::full: s.checkpointing = cost::Checkpointing::Full; break;
+  }
+  s.checkpointLayers = attr.getCheckpointLayers().value_or(-1);
+  s.microBatchSize = *job.getMicroBatchSize();
+  int64_t perStep = s.microBatchSize * worldSize;
+  s.gradientAccumulation = std::max<int64_t>(1, job.getGlobalBatchSize() / perStep);
+  return s;
+}

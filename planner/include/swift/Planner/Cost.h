@@ -1,0 +1,202 @@
+//===- Cost.h - memory and time of a strategy, from the model's ops -*- C++ -*-===//
+//
+// The compact view the cost model and the strategy search work on. A
+// ModelProfile is read off the IR once (every op's FLOPs, the tensors it saves
+// for backward, its weights, through CostOpInterface); estimate() then prices
+// one strategy on one cluster for one backend in microseconds, so the search
+// can try thousands. No MLIR here: the IR side lives in passes/.
+//
+// Units: bytes, FLOPs, seconds. "Per sample" is one sequence of the
+// micro-batch.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SWIFT_PLANNER_COST_H
+#define SWIFT_PLANNER_COST_H
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace swift::cost {
+
+enum class OpKind {
+  Embedding,
+  RMSNorm,
+  Linear,
+  Rope,
+  Attention,
+  SiluMul,
+  Add,
+  CrossEntropy
+};
+const char *toString(OpKind kind);
+
+/// A tensor an op keeps for its backward, per sample, at the math level (the
+/// backend adds its implementation's extras). `value` identifies a tensor
+/// several ops save (the normed input of q/k/v); -1 for op-private ones.
+struct SavedTensor {
+  int value = -1;
+  int64_t elements = 0;
+  int bits = 16;
+  std::string what;
+};
+
+struct OpProfile {
+  OpKind kind = OpKind::Add;
+  std::string name; // "self_attn.q_proj", "input_layernorm", "attention", ...
+  int64_t forwardFlops = 0;        // per sample
+  int64_t backwardFlops = 0;       // per sample, weights trainable
+  int64_t backwardFlopsFrozen = 0; // per sample, weights frozen
+  int64_t inputElements = 0;       // per sample, first operand
+  int64_t outputElements = 0;      // per sample
+  int64_t weightElements = 0;      // parameters owned (0: none or tied reuse)
+  int64_t biasElements = 0;
+  int64_t inFeatures = 0, outFeatures = 0;        // linear
+  int64_t heads = 0, kvHeads = 0, headDim = 0;     // attention, rope
+  bool adapter = false; // gets a LoRA adapter under the job's method
+  int inputValue = -1;   // SSA identity of operand 0 (for shared tensors)
+  int outputValue = -1;  // SSA identity of the result
+  std::optional<OpKind> inputProducer; // the op kind that made operand 0
+  std::vector<SavedTensor> saved;
+
+  /// Elements of operand 0 / the result per token.
+  int64_t inputWidth(int64_t seq) const { return inputElements / seq; }
+  int64_t outputWidth(int64_t seq) const { return outputElements / seq; }
+};
+
+/// The model as three op lists: before the decoder layers, one decoder
+/// layer (repeated `numLayers` times), after them.
+struct ModelProfile {
+  std::string name;
+  int64_t sequenceLength = 0;
+  int64_t hiddenSize = 0;
+  int64_t vocabSize = 0;
+  int64_t numLayers = 0;
+  int computeBits = 16; // activations: 16 (bf16) or 32 (fp32 precision)
+  std::vector<OpProfile> embed, layer, head;
+
+  int64_t parameters = 0;          // all, tied weights once
+  int64_t layerParameters = 0;     // one decoder layer
+  int64_t embeddingParameters = 0; // the input table
+  int64_t headParameters = 0;      // final norm + untied lm_head
+  int64_t adapterParameters = 0;   // LoRA adapters over all layers (0: full)
+};
+
+enum class Backend { SwiftRun, HF, DeepSpeed };
+enum class Precision { Bf16Mixed, Bf16, Fp32 };
+enum class Method { Full, Lora, QLora };
+enum class Offload { None, Optimizer, OptimizerAndParams };
+enum class Checkpointing { None, Selective, Full };
+const char *toString(Backend b);
+const char *toString(Offload o);
+const char *toString(Checkpointing c);
+
+struct Link {
+  std::string name;
+  double bandwidthGBps = 0; // per GPU, one direction
+  double latencyUs = 0;
+};
+
+/// The hardware, as datasheets or a measured profile give it.
+struct Hardware {
+  std::string gpu;
+  int64_t memoryBytes = 0;
+  double bf16Tflops = 0;
+  double hbmGBps = 0;
+  double hostLinkGBps = 0;
+  int64_t gpusPerNode = 1;
+  int64_t nodes = 1;
+  Link intraNode, interNode;
+  int64_t hostMemoryBytes = 0;
+  int hostCores = 32; // for the CPU optimizer under offload
+
+  int64_t worldSize() const { return gpusPerNode * nodes; }
+};
+
+/// What the job fixes regardless of strategy.
+struct TrainingSetup {
+  Backend backend = Backend::SwiftRun;
+  Precision precision = Precision::Bf16Mixed;
+  Method method = Method::Full;
+  int64_t loraRank = 16;
+  int64_t globalBatchSize = 0;
+};
+
+/// One complete strategy: every decision made.
+struct Strategy {
+  int zero = 0;
+  Offload offload = Offload::None;
+  Checkpointing checkpointing = Checkpointing::None;
+  int64_t checkpointLayers = -1; // first k layers; -1: all layers
+  int64_t microBatchSize = 1;
+  int64_t gradientAccumulation = 1;
+  int64_t bucketBytes = 25 << 20;
+  int prefetchDepth = 1;
+
+  int64_t checkpointedLayers(int64_t numLayers) const {
+    if (checkpointing == Checkpointing::None)
+      return 0;
+    return checkpointLayers < 0 ? numLayers
+                                : std::min(checkpointLayers, numLayers);
+  }
+};
+
+/// Where the peak happens.
+struct PeakLocation {
+  std::string phase; // forward | backward | optimizer
+  int64_t layer = -1; // decoder layer, -1 outside the layers
+  std::string op;
+  std::string str() const;
+};
+
+struct MemoryEstimate {
+  int64_t peakBytes = 0;     // allocator-allocated bytes, per GPU
+  int64_t capacityBytes = 0; // what the allocator can use
+  // Named parts alive at the peak; they sum to peakBytes.
+  std::vector<std::pair<std::string, int64_t>> breakdown;
+  PeakLocation peak;
+  // Bytes held between steps (model states) and the peak of each phase.
+  int64_t staticBytes = 0;
+  int64_t forwardPeakBytes = 0, backwardPeakBytes = 0, optimizerPeakBytes = 0;
+  int64_t hostBytes = 0; // host memory per node the strategy needs
+};
+
+struct TimeEstimate {
+  double stepSeconds = 0;
+  double computeSeconds = 0;              // forward + backward + recompute
+  double recomputeSeconds = 0;            // part of compute
+  double exposedCommunicationSeconds = 0; // not hidden under compute
+  double communicationSeconds = 0;        // all collectives, hidden or not
+  double offloadSeconds = 0;              // host<->device copies exposed
+  double optimizerSeconds = 0;
+  double tokensPerSecond = 0;             // all GPUs
+  double mfu = 0;                         // vs datasheet bf16 peak
+};
+
+struct Estimate {
+  MemoryEstimate memory;
+  TimeEstimate time;
+  bool fits() const { return memory.peakBytes <= memory.capacityBytes; }
+};
+
+/// Why a backend cannot run a strategy (HF has no ZeRO-1, say); empty when
+/// it can.
+std::string unsupportedReason(const ModelProfile &model,
+                              const TrainingSetup &setup, const Hardware &hw,
+                              const Strategy &strategy);
+
+/// Prices one strategy the backend supports.
+Estimate estimate(const ModelProfile &model, const TrainingSetup &setup,
+                  const Hardware &hw, const Strategy &strategy);
+
+/// Model FLOPs of one optimizer step for MFU (6 N_nonembedding + attention,
+/// lm_head counted), all GPUs together.
+double modelFlopsPerStep(const ModelProfile &model, int64_t globalBatchSize);
+
+} // namespace swift::cost
+
+#endif // SWIFT_PLANNER_COST_H

@@ -1,0 +1,127 @@
+//===- Cost.cpp - entry points of the cost model --------------------------===//
+
+#include "Detail.h"
+
+namespace swift::cost {
+
+const char *toString(OpKind kind) {
+  switch (kind) {
+  case OpKind::Embedding: return "embedding";
+  case OpKind::RMSNorm: return "rmsnorm";
+  case OpKind::Linear: return "linear";
+  case OpKind::Rope: return "rope";
+  case OpKind::Attention: return "attention";
+  case OpKind::SiluMul: return "silu_mul";
+  case OpKind::Add: return "add";
+  case OpKind::CrossEntropy: return "cross_entropy";
+  }
+  return "?";
+}
+
+const char *toString(Backend b) {
+  switch (b) {
+  case Backend::SwiftRun: return "swift-run";
+  case Backend::HF: return "hf";
+  case Backend::DeepSpeed: return "deepspeed";
+  }
+  return "?";
+}
+
+const char *toString(Offload o) {
+  switch (o) {
+  case Offload::None: return "none";
+  case Offload::Optimizer: return "optimizer";
+  case Offload::OptimizerAndParams: return "optimizer+params";
+  }
+  return "?";
+}
+
+const char *toString(Checkpointing c) {
+  switch (c) {
+  case Checkpointing::None: return "none";
+  case Checkpointing::Selective: return "selective";
+  case Checkpointing::Full: return "full";
+  }
+  return "?";
+}
+
+std::string PeakLocation::str() const {
+  std::string s = phase;
+  if (layer >= 0)
+    s += ", layer " + std::to_string(layer);
+  if (!op.empty())
+    s += ", " + op;
+  return s;
+}
+
+std::string unsupportedReason(const ModelProfile &model,
+                              const TrainingSetup &setup, const Hardware &hw,
+                              const Strategy &s) {
+  if (s.microBatchSize < 1 || s.gradientAccumulation < 1)
+    return "micro-batch and gradient accumulation must be positive";
+  if (s.microBatchSize * s.gradientAccumulation * hw.worldSize() !=
+      setup.globalBatchSize)
+    return "micro_batch_size x gradient_accumulation x GPUs must equal "
+           "global_batch_size";
+  if (s.offload == Offload::OptimizerAndParams && s.zero != 3)
+    return "offloading parameters needs ZeRO-3 (parameters are sharded "
+           "only there)";
+  if (s.offload != Offload::None && s.zero == 0)
+    return "offloading the optimizer needs ZeRO-1 or higher";
+  switch (setup.backend) {
+  case Backend::HF:
+    if (s.zero == 1)
+      return "HF (FSDP2) has no ZeRO-1: it shards gradients with the "
+             "optimizer states; use zero 0, 2 or 3";
+    if (s.offload == Offload::Optimizer)
+      return "FSDP2 offloads parameters together with the optimizer; use "
+             "offload optimizer+params";
+    if (s.checkpointing == Checkpointing::Selective)
+      return "HF gradient checkpointing recomputes whole layers; use full";
+    if (s.checkpointing != Checkpointing::None && s.checkpointLayers >= 0 &&
+        s.checkpointLayers != model.numLayers)
+      return "HF gradient checkpointing covers every layer; checkpoint_layers "
+             "needs swift-run";
+    break;
+  case Backend::DeepSpeed:
+    if (s.checkpointing == Checkpointing::Selective)
+      return "HF models under DeepSpeed recompute whole layers; use full";
+    break;
+  case Backend::SwiftRun:
+    if (setup.method != Method::Full)
+      return "swift-run trains full models only (LoRA/QLoRA: use backend hf)";
+    if (s.checkpointing == Checkpointing::Selective)
+      return "swift-run recomputes whole layers; use full (with "
+             "checkpoint_layers for the first k)";
+    break;
+  }
+  return "";
+}
+
+Estimate estimate(const ModelProfile &model, const TrainingSetup &setup,
+                  const Hardware &hw, const Strategy &strategy) {
+  Estimate e;
+  e.memory = detail::memoryFor(model, setup, hw, strategy);
+  e.time = detail::timeFor(model, setup, hw, strategy);
+  return e;
+}
+
+double modelFlopsPerStep(const ModelProfile &m, int64_t globalBatchSize) {
+  // 6 x (parameters - embedding table) per token, lm_head included (a tied
+  // head is the table, counted through the head's linear), plus attention:
+  // forward + backward = 3x the forward's QK^T and PV.
+  double linear = 0, attention = 0;
+  auto add = [&](const std::vector<OpProfile> &ops, double times) {
+    for (const OpProfile &op : ops) {
+      if (op.kind == OpKind::Linear)
+        linear += times * op.forwardFlops;
+      if (op.kind == OpKind::Attention)
+        attention += times * op.forwardFlops;
+    }
+  };
+  add(m.layer, m.numLayers);
+  add(m.head, 1);
+  return 3 * (linear + attention) * globalBatchSize;
+}
+
+} // namespace swift::cost

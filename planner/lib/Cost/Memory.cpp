@@ -1,0 +1,347 @@
+//===- Memory.cpp - per-GPU peak of one training step ---------------------===//
+//
+// The step is walked as the program runs it: forward through the layers
+// (saved tensors accumulate), the loss, backward from the head (saved
+// tensors are freed, gradients appear), the optimizer step. The peak is the
+// largest sum of live parts at the points where memory can peak: inside the
+// loss, at its backward, at the start of each layer's backward, and in the
+// optimizer step. Each part is a tensor class of the real program (see
+// docs/cost-model-hf.md for HF's).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Detail.h"
+
+#include <cmath>
+
+namespace swift::cost::detail {
+namespace {
+
+/// Model states per GPU, and what exists only around the optimizer step.
+struct States {
+  double parameters = 0; // held between steps
+  double optimizer = 0;  // held between steps
+  double gradients = 0;  // all gradients, alive from backward to the step
+  double optimizerTemporaries = 0;
+  double gradientBuffers = 0; // DDP buckets / DeepSpeed ipg buffers
+  double host = 0;           // host bytes per GPU (offload)
+};
+
+struct Candidate {
+  PeakLocation at;
+  Parts parts;
+  double total() const {
+    double t = 0;
+    for (const auto &p : parts)
+      t += p.second;
+    return t;
+  }
+};
+
+/// What the HF program keeps per step, from the profile.
+struct Activations {
+  double layers = 0;        // all decoder layers' saved tensors
+  double recompute = 0;     // one layer's saved tensors during its backward
+  double layerWeightCopies = 0; // autocast copies of one layer's weights
+  double head = 0;          // final norm, lm_head, loss saved tensors
+  double logitsBytes = 0;   // bf16 logits [T, V]
+  double fp32Logits = 0;    // one fp32 [T, V] tensor
+  double finalHidden = 0;   // final norm output held by the CausalLM frame
+  double kvCache = 0;       // DynamicCache of the step (use_cache)
+  bool kvShared = false;    // cache entries are the tensors SDPA saved
+  bool holdsOutputs = true; // the loop keeps `out` (logits, cache) a step
+};
+
+double tokens(const ModelProfile &m, const Strategy &s) {
+  return double(s.microBatchSize) * m.sequenceLength;
+}
+
+int64_t kvWidth(const ModelProfile &m) {
+  for (const OpProfile &op : m.layer)
+    if (op.kind == OpKind::Attention)
+      return op.kvHeads * op.headDim;
+  return 0;
+}
+
+Activations hfActivations(const ModelProfile &m, const TrainingSetup &setup,
+                          const Strategy &s, Exec exec) {
+  Activations a;
+  double T = tokens(m, s);
+  int act = activationBytes(exec);
+  SavedBytes layer = savedBytes(m.layer, m.sequenceLength, exec, setup.loraRank);
+  SavedBytes head = savedBytes(m.head, m.sequenceLength, exec, setup.loraRank);
+  int64_t L = m.numLayers;
+  int64_t checkpointed = s.checkpointedLayers(L);
+  // Non-reentrant checkpointing keeps each layer's input and, during that
+  // layer's backward, everything its recomputed forward saves.
+  a.layers = checkpointed * T * m.hiddenSize * act +
+             (L - checkpointed) * T * layer.perToken;
+  a.recompute = checkpointed ? T * layer.perToken : 0;
+  a.layerWeightCopies = layer.weightCopies;
+  if (checkpointed < L) // saved by each linear until its backward
+    a.layers += (L - checkpointed) * layer.weightCopies;
+  a.head = T * head.perToken + head.weightCopies;
+  a.logitsBytes = 2 * T * m.vocabSize;
+  a.fp32Logits = 4 * T * m.vocabSize;
+  a.finalHidden = T * m.hiddenSize * act;
+  // HF turns the KV cache off only when checkpointing; under autocast the
+  // cache holds fp32 k/v of its own, otherwise the very tensors SDPA saved.
+  if (!checkpointed) {
+    a.kvCache = 2 * T * kvWidth(m) * (exec == Exec::Autocast ? 4 : 2) * L;
+    a.kvShared = exec != Exec::Autocast;
+  }
+  return a;
+}
+
+/// The HF training step (also DeepSpeed's, which runs the same model code):
+/// `out = model(ids, labels); out.loss.backward(); opt.step()`, where the
+/// previous step's `out` (bf16 logits, KV cache) lives until the assignment.
+MemoryEstimate walkHF(const ModelProfile &m, const States &st,
+                      const Activations &a, double gathered, double workspace,
+                      bool headGradsFirst, const Strategy &s, Exec exec) {
+  int64_t L = m.numLayers;
+  // swift-run keeps no outputs: its logits die inside the loss.
+  double outHeld = a.holdsOutputs ? a.logitsBytes + a.kvCache : 0;
+  double outNew = a.logitsBytes + (a.kvShared ? 0 : a.kvCache);
+  double outBackward = a.holdsOutputs ? outNew : 0;
+  Parts base = {{"parameters", st.parameters},
+                {"optimizer_states", st.optimizer}};
+  std::vector<Candidate> candidates;
+
+  // Inside cross_entropy: the fp32 upcast and log_softmax's output.
+  double autocastCache =
+      exec == Exec::Autocast && s.checkpointedLayers(L) ? L * a.layerWeightCopies : 0;
+  Candidate fwd{{"forward", -1, "cross_entropy"}, base};
+  fwd.parts.insert(fwd.parts.end(),
+                   {{"previous_outputs", outHeld},
+                    {"outputs", outNew},
+                    {"activations", a.layers + a.head + a.finalHidden + autocastCache},
+                    {"loss_temporaries", a.fp32Logits},
+                    {"gathered_parameters", gathered}});
+  candidates.push_back(fwd);
+
+  // LogSoftmaxBackward: the incoming gradient and its result, both fp32.
+  Candidate loss{{"backward", -1, "log_softmax"}, base};
+  loss.parts.insert(loss.parts.end(),
+                    {{"outputs", outBackward},
+                     {"activations", a.layers + a.head},
+                     {"loss_temporaries", 2 * a.fp32Logits},
+                     {"gathered_parameters", gathered},
+                     {"workspace", workspace}});
+  candidates.push_back(loss);
+
+  // Start of each layer's backward (layers run L-1 .. 0): earlier layers'
+  // saved tensors still alive, gradients of later layers and the head
+  // already allocated, this layer's recompute and gradient in flight.
+  double headGrad = headGradsFirst
+                        ? st.gradients * double(m.embeddingParameters +
+                                                m.headParameters) /
+                              m.parameters
+                        : 0;
+  double layerGrad = (st.gradients - headGrad) / L;
+  double perLayer = a.layers / L - (a.kvShared ? a.kvCache / L : 0);
+  double copies = exec == Exec::Autocast && s.checkpointedLayers(L) ? a.layerWeightCopies : 0;
+  Candidate worst;
+  double worstTotal = -1;
+  for (int64_t done = 0; done < L; ++done) {
+    Candidate c{{"backward", L - 1 - done, "decoder layer"}, base};
+    c.parts.insert(c.parts.end(),
+                   {{"previous_outputs", outHeld},
+                    {"gradients", headGrad + (done + 1) * layerGrad},
+                    {"activations", (L - done) * perLayer + a.recompute + copies},
+                    {"gathered_parameters", gathered},
+                    {"workspace", workspace}});
+    if (c.total() > worstTotal) {
+      worstTotal = c.total();
+      worst = c;
+    }
+  }
+  candidates.push_back(worst);
+
+  Candidate opt{{"optimizer", -1, "step"}, base};
+  opt.parts.insert(opt.parts.end(),
+                   {{"previous_outputs", outHeld},
+                    {"gradients", st.gradients + st.gradientBuffers},
+                    {"optimizer_temporaries", st.optimizerTemporaries},
+                    {"workspace", workspace}});
+  candidates.push_back(opt);
+
+  const Candidate *peak = &candidates[0];
+  for (const Candidate &c : candidates)
+    if (c.total() > peak->total())
+      peak = &c;
+  MemoryEstimate mem;
+  mem.peakBytes = static_cast<int64_t>(std::llround(peak->total()));
+  mem.peak = peak->at;
+  for (const auto &[name, bytes] : peak->parts)
+    if (bytes > 0)
+      mem.breakdown.push_back({name, static_cast<int64_t>(std::llround(bytes))});
+  mem.staticBytes = static_cast<int64_t>(st.parameters + st.optimizer);
+  mem.forwardPeakBytes = static_cast<int64_t>(candidates[0].total());
+  mem.backwardPeakBytes =
+      static_cast<int64_t>(std::max(candidates[1].total(), candidates[2].total()));
+  mem.optimizerPeakBytes = static_cast<int64_t>(candidates[3].total());
+  return mem;
+}
+
+/// HF without sharding (one process or DDP) and FSDP2 for ZeRO-2/3.
+MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
+                        const Hardware &hw, const Strategy &s, Exec exec) {
+  double P = m.parameters, A = m.adapterParameters;
+  double N = hw.worldSize();
+  States st;
+  double gathered = 0;
+  bool offload = s.offload != Offload::None;
+  if (exec == Exec::Lora) {
+    // bf16 base (QLoRA: 4-bit NF4 + one absmax per 64 weights), fp32
+    // adapters with fused AdamW states.
+    double base = setup.method == Method::QLora ? P * (0.5 + 1.0 / 64) : 2 * P;
+    st.parameters = base + 4 * A;
+    st.optimizer = 8 * A;
+    st.gradients = 4 * A;
+  } else if (s.zero >= 2) {
+    // FSDP2: fp32 shards of parameters, gradients and AdamW states; foreach
+    // AdamW makes one fp32 temporary per shard.
+    if (!offload) {
+      st.parameters = 4 * P / N;
+      st.optimizer = 8 * P / N;
+      st.gradients = 4 * P / N;
+      st.optimizerTemporaries = 4 * P / N;
+    }
+    st.host = offload ? 16 * P / N : 0;
+    // bf16 unsharded parameters: the root group (embedding, head) is never
+    // resharded; with reshard_after_forward=False every layer stays
+    // gathered, otherwise backward prefetch holds one layer ahead.
+    double root = m.embeddingParameters + m.headParameters;
+    gathered = 2 * root + (s.zero == 2 && !offload ? m.numLayers : 1) *
+                              2.0 * m.layerParameters;
+  } else {
+    int e = exec == Exec::Bf16 ? 2 : 4; // parameter and gradient bytes
+    st.parameters = e * P;
+    st.optimizer = 2 * e * P; // fused AdamW exp_avg, exp_avg_sq
+    st.gradients = e * P;
+    if (N > 1) // DDP's gradient buckets (gradient_as_bucket_view=False)
+      st.gradientBuffers = e * P;
+  }
+  Activations a = hfActivations(m, setup, s, exec);
+  // cuBLAS workspace of the autograd thread (the forward's exists before
+  // the first step).
+  double workspace = 32 * kMiB;
+  bool headGradsFirst = exec != Exec::Lora && s.zero < 2;
+  MemoryEstimate mem =
+      walkHF(m, st, a, gathered, workspace, headGradsFirst, s, exec);
+  mem.hostBytes = static_cast<int64_t>(st.host * hw.gpusPerNode);
+  return mem;
+}
+
+/// DeepSpeed ZeRO's model-state layout (bf16 parameters and gradients, fp32
+/// master/momentum/variance partitions) under HF's activations.
+MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup,
+                               const Hardware &hw, const Strategy &s, Exec exec) {
+  double P = m.parameters, N = hw.worldSize();
+  // L: the largest layer, which ZeRO-3 gathers (and prefetches) whole.
+  double largest = std::max<double>(
+      {double(m.layerParameters), double(m.embeddingParameters), double(m.headParameters)});
+  States st;
+  switch (s.zero) {
+  case 0:
+    st.parameters = 2 * P;
+    st.gradients = 2 * P;
+    st.optimizer = 16 * P;
+    break;
+  case 1:
+    st.parameters = 2 * P;
+    st.gradients = 2 * P;
+    st.optimizer = s.offload == Offload::None ? 16 * P / N : 0;
+    break;
+  case 2:
+    st.parameters = 2 * P;
+    st.gradients = s.offload == Offload::None ? 2 * P / N : 0;
+    st.optimizer = s.offload == Offload::None ? 16 * P / N : 0;
+    break;
+  default:
+    st.parameters = 4 * largest;
+    if (s.offload == Offload::None) {
+      st.gradients = 2 * P / N;
+      st.optimizer = 16 * P / N;
+    } else if (s.offload == Offload::Optimizer) {
+      st.parameters += 2 * P / N;
+    }
+    break;
+  }
+  st.host = s.offload == Offload::None ? 0 : 16 * P / N;
+  // The contiguous gradient bucket ZeRO-1/2 reduces through.
+  if (s.zero == 1 || s.zero == 2)
+    st.gradientBuffers = std::min<double>(s.bucketBytes, 2 * P);
+  Activations a = hfActivations(m, setup, s, exec);
+  MemoryEstimate mem =
+      walkHF(m, st, a, /*gathered=*/0, 32 * kMiB, s.zero < 2, s, exec);
+  mem.hostBytes = static_cast<int64_t>(st.host * hw.gpusPerNode);
+  return mem;
+}
+
+/// swift-run's engine (runtime/include/swift/Runtime/Engine.h): bf16
+/// compute parameters (ZeRO-3: shards plus gathered units), an fp32
+/// optimizer partition (master, exp_avg, exp_avg_sq), fp32 gradient
+/// accumulators (ZeRO-0/1: full; ZeRO-1-3: the reduced shard; ZeRO-2/3: one
+/// unit's micro-batch gradient in flight).
+MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
+                              const Hardware &hw, const Strategy &s, Exec exec) {
+  double P = m.parameters, W = hw.worldSize();
+  double unit = std::max<double>({double(m.layerParameters),
+                                  double(m.embeddingParameters),
+                                  double(m.headParameters)});
+  bool pureBf16 = setup.precision == Precision::Bf16;
+  double e = setup.precision == Precision::Fp32 ? 4 : 2; // compute bytes
+  double g = pureBf16 ? 2 : 4;                            // gradient bytes
+  double optimizerElems = s.zero == 0 ? P : P / W;
+  States st;
+  double gathered = 0;
+  if (s.zero == 3) {
+    st.parameters = s.offload == Offload::OptimizerAndParams ? 0 : e * P / W;
+    gathered = (s.prefetchDepth + 1) * e * unit;
+  } else {
+    st.parameters = e * P;
+  }
+  double optimizerBytes = (pureBf16 ? 2 + 8 : 12) * optimizerElems;
+  if (s.offload == Offload::None)
+    st.optimizer = optimizerBytes;
+  else
+    st.host = optimizerBytes + (s.zero == 3 ? e * P / W : 0);
+  if (s.zero <= 1)
+    st.gradients = g * P + (s.zero == 1 ? g * P / W : 0);
+  else
+    st.gradients = g * P / W + g * unit;
+  Activations a = hfActivations(m, setup, s, exec);
+  a.holdsOutputs = false;
+  a.kvCache = 0;
+  MemoryEstimate mem =
+      walkHF(m, st, a, gathered, 32 * kMiB, /*headGradsFirst=*/false, s, exec);
+  mem.hostBytes = static_cast<int64_t>(st.host * hw.gpusPerNode);
+  return mem;
+}
+
+} // namespace
+
+MemoryEstimate memoryFor(const ModelProfile &m, const TrainingSetup &setup,
+                         const Hardware &hw, const Strategy &s) {
+  Exec exec = execution(setup, s);
+  MemoryEstimate mem;
+  switch (setup.backend) {
+  case Backend::HF:
+    mem = memoryHF(m, setup, hw, s, exec);
+    break;
+  case Backend::DeepSpeed:
+    mem = memoryDeepSpeed(m, setup, hw, s, exec);
+    break;
+  case Backend::SwiftRun:
+    mem = memorySwiftRun(m, setup, hw, s, exec);
+    break;
+  }
+  // The CUDA context, NCCL and cuBLAS handles live outside the caching
+  // allocator; ~1 GiB is what the allocator cannot have.
+  mem.capacityBytes = hw.memoryBytes - (int64_t(1) << 30);
+  return mem;
+}
+
+} // namespace swift::cost::detail

@@ -1,0 +1,247 @@
+//===- Time.cpp - step time: compute, communication, offload --------------===//
+//
+// Compute is priced per op class: GEMMs and attention at an achieved
+// fraction of the GPU's bf16 peak, memory-bound kernels as the bytes they
+// move over an achieved fraction of HBM bandwidth, and eager dispatch as a
+// CPU floor. Collectives are ring algorithms: latency per step plus bytes x
+// (n-1)/n (x2 for all-reduce) over the slowest link they cross, overlapped
+// with the compute they can hide under. The efficiencies were measured on an
+// H200 with HF eager (docs/cost-model-hf.md) and are kept as fractions so
+// they carry over to other GPUs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Detail.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace swift::cost::detail {
+namespace {
+
+// Achieved fractions of the datasheet peaks (H200: 650 of 989 TFLOP/s for
+// GEMMs in HF layers, 400 for causal cuDNN SDPA, 3.0 of 4.8 TB/s for
+// elementwise kernels).
+constexpr double kMatmulEfficiency = 0.657;
+constexpr double kAttentionEfficiency = 0.404;
+constexpr double kMemoryEfficiency = 0.625;
+// CPU time per eager kernel launch (Python + dispatcher) and kernels per
+// autograd node; swift-run dispatches from C++.
+constexpr double kLaunchSecondsPython = 4e-6;
+constexpr double kLaunchSecondsCpp = 2e-6;
+// NCCL reaches ~80% of a link's bandwidth on large messages.
+constexpr double kBusEfficiency = 0.8;
+// Host<->device copies over PCIe reach ~80% of the link.
+constexpr double kHostLinkEfficiency = 0.8;
+// CPU AdamW: parameters updated per second per core (vectorized,
+// multi-threaded) for swift-run and DeepSpeed's CPUAdam; torch's CPU
+// foreach AdamW (HF/FSDP2 offload) is ~4x slower.
+constexpr double kCpuAdamParamsPerCoreSecond = 60e6;
+constexpr double kTorchCpuAdamSlowdown = 4.0;
+
+/// HBM bytes per token moved by the memory-bound kernels of `ops`, forward
+/// and backward (an elementwise backward reads the gradient and saved
+/// inputs and writes a gradient: ~2x its forward).
+double elementwiseBytesPerToken(const std::vector<OpProfile> &ops,
+                                int64_t seq, Exec exec, int64_t rank) {
+  bool fp32Stream = exec == Exec::Autocast || exec == Exec::Fp32;
+  double bytes = 0;
+  for (const OpProfile &op : ops) {
+    double w = op.inputWidth(seq);
+    switch (op.kind) {
+    case OpKind::RMSNorm:
+      // upcast, pow, mean, mul, mul, downcast, weight mul (fp32 passes).
+      bytes += (fp32Stream ? 84 : 96) * w;
+      break;
+    case OpKind::Rope:
+      bytes += (fp32Stream ? 132 : 60) * w;
+      break;
+    case OpKind::Add:
+      bytes += (fp32Stream ? 36 : 18) * w;
+      break;
+    case OpKind::SiluMul:
+      bytes += 26 * op.outputWidth(seq);
+      break;
+    case OpKind::Linear:
+      // autocast casts an fp32 input per linear (and sums the gradients).
+      if (exec == Exec::Autocast && op.inputProducer == OpKind::RMSNorm)
+        bytes += 27.6 * op.inFeatures;
+      if (exec == Exec::Lora && op.adapter)
+        bytes += 3 * (6.0 * op.inFeatures + 24.0 * op.outFeatures);
+      (void)rank;
+      break;
+    case OpKind::CrossEntropy:
+      // bf16 logits -> fp32 copy -> log_softmax (2 passes) -> nll gradient
+      // -> log_softmax backward -> bf16 gradient.
+      bytes += 40 * w;
+      break;
+    case OpKind::Embedding:
+    case OpKind::Attention:
+      break;
+    }
+  }
+  return bytes;
+}
+
+/// Kernels per decoder layer (forward autograd nodes x ~2 kernels).
+double kernelsPerLayer(Exec exec) {
+  switch (exec) {
+  case Exec::Autocast: return 94;
+  case Exec::Lora: return 163;
+  default: return 83;
+  }
+}
+
+struct Compute {
+  double forward = 0, backward = 0, recompute = 0;
+};
+
+Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
+                       const Hardware &hw, const Strategy &s, Exec exec) {
+  double peak = hw.bf16Tflops * 1e12;
+  double mm = peak * kMatmulEfficiency, attn = peak * kAttentionEfficiency;
+  double hbm = hw.hbmGBps * 1e9 * kMemoryEfficiency;
+  bool frozen = setup.method != Method::Full;
+  auto opSeconds = [&](const std::vector<OpProfile> &ops, bool forward) {
+    double t = 0;
+    for (const OpProfile &op : ops) {
+      double flops = forward ? op.forwardFlops
+                             : (frozen ? op.backwardFlopsFrozen : op.backwardFlops);
+      if (op.kind == OpKind::Linear)
+        t += flops / mm;
+      else if (op.kind == OpKind::Attention)
+        t += flops / attn;
+    }
+    return t * s.microBatchSize;
+  };
+  double T = double(s.microBatchSize) * m.sequenceLength;
+  int64_t L = m.numLayers;
+  double layerEw = T * elementwiseBytesPerToken(m.layer, m.sequenceLength, exec,
+                                                setup.loraRank) / hbm;
+  double headEw = T * (elementwiseBytesPerToken(m.head, m.sequenceLength, exec,
+                                                setup.loraRank) +
+                       elementwiseBytesPerToken(m.embed, m.sequenceLength, exec,
+                                                setup.loraRank)) / hbm;
+  Compute c;
+  double layerFwd = opSeconds(m.layer, true), layerBwd = opSeconds(m.layer, false);
+  c.forward = L * layerFwd + opSeconds(m.head, true) + opSeconds(m.embed, true) +
+              (L * layerEw + headEw) / 3;
+  c.backward = L * layerBwd + opSeconds(m.head, false) + opSeconds(m.embed, false) +
+               2 * (L * layerEw + headEw) / 3;
+  c.recompute = s.checkpointedLayers(L) * (layerFwd + layerEw / 3);
+  // Eager dispatch is a floor the GPU cannot beat.
+  double launch = setup.backend == Backend::SwiftRun ? kLaunchSecondsCpp
+                                                     : kLaunchSecondsPython;
+  double cpu = L * kernelsPerLayer(exec) * launch;
+  c.forward = std::max(c.forward, cpu);
+  c.backward = std::max(c.backward, cpu);
+  if (c.recompute > 0)
+    c.recompute = std::max(c.recompute, cpu * s.checkpointedLayers(L) / L);
+  return c;
+}
+
+/// One ring collective: bytes per rank, all-reduce moving twice.
+double collectiveSeconds(double bytes, bool allReduce, const Hardware &hw) {
+  double n = hw.worldSize();
+  if (n <= 1 || bytes <= 0)
+    return 0;
+  const Link &slow = hw.nodes > 1 && hw.interNode.bandwidthGBps <
+                                         hw.intraNode.bandwidthGBps
+                         ? hw.interNode
+                         : hw.intraNode;
+  double bw = slow.bandwidthGBps * 1e9 * kBusEfficiency;
+  double factor = (allReduce ? 2 : 1) * (n - 1) / n;
+  double steps = (allReduce ? 2 : 1) * (n - 1);
+  return steps * slow.latencyUs * 1e-6 + bytes * factor / bw;
+}
+
+} // namespace
+
+TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
+                     const Hardware &hw, const Strategy &s) {
+  Exec exec = execution(setup, s);
+  Compute c = computeSeconds(m, setup, hw, s, exec);
+  double micro = s.gradientAccumulation;
+  double P = m.parameters, W = hw.worldSize();
+  bool frozen = setup.method != Method::Full;
+  double trainable = frozen ? m.adapterParameters : P;
+  double gradBytes = (setup.precision == Precision::Bf16 || frozen ? 2 : 4);
+  if (setup.backend == Backend::DeepSpeed)
+    gradBytes = 2;
+
+  TimeEstimate t;
+  t.computeSeconds = micro * (c.forward + c.backward + c.recompute);
+  t.recomputeSeconds = micro * c.recompute;
+
+  // Collectives per step and the compute they hide under.
+  double exposed = 0, total = 0;
+  double paramBytes = 2; // gathers move bf16 parameters
+  if (W > 1) {
+    if (s.zero == 0) {
+      // Bucketed all-reduce during the last micro-batch's backward; the last
+      // bucket cannot hide.
+      double ar = collectiveSeconds(gradBytes * trainable, true, hw);
+      double last = collectiveSeconds(std::min<double>(s.bucketBytes, gradBytes * trainable), true, hw);
+      total = ar;
+      exposed = std::max(0.0, ar - c.backward) + last;
+    } else if (s.zero <= 2) {
+      // Reduce-scatter of gradients (every micro-batch at ZeRO-2, the last
+      // at ZeRO-1) under backward, then an all-gather of updated parameters
+      // that nothing hides.
+      double rsTimes = s.zero == 2 ? micro : 1;
+      double rs = collectiveSeconds(gradBytes * trainable, false, hw);
+      double ag = collectiveSeconds(paramBytes * trainable, false, hw);
+      total = rsTimes * rs + ag;
+      exposed = rsTimes * std::max(0.0, rs - c.backward) +
+                collectiveSeconds(std::min<double>(s.bucketBytes, gradBytes * trainable), false, hw) +
+                ag;
+    } else {
+      // ZeRO-3, every micro-batch: gather parameters for forward and again
+      // for backward (prefetched under the previous unit's compute), and
+      // reduce-scatter gradients under backward.
+      double agFwd = collectiveSeconds(paramBytes * P, false, hw);
+      double agBwd = agFwd;
+      double rs = collectiveSeconds(gradBytes * trainable, false, hw);
+      double firstUnit = collectiveSeconds(
+          paramBytes * std::max<double>(m.layerParameters, m.embeddingParameters), false, hw);
+      total = micro * (agFwd + agBwd + rs);
+      exposed = micro * (std::max(0.0, agFwd - c.forward) +
+                         std::max(0.0, agBwd + rs - c.backward - c.recompute) +
+                         firstUnit);
+    }
+  }
+  t.communicationSeconds = total;
+  t.exposedCommunicationSeconds = exposed;
+
+  // The optimizer: fused AdamW streams parameters, gradients and states
+  // through HBM; offloaded it runs on the host cores after the gradients
+  // cross PCIe, and the parameters cross back.
+  double hbm = hw.hbmGBps * 1e9 * kMemoryEfficiency;
+  double shard = s.zero == 0 ? trainable : trainable / W;
+  if (s.offload == Offload::None) {
+    double bytesPerParam = setup.precision == Precision::Bf16 && !frozen ? 14 : 28;
+    // autocast's weight casts (fp32 -> bf16 each forward, gradient upcasts).
+    double casts = execution(setup, s) == Exec::Autocast ? 12.0 * P : 0;
+    t.optimizerSeconds = (bytesPerParam * shard + casts) / hbm;
+  } else {
+    double rate = hw.hostCores * kCpuAdamParamsPerCoreSecond /
+                  hw.gpusPerNode;
+    if (setup.backend == Backend::HF)
+      rate /= kTorchCpuAdamSlowdown;
+    t.optimizerSeconds = shard / rate;
+    double link = hw.hostLinkGBps * 1e9 * kHostLinkEfficiency;
+    double copies = (gradBytes + 2) * shard; // gradients down, parameters up
+    if (s.offload == Offload::OptimizerAndParams && s.zero == 3)
+      copies += micro * 2 * 2.0 * P / W; // shards up for every gather
+    t.offloadSeconds = copies / link;
+  }
+  t.stepSeconds = t.computeSeconds + t.exposedCommunicationSeconds +
+                  t.offloadSeconds + t.optimizerSeconds;
+  double tokens = double(setup.globalBatchSize) * m.sequenceLength;
+  t.tokensPerSecond = tokens / t.stepSeconds;
+  t.mfu = modelFlopsPerStep(m, setup.globalBatchSize) /
+          (t.stepSeconds * W * hw.bf16Tflops * 1e12);
+  return t;
+}
+
+} // namespace swift::cost::detail

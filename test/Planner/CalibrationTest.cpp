@@ -1,0 +1,189 @@
+//===- CalibrationTest.cpp - predicted vs measured on the H200 ------------===//
+//
+// Every row of test/data/calibration/*.jsonl (stock PyTorch 2.11 + HF
+// transformers 5.17 on an H200, measured by
+// benchmarks/calibration/hf_baseline.py) becomes a job with backend hf; the
+// cost model's peak must be within 10% of `peak_alloc_steady` on every row
+// and 5% in the median, and the step time within 15% on world-1 rows.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include "swift/Dialect/SwiftOps.h"
+#include "swift/Passes/Profile.h"
+#include "swift/Planner/Import.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+using namespace swift::planner;
+using namespace swift::planner::testing;
+
+namespace {
+
+// hf_baseline.py's MODELS: Llama-architecture shapes; "bias" builds HF llama
+// with attention_bias=True (q, k, v and o biases).
+const char *modelYaml(const std::string &name) {
+  if (name == "qwen2.5-0.5b")
+    return "{model_type: llama, hidden_size: 896, num_hidden_layers: 24, num_attention_heads: 14, "
+           "num_key_value_heads: 2, intermediate_size: 4864, vocab_size: 151936, "
+           "tie_word_embeddings: true, attention_bias: true}";
+  if (name == "qwen2.5-1.5b")
+    return "{model_type: llama, hidden_size: 1536, num_hidden_layers: 28, num_attention_heads: 12, "
+           "num_key_value_heads: 2, intermediate_size: 8960, vocab_size: 151936, "
+           "tie_word_embeddings: true, attention_bias: true}";
+  if (name == "llama3.2-1b")
+    return "llama3.2-1b";
+  if (name == "llama3.2-3b")
+    return "llama3.2-3b";
+  if (name == "llama3-8b")
+    return "llama3.1-8b";
+  return nullptr;
+}
+
+struct Row {
+  nlohmann::json j;
+  std::string label() const {
+    std::ostringstream os;
+    os << j["model"].get<std::string>() << " " << j["mode"].get<std::string>()
+       << " B" << j["B"] << " S" << j["S"] << (j["ckpt"].get<bool>() ? " ckpt" : "")
+       << " world " << j["world"];
+    if (j.contains("reshard"))
+      os << (j["reshard"].get<bool>() ? " reshard" : " no-reshard");
+    if (j.value("offload", false))
+      os << " offload";
+    return os.str();
+  }
+};
+
+std::vector<Row> loadRows() {
+  std::vector<Row> rows;
+  for (const char *file : {"h200_hf_public.jsonl", "h200_hf_extra.jsonl"}) {
+    std::ifstream in(std::string(SWIFT_CALIBRATION_DIR) + "/" + file);
+    EXPECT_TRUE(in.good()) << file;
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line);
+      if (j.contains("error") || !j.contains("peak_alloc_steady"))
+        continue;
+      rows.push_back({j});
+    }
+  }
+  return rows;
+}
+
+/// The job a row measured, in job-file terms (calibration/README.md).
+std::vector<std::string> jobSettings(const nlohmann::json &r) {
+  std::string mode = r["mode"];
+  int64_t B = r["B"], world = r["world"];
+  std::vector<std::string> sets = {
+      std::string("model=") + modelYaml(r["model"]),
+      "backend=hf",
+      "cluster.gpu=h200",
+      "cluster.gpus_per_node=" + std::to_string(world),
+      "training.sequence_length=" + std::to_string(r["S"].get<int64_t>()),
+      "training.global_batch_size=" + std::to_string(B * world),
+      "training.micro_batch_size=" + std::to_string(B),
+      std::string("strategy.checkpointing=") + (r["ckpt"].get<bool>() ? "full" : "none"),
+      "strategy.offload=none",
+      "strategy.zero=0",
+      "training.precision=bf16-mixed",
+  };
+  if (mode == "bf16")
+    sets.push_back("training.precision=bf16");
+  if (mode == "lora")
+    sets.insert(sets.end(), {"training.method=lora", "training.lora.rank=16"});
+  if (mode == "fsdp") {
+    sets.push_back(std::string("strategy.zero=") +
+                   (r.value("reshard", true) ? "3" : "2"));
+    if (r.value("offload", false))
+      sets.push_back("strategy.offload=optimizer+params");
+  }
+  return sets;
+}
+
+struct Prediction {
+  swift::cost::Estimate estimate;
+  std::string where;
+};
+
+Prediction predict(mlir::MLIRContext &context, const nlohmann::json &r) {
+  Diagnostic diag;
+  auto job = loadJob(writeTemp(kBaseJob), jobSettings(r), diag);
+  EXPECT_TRUE(job) << diag.str();
+  auto module = importJob(*job, context);
+  mlir::swift::JobOp jobOp;
+  mlir::swift::ModelOp model;
+  mlir::swift::ClusterOp cluster;
+  module->walk([&](mlir::Operation *op) {
+    if (auto j = llvm::dyn_cast<mlir::swift::JobOp>(op)) jobOp = j;
+    if (auto m = llvm::dyn_cast<mlir::swift::ModelOp>(op)) model = m;
+    if (auto c = llvm::dyn_cast<mlir::swift::ClusterOp>(op)) cluster = c;
+  });
+  std::string missing;
+  auto strategy = mlir::swift::fixedStrategy(jobOp, cluster.getNumGpus(), missing);
+  EXPECT_TRUE(strategy) << missing;
+  auto profile = mlir::swift::buildModelProfile(model, jobOp);
+  auto setup = mlir::swift::trainingSetup(jobOp);
+  auto hw = mlir::swift::hardware(cluster);
+  EXPECT_EQ(swift::cost::unsupportedReason(profile, setup, hw, *strategy), "");
+  auto e = swift::cost::estimate(profile, setup, hw, *strategy);
+  return {e, e.memory.peak.str()};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+TEST(Calibration, PeakMemoryWithinBoundsOnEveryRow) {
+  mlir::MLIRContext context;
+  std::vector<Row> rows = loadRows();
+  ASSERT_GE(rows.size(), 12u);
+  std::vector<double> errors;
+  for (const Row &row : rows) {
+    Prediction p = predict(context, row.j);
+    double measured = row.j["peak_alloc_steady"].get<double>();
+    double error = (p.estimate.memory.peakBytes - measured) / measured;
+    errors.push_back(std::abs(error));
+    EXPECT_LE(std::abs(error), 0.10)
+        << row.label() << ": predicted " << p.estimate.memory.peakBytes / double(1 << 30)
+        << " GiB at " << p.where << ", measured " << measured / double(1 << 30) << " GiB";
+    std::printf("  %-48s measured %7.2f GiB predicted %7.2f GiB %+6.2f%%  (%s)\n",
+                row.label().c_str(), measured / double(1 << 30),
+                p.estimate.memory.peakBytes / double(1 << 30), 100 * error, p.where.c_str());
+  }
+  double med = median(errors);
+  std::printf("  peak memory: %zu rows, median |error| %.2f%%, max %.2f%%\n",
+              errors.size(), 100 * med, 100 * *std::max_element(errors.begin(), errors.end()));
+  EXPECT_LE(med, 0.05);
+}
+
+TEST(Calibration, StepTimeWithinBoundsOnWorldOneRows) {
+  mlir::MLIRContext context;
+  std::vector<double> errors;
+  for (const Row &row : loadRows()) {
+    if (row.j["world"] != 1)
+      continue;
+    Prediction p = predict(context, row.j);
+    double measured = row.j["step_s_median"].get<double>();
+    double error = (p.estimate.time.stepSeconds - measured) / measured;
+    errors.push_back(std::abs(error));
+    EXPECT_LE(std::abs(error), 0.15) << row.label() << ": predicted "
+                                     << p.estimate.time.stepSeconds << " s, measured "
+                                     << measured << " s";
+    std::printf("  %-48s measured %6.3f s predicted %6.3f s %+6.1f%%\n",
+                row.label().c_str(), measured, p.estimate.time.stepSeconds, 100 * error);
+  }
+  ASSERT_FALSE(errors.empty());
+  std::printf("  step time: %zu rows, median |error| %.1f%%\n", errors.size(),
+              100 * median(errors));
+}
+
+} // namespace
