@@ -641,6 +641,94 @@ Plan parsePlanText(const std::string &text, const std::string &file) {
   return p;
 }
 
+std::string planToJson(const Plan &p) {
+  const ModelConfig &m = p.model;
+  const TrainingConfig &t = p.training;
+  const StrategyConfig &st = p.strategy;
+  const Schedule &s = p.schedule;
+  // ordered_json keeps the documented field order in the output.
+  using ojson = nlohmann::ordered_json;
+  ojson units = ojson::array(), buckets = ojson::array();
+  for (const UnitSpec &u : s.units) {
+    ojson e = {{"kind", u.kind == UnitKind::Embedding ? "embedding"
+                       : u.kind == UnitKind::Head    ? "head"
+                                                     : "decoder"}};
+    if (u.kind == UnitKind::Decoder) {
+      e["layer"] = u.layer;
+      e["checkpoint"] = toString(u.checkpoint);
+    }
+    units.push_back(e);
+  }
+  for (const Bucket &b : s.buckets)
+    buckets.push_back({{"units", b.units},
+                       {"collective", toString(b.collective)},
+                       {"every_micro_batch", b.everyMicroBatch}});
+  auto program = [](const std::vector<ProgramStep> &steps, bool backward) {
+    ojson out = ojson::array();
+    for (const ProgramStep &st : steps) {
+      ojson e = {{"unit", st.unit}, {"gather", st.gather},
+                {"release", st.release}};
+      if (backward)
+        e["reduce"] = st.reduce;
+      out.push_back(e);
+    }
+    return out;
+  };
+  ojson j = {
+      {"schema", kPlanSchemaName},
+      {"version", kPlanSchemaVersion},
+      {"model",
+       {{"hidden_size", m.hiddenSize},
+        {"intermediate_size", m.intermediateSize},
+        {"num_hidden_layers", m.numLayers},
+        {"num_attention_heads", m.numHeads},
+        {"num_key_value_heads", m.numKvHeads},
+        {"head_dim", m.headDim},
+        {"vocab_size", m.vocabSize},
+        {"tie_word_embeddings", m.tieWordEmbeddings},
+        {"rms_norm_eps", m.rmsNormEps},
+        {"rope_theta", m.ropeTheta},
+        {"attention_qkv_bias", m.qkvBias},
+        {"attention_o_bias", m.oBias},
+        {"qk_norm", m.qkNorm}}},
+      {"training",
+       {{"sequence_length", t.sequenceLength},
+        {"global_batch_size", t.globalBatchSize},
+        {"micro_batch_size", t.microBatchSize},
+        {"gradient_accumulation", t.gradientAccumulation},
+        {"precision", toString(t.precision)},
+        {"optimizer",
+         {{"name", "adamw"},
+          {"lr", t.optimizer.lr},
+          {"betas", {t.optimizer.beta1, t.optimizer.beta2}},
+          {"eps", t.optimizer.eps},
+          {"weight_decay", t.optimizer.weightDecay}}},
+        {"seed", t.seed}}},
+      {"world", {{"size", p.world.size}, {"gpus_per_node", p.world.gpusPerNode}}},
+      {"strategy",
+       {{"zero", st.zero},
+        {"offload", toString(st.offload)},
+        {"checkpointing", toString(st.checkpointing)},
+        {"checkpoint_layers", st.checkpointLayers},
+        {"bucket_bytes", st.bucketBytes},
+        {"prefetch_depth", st.prefetchDepth}}},
+      {"schedule",
+       {{"units", units},
+        {"buckets", buckets},
+        {"forward", program(s.forward, false)},
+        {"backward", program(s.backward, true)},
+        {"optimizer",
+         {{"device", s.optimizer.device == OptimizerDevice::Cpu
+                         ? "cpu"
+                         : "accelerator"},
+          {"gather_params", s.optimizer.gatherParams}}}}},
+      {"predicted",
+       {{"peak_memory_bytes", p.predicted.peakMemoryBytes},
+        {"step_seconds", p.predicted.stepSeconds},
+        {"tokens_per_second", p.predicted.tokensPerSecond}}}};
+  return j.dump(1) + "\n";
+}
+
 Plan parsePlan(const std::string &path) {
   std::ifstream in(path);
   SWIFT_CHECK(in.good(), path, ": cannot open plan file");

@@ -3,6 +3,7 @@
 // swift-run plan.json [--nproc-per-node N] [--steps N] [--data FILE]
 //                     [--device cpu|cuda] [--metrics FILE]
 //                     [--save-params FILE] [--timeout SECONDS]
+//                     [--emit-plan FILE]
 //
 // Exit codes: 0 done; 2 bad input (one line naming file, field, why);
 // 1 a failure while running (a rank died, a collective failed, CUDA error).
@@ -37,10 +38,16 @@ namespace {
 const char *kUsage =
     "usage: swift-run plan.json [--nproc-per-node N] [--steps N] [--data FILE]\n"
     "                 [--device cpu|cuda] [--metrics FILE] [--save-params FILE]\n"
-    "                 [--timeout SECONDS]\n";
+    "                 [--timeout SECONDS] [--emit-plan FILE]\n"
+    "  --emit-plan FILE  write the validated plan with its schedule spelled\n"
+    "                    out (derived when the plan has none) and exit\n"
+    "  --save-params FILE  after the run, write every parameter (fp32, HF\n"
+    "                    order) to FILE, for comparisons\n"
+    "  --timeout SECONDS   a rank without progress this long exits (default\n"
+    "                    120 on CPU, 600 on CUDA)\n";
 
 struct Args {
-  std::string plan, data, device, metrics, saveParams;
+  std::string plan, data, device, metrics, saveParams, emitPlan;
   int nproc = 0;
   int64_t steps = 10;
   double timeout = 0; // 0: backend default
@@ -83,6 +90,8 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
                   "\": expected cpu or cuda");
     } else if (s == "--metrics") {
       a.metrics = value();
+    } else if (s == "--emit-plan") {
+      a.emitPlan = value();
     } else if (s == "--save-params") {
       a.saveParams = value();
     } else if (s == "--timeout") {
@@ -287,6 +296,12 @@ int main(int argc, char **argv) {
     std::vector<std::string> childArgs;
     Args a = parseArgs(argc, argv, childArgs);
     Plan plan = parsePlan(a.plan);
+    if (!a.emitPlan.empty()) {
+      std::ofstream out(a.emitPlan);
+      SWIFT_CHECK(out.good(), a.emitPlan, ": cannot write");
+      out << planToJson(plan);
+      return 0;
+    }
     const char *hosted = std::getenv("SWIFT_STORE_HOSTED");
     if (a.nproc > 0 && !(hosted && std::string(hosted) == "1")) {
       checkPlanMatchesWorld(plan, a.nproc);

@@ -156,6 +156,10 @@ Plan parsePlan(const std::string &path);
 /// Same, from text already in memory (`path` is used in messages only).
 Plan parsePlanText(const std::string &text, const std::string &path);
 
+/// The plan as JSON text in this schema, schedule included (a derived
+/// schedule is written out explicitly). parsePlanText(planToJson(p)) == p.
+std::string planToJson(const Plan &plan);
+
 /// The schedule the runtime uses when the plan has none: ZeRO-0 all-reduce
 /// buckets of ~bucket_bytes on the last micro-batch; ZeRO-1 reduce-scatter
 /// on the last micro-batch; ZeRO-2/3 reduce-scatter every micro-batch;

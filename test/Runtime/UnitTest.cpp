@@ -1,0 +1,103 @@
+//===- UnitTest.cpp - runtime pieces in process: layout, AdamW, recompute -===//
+#include "swift/Runtime/Autograd.h"
+#include "swift/Runtime/CpuAdam.h"
+#include "swift/Runtime/Model.h"
+
+#include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
+
+using namespace swift::rt;
+
+namespace {
+
+ModelConfig tiny(bool qkv, bool o, bool qkNorm, bool tied) {
+  ModelConfig m;
+  m.hiddenSize = 32;
+  m.intermediateSize = 48;
+  m.numLayers = 2;
+  m.numHeads = 4;
+  m.numKvHeads = 2;
+  m.headDim = 8;
+  m.vocabSize = 50;
+  m.tieWordEmbeddings = tied;
+  m.qkvBias = qkv;
+  m.oBias = o;
+  m.qkNorm = qkNorm;
+  return m;
+}
+
+TEST(Layout, TablesAreContiguousAndMatchTheCount) {
+  for (int mask = 0; mask < 16; ++mask) {
+    ModelConfig m = tiny(mask & 1, mask & 2, mask & 4, mask & 8);
+    for (int u = 0; u < m.numLayers + 2; ++u) {
+      UnitLayout l = unitLayout(m, u); // asserts count agreement itself
+      int64_t off = 0;
+      for (const ParamDesc &d : l.params) {
+        EXPECT_EQ(d.offset, off) << d.name;
+        off += d.numel();
+      }
+      EXPECT_EQ(off, l.numel);
+    }
+  }
+}
+
+TEST(CpuAdamW, MatchesTheTensorFormula) {
+  const int64_t n = 100003; // not a multiple of any vector width
+  at::manual_seed(0);
+  at::Tensor p = at::randn({n}), g = at::randn({n}) * 3,
+             m = at::randn({n}) * 0.1, v = at::rand({n}) * 0.01;
+  at::Tensor p2 = p.clone(), m2 = m.clone(), v2 = v.clone();
+  at::Tensor bf16(at::empty({n}, at::kBFloat16));
+  AdamWArgs a{1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.25f, 3};
+  cpuAdamW(p.data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(),
+           g.data_ptr<float>(), n, a,
+           reinterpret_cast<uint16_t *>(bf16.data_ptr()));
+  // Reference: PyTorch's AdamW (torch.optim.AdamW, foreach=False).
+  at::Tensor gs = g * a.gradScale;
+  p2.mul_(1 - a.lr * a.weightDecay);
+  m2.mul_(a.beta1).add_(gs, 1 - a.beta1);
+  v2.mul_(a.beta2).addcmul_(gs, gs, 1 - a.beta2);
+  double bc1 = 1 - std::pow(0.9, 3), bc2 = 1 - std::pow(0.95, 3);
+  p2.addcdiv_(m2, v2.sqrt() / std::sqrt(bc2) + a.eps, -a.lr / bc1);
+  EXPECT_LT((p - p2).abs().max().item<float>(), 1e-6);
+  EXPECT_LT((m - m2).abs().max().item<float>(), 1e-7);
+  EXPECT_LT((v - v2).abs().max().item<float>(), 1e-7);
+  EXPECT_TRUE(at::equal(bf16, p.to(at::kBFloat16))); // round to nearest even
+}
+
+TEST(Recompute, SameGradientsAsTheSavedGraph) {
+  at::manual_seed(1);
+  at::Tensor x = at::randn({3, 5}).requires_grad_(true);
+  at::Tensor w = at::randn({5, 5}).requires_grad_(true);
+  TensorFn fn = [](const std::vector<at::Tensor> &in) {
+    return std::vector<at::Tensor>{at::silu(at::matmul(in[0], in[1])) * in[0]};
+  };
+  at::Tensor direct = fn({x, w})[0].sum();
+  auto gd = torch::autograd::grad({direct}, {x, w});
+  at::Tensor re = recompute(fn, {x, w})[0].sum();
+  auto gr = torch::autograd::grad({re}, {x, w});
+  EXPECT_TRUE(at::allclose(gd[0], gr[0]));
+  EXPECT_TRUE(at::allclose(gd[1], gr[1]));
+}
+
+TEST(Model, DecoderIsCausal) {
+  // Changing a later token must not change earlier outputs.
+  ModelConfig m = tiny(true, true, true, true);
+  UnitLayout l = unitLayout(m, 1);
+  at::manual_seed(2);
+  at::Tensor flat = at::randn({l.numel}) * 0.1;
+  std::vector<at::Tensor> views;
+  for (const ParamDesc &d : l.params)
+    views.push_back(flat.narrow(0, d.offset, d.numel()).view(d.shape));
+  DecoderWeights w = bindDecoder(m, views);
+  Rope rope = makeRope(m, 6, at::TensorOptions());
+  at::Tensor x = at::randn({1, 6, m.hiddenSize});
+  at::Tensor y1 = decoderForward(m, w, x, rope, false);
+  at::Tensor x2 = x.clone();
+  x2[0][5].add_(1.0);
+  at::Tensor y2 = decoderForward(m, w, x2, rope, true);
+  EXPECT_TRUE(at::allclose(y1.narrow(1, 0, 5), y2.narrow(1, 0, 5), 1e-5, 1e-6));
+  EXPECT_FALSE(at::allclose(y1.narrow(1, 5, 1), y2.narrow(1, 5, 1)));
+}
+
+} // namespace
