@@ -13,6 +13,7 @@
 #include "Detail.h"
 
 #include <cmath>
+#include <functional>
 
 namespace swift::cost::detail {
 namespace {
@@ -50,6 +51,14 @@ struct Activations {
   double kvCache = 0;       // DynamicCache of the step (use_cache)
   bool kvShared = false;    // cache entries are the tensors SDPA saved
   bool holdsOutputs = true; // the loop keeps `out` (logits, cache) a step
+  double perLayer = 0;      // one layer without checkpointing
+  double perCheckpointedLayer = 0;
+  double ffnWidth = 0;      // intermediate size (SwiGLU backward temporaries)
+  double workspace = 0;     // cuBLAS/cuDNN workspaces beyond the first step
+  // Measured, not yet explained: LoRA with checkpointing keeps one fp32
+  // [T, hidden] tensor from backward to the next forward.
+  double lateExtra = 0;
+  double tiedEmbeddingGradient = 0; // dense embedding grad meeting the tied one
 };
 
 double tokens(const ModelProfile &m, const Strategy &s) {
@@ -77,13 +86,22 @@ Activations hfActivations(const ModelProfile &m, const TrainingSetup &setup,
   a.layers = checkpointed * T * m.hiddenSize * act +
              (L - checkpointed) * T * layer.perToken;
   a.recompute = checkpointed ? T * layer.perToken : 0;
+  a.perLayer = T * layer.perToken + layer.weightCopies;
+  a.perCheckpointedLayer = T * m.hiddenSize * act;
   a.layerWeightCopies = layer.weightCopies;
   if (checkpointed < L) // saved by each linear until its backward
     a.layers += (L - checkpointed) * layer.weightCopies;
   a.head = T * head.perToken + head.weightCopies;
   a.logitsBytes = 2 * T * m.vocabSize;
   a.fp32Logits = 4 * T * m.vocabSize;
-  a.finalHidden = T * m.hiddenSize * act;
+  // The final norm's output stays referenced by the CausalLM frame while the
+  // loss runs, unless it is the bf16 tensor lm_head already saved.
+  a.finalHidden = exec == Exec::Bf16 ? 0 : T * m.hiddenSize * act;
+  for (const OpProfile &op : m.layer)
+    if (op.kind == OpKind::SiluMul)
+      a.ffnWidth = op.outputWidth(m.sequenceLength);
+  if (exec == Exec::Lora && checkpointed)
+    a.lateExtra = 4 * T * m.hiddenSize;
   // HF turns the KV cache off only when checkpointing; under autocast the
   // cache holds fp32 k/v of its own, otherwise the very tensors SDPA saved.
   if (!checkpointed) {
@@ -93,13 +111,26 @@ Activations hfActivations(const ModelProfile &m, const TrainingSetup &setup,
   return a;
 }
 
+/// Unsharded-parameter and reduce-scatter traffic of a sharded backend
+/// (FSDP2, swift-run ZeRO-3) around each point of the step.
+struct Sharding {
+  double forward = 0;      // gathered bytes alive at the loss
+  double lossBackward = 0; // ... at its backward (prefetch of the last layer)
+  // At the start of the backward of the layer with `done` layers behind it.
+  std::function<double(int64_t done)> layerBackward = [](int64_t) { return 0.0; };
+};
+
 /// The HF training step (also DeepSpeed's, which runs the same model code):
 /// `out = model(ids, labels); out.loss.backward(); opt.step()`, where the
 /// previous step's `out` (bf16 logits, KV cache) lives until the assignment.
+/// Gradients: `headGrad` is allocated first (the head's backward), then
+/// `layerGrad` per layer.
 MemoryEstimate walkHF(const ModelProfile &m, const States &st,
-                      const Activations &a, double gathered, double workspace,
-                      bool headGradsFirst, const Strategy &s, Exec exec) {
+                      const Activations &a, const Sharding &sharded,
+                      double headGrad, double layerGrad, const Strategy &s,
+                      Exec exec) {
   int64_t L = m.numLayers;
+  double T = tokens(m, s);
   // swift-run keeps no outputs: its logits die inside the loss.
   double outHeld = a.holdsOutputs ? a.logitsBytes + a.kvCache : 0;
   double outNew = a.logitsBytes + (a.kvShared ? 0 : a.kvCache);
@@ -107,17 +138,20 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   Parts base = {{"parameters", st.parameters},
                 {"optimizer_states", st.optimizer}};
   std::vector<Candidate> candidates;
+  bool autocastCheckpointed = exec == Exec::Autocast && s.checkpointedLayers(L);
 
-  // Inside cross_entropy: the fp32 upcast and log_softmax's output.
-  double autocastCache =
-      exec == Exec::Autocast && s.checkpointedLayers(L) ? L * a.layerWeightCopies : 0;
+  // Inside cross_entropy: the fp32 upcast and log_softmax's output. Under
+  // autocast with checkpointing the autocast cache still holds every layer's
+  // bf16 weight copy.
   Candidate fwd{{"forward", -1, "cross_entropy"}, base};
-  fwd.parts.insert(fwd.parts.end(),
-                   {{"previous_outputs", outHeld},
-                    {"outputs", outNew},
-                    {"activations", a.layers + a.head + a.finalHidden + autocastCache},
-                    {"loss_temporaries", a.fp32Logits},
-                    {"gathered_parameters", gathered}});
+  fwd.parts.insert(
+      fwd.parts.end(),
+      {{"previous_outputs", outHeld + a.lateExtra},
+       {"outputs", outNew},
+       {"activations", a.layers + a.head + a.finalHidden +
+                           (autocastCheckpointed ? L * a.layerWeightCopies : 0)},
+       {"loss_temporaries", a.fp32Logits},
+       {"gathered_parameters", sharded.forward}});
   candidates.push_back(fwd);
 
   // LogSoftmaxBackward: the incoming gradient and its result, both fp32.
@@ -126,31 +160,29 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
                     {{"outputs", outBackward},
                      {"activations", a.layers + a.head},
                      {"loss_temporaries", 2 * a.fp32Logits},
-                     {"gathered_parameters", gathered},
-                     {"workspace", workspace}});
+                     {"gathered_parameters", sharded.lossBackward},
+                     {"workspace", a.workspace}});
   candidates.push_back(loss);
 
   // Start of each layer's backward (layers run L-1 .. 0): earlier layers'
-  // saved tensors still alive, gradients of later layers and the head
-  // already allocated, this layer's recompute and gradient in flight.
-  double headGrad = headGradsFirst
-                        ? st.gradients * double(m.embeddingParameters +
-                                                m.headParameters) /
-                              m.parameters
-                        : 0;
-  double layerGrad = (st.gradients - headGrad) / L;
+  // saved tensors still alive, the gradients of later layers and the head
+  // allocated, this layer's recompute, gradient and SwiGLU backward
+  // temporaries (three bf16 [T, ffn]) in flight.
   double perLayer = a.layers / L - (a.kvShared ? a.kvCache / L : 0);
-  double copies = exec == Exec::Autocast && s.checkpointedLayers(L) ? a.layerWeightCopies : 0;
+  double mlpBackward = 3 * 2 * T * a.ffnWidth;
   Candidate worst;
   double worstTotal = -1;
   for (int64_t done = 0; done < L; ++done) {
     Candidate c{{"backward", L - 1 - done, "decoder layer"}, base};
-    c.parts.insert(c.parts.end(),
-                   {{"previous_outputs", outHeld},
-                    {"gradients", headGrad + (done + 1) * layerGrad},
-                    {"activations", (L - done) * perLayer + a.recompute + copies},
-                    {"gathered_parameters", gathered},
-                    {"workspace", workspace}});
+    c.parts.insert(
+        c.parts.end(),
+        {{"previous_outputs", outHeld},
+         {"gradients", headGrad + (done + 1) * layerGrad},
+         {"activations", (L - done) * perLayer + a.recompute +
+                             (autocastCheckpointed ? a.layerWeightCopies : 0)},
+         {"backward_temporaries", mlpBackward},
+         {"gathered_parameters", sharded.layerBackward(done)},
+         {"workspace", a.workspace}});
     if (c.total() > worstTotal) {
       worstTotal = c.total();
       worst = c;
@@ -158,12 +190,23 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   }
   candidates.push_back(worst);
 
+  // End of backward: the embedding's dense gradient meets the tied head's
+  // gradient before they are summed.
+  if (a.tiedEmbeddingGradient > 0) {
+    Candidate embed{{"backward", -1, "embedding"}, base};
+    embed.parts.insert(embed.parts.end(),
+                       {{"previous_outputs", outHeld},
+                        {"gradients", st.gradients + a.tiedEmbeddingGradient},
+                        {"workspace", a.workspace}});
+    candidates.push_back(embed);
+  }
+
   Candidate opt{{"optimizer", -1, "step"}, base};
   opt.parts.insert(opt.parts.end(),
-                   {{"previous_outputs", outHeld},
+                   {{"previous_outputs", outHeld + a.lateExtra},
                     {"gradients", st.gradients + st.gradientBuffers},
                     {"optimizer_temporaries", st.optimizerTemporaries},
-                    {"workspace", workspace}});
+                    {"workspace", a.workspace}});
   candidates.push_back(opt);
 
   const Candidate *peak = &candidates[0];
@@ -177,11 +220,31 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
     if (bytes > 0)
       mem.breakdown.push_back({name, static_cast<int64_t>(std::llround(bytes))});
   mem.staticBytes = static_cast<int64_t>(st.parameters + st.optimizer);
+  mem.modelStateBytes =
+      static_cast<int64_t>(std::llround(st.parameters + st.gradients + st.optimizer));
   mem.forwardPeakBytes = static_cast<int64_t>(candidates[0].total());
-  mem.backwardPeakBytes =
-      static_cast<int64_t>(std::max(candidates[1].total(), candidates[2].total()));
-  mem.optimizerPeakBytes = static_cast<int64_t>(candidates[3].total());
+  double backward = 0;
+  for (const Candidate &c : candidates)
+    if (c.at.phase == "backward")
+      backward = std::max(backward, c.total());
+  mem.backwardPeakBytes = static_cast<int64_t>(backward);
+  mem.optimizerPeakBytes = static_cast<int64_t>(candidates.back().total());
+  mem.layerActivationBytes = static_cast<int64_t>(a.perLayer);
+  mem.checkpointedLayerBytes = static_cast<int64_t>(a.perCheckpointedLayer);
+  mem.headActivationBytes = static_cast<int64_t>(a.head);
   return mem;
+}
+
+/// Elements whose gradients the head's backward allocates first: the lm_head
+/// weight (the embedding table when tied) and the final norm.
+double headGradientElements(const ModelProfile &m) {
+  double table = double(m.vocabSize) * m.hiddenSize;
+  bool tied = m.headParameters < table;
+  return table + (tied ? m.headParameters : m.headParameters - table);
+}
+
+bool tiedEmbeddings(const ModelProfile &m) {
+  return m.headParameters < double(m.vocabSize) * m.hiddenSize;
 }
 
 /// HF without sharding (one process or DDP) and FSDP2 for ZeRO-2/3.
@@ -189,9 +252,12 @@ MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
                         const Hardware &hw, const Strategy &s, Exec exec) {
   double P = m.parameters, A = m.adapterParameters;
   double N = hw.worldSize();
-  States st;
-  double gathered = 0;
+  int64_t L = m.numLayers;
   bool offload = s.offload != Offload::None;
+  Activations a = hfActivations(m, setup, s, exec);
+  States st;
+  Sharding sharded;
+  double headGrad = 0, layerGrad = 0;
   if (exec == Exec::Lora) {
     // bf16 base (QLoRA: 4-bit NF4 + one absmax per 64 weights), fp32
     // adapters with fused AdamW states.
@@ -199,22 +265,37 @@ MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
     st.parameters = base + 4 * A;
     st.optimizer = 8 * A;
     st.gradients = 4 * A;
+    layerGrad = st.gradients / L;
   } else if (s.zero >= 2) {
     // FSDP2: fp32 shards of parameters, gradients and AdamW states; foreach
     // AdamW makes one fp32 temporary per shard.
+    double root = m.embeddingParameters + m.headParameters;
+    double layer = m.layerParameters;
     if (!offload) {
       st.parameters = 4 * P / N;
       st.optimizer = 8 * P / N;
       st.gradients = 4 * P / N;
       st.optimizerTemporaries = 4 * P / N;
+      headGrad = 4 * root / N;
+      layerGrad = 4 * layer / N;
     }
     st.host = offload ? 16 * P / N : 0;
-    // bf16 unsharded parameters: the root group (embedding, head) is never
-    // resharded; with reshard_after_forward=False every layer stays
-    // gathered, otherwise backward prefetch holds one layer ahead.
-    double root = m.embeddingParameters + m.headParameters;
-    gathered = 2 * root + (s.zero == 2 && !offload ? m.numLayers : 1) *
-                              2.0 * m.layerParameters;
+    // bf16 unsharded parameters. The root group (embedding, final norm,
+    // head) is never resharded after forward. reshard_after_forward=False
+    // (ZeRO-2) keeps every layer gathered until its backward, plus one more
+    // layer-sized buffer at the end of forward; otherwise backward prefetch
+    // holds the last layer at the loss, and a layer plus the next one in
+    // backward, with the reduce-scatter's bf16 gradient and two fp32
+    // buffers.
+    bool keepAll = s.zero == 2 && !offload;
+    double unsharded = 2 * layer;
+    sharded.forward = 2 * root + (keepAll ? (L + 1) * unsharded : unsharded);
+    sharded.lossBackward = 2 * root + (keepAll ? L * unsharded : unsharded);
+    double reduceScatter = 2 * layer + 2 * 4 * layer;
+    sharded.layerBackward = [=](int64_t done) {
+      return 2 * root + (keepAll ? (L - done) * unsharded : 2 * unsharded) +
+             reduceScatter;
+    };
   } else {
     int e = exec == Exec::Bf16 ? 2 : 4; // parameter and gradient bytes
     st.parameters = e * P;
@@ -222,14 +303,12 @@ MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
     st.gradients = e * P;
     if (N > 1) // DDP's gradient buckets (gradient_as_bucket_view=False)
       st.gradientBuffers = e * P;
+    headGrad = e * headGradientElements(m);
+    layerGrad = (st.gradients - headGrad) / L;
+    if (tiedEmbeddings(m))
+      a.tiedEmbeddingGradient = e * double(m.vocabSize) * m.hiddenSize;
   }
-  Activations a = hfActivations(m, setup, s, exec);
-  // cuBLAS workspace of the autograd thread (the forward's exists before
-  // the first step).
-  double workspace = 32 * kMiB;
-  bool headGradsFirst = exec != Exec::Lora && s.zero < 2;
-  MemoryEstimate mem =
-      walkHF(m, st, a, gathered, workspace, headGradsFirst, s, exec);
+  MemoryEstimate mem = walkHF(m, st, a, sharded, headGrad, layerGrad, s, exec);
   mem.hostBytes = static_cast<int64_t>(st.host * hw.gpusPerNode);
   return mem;
 }
@@ -239,10 +318,11 @@ MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
 MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup,
                                const Hardware &hw, const Strategy &s, Exec exec) {
   double P = m.parameters, N = hw.worldSize();
-  // L: the largest layer, which ZeRO-3 gathers (and prefetches) whole.
+  // The largest layer, which ZeRO-3 gathers (and prefetches) whole.
   double largest = std::max<double>(
       {double(m.layerParameters), double(m.embeddingParameters), double(m.headParameters)});
   States st;
+  bool offload = s.offload != Offload::None;
   switch (s.zero) {
   case 0:
     st.parameters = 2 * P;
@@ -252,16 +332,16 @@ MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup
   case 1:
     st.parameters = 2 * P;
     st.gradients = 2 * P;
-    st.optimizer = s.offload == Offload::None ? 16 * P / N : 0;
+    st.optimizer = offload ? 0 : 16 * P / N;
     break;
   case 2:
     st.parameters = 2 * P;
-    st.gradients = s.offload == Offload::None ? 2 * P / N : 0;
-    st.optimizer = s.offload == Offload::None ? 16 * P / N : 0;
+    st.gradients = offload ? 0 : 2 * P / N;
+    st.optimizer = offload ? 0 : 16 * P / N;
     break;
   default:
     st.parameters = 4 * largest;
-    if (s.offload == Offload::None) {
+    if (!offload) {
       st.gradients = 2 * P / N;
       st.optimizer = 16 * P / N;
     } else if (s.offload == Offload::Optimizer) {
@@ -269,13 +349,14 @@ MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup
     }
     break;
   }
-  st.host = s.offload == Offload::None ? 0 : 16 * P / N;
+  st.host = offload ? 16 * P / N : 0;
   // The contiguous gradient bucket ZeRO-1/2 reduces through.
   if (s.zero == 1 || s.zero == 2)
     st.gradientBuffers = std::min<double>(s.bucketBytes, 2 * P);
   Activations a = hfActivations(m, setup, s, exec);
-  MemoryEstimate mem =
-      walkHF(m, st, a, /*gathered=*/0, 32 * kMiB, s.zero < 2, s, exec);
+  double headGrad = s.zero < 2 ? 2 * headGradientElements(m) : 0;
+  double layerGrad = (st.gradients - headGrad) / m.numLayers;
+  MemoryEstimate mem = walkHF(m, st, a, Sharding{}, headGrad, layerGrad, s, exec);
   mem.hostBytes = static_cast<int64_t>(st.host * hw.gpusPerNode);
   return mem;
 }
@@ -296,10 +377,12 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
   double g = pureBf16 ? 2 : 4;                            // gradient bytes
   double optimizerElems = s.zero == 0 ? P : P / W;
   States st;
-  double gathered = 0;
+  Sharding sharded;
   if (s.zero == 3) {
     st.parameters = s.offload == Offload::OptimizerAndParams ? 0 : e * P / W;
-    gathered = (s.prefetchDepth + 1) * e * unit;
+    double gathered = (s.prefetchDepth + 1) * e * unit;
+    sharded.forward = sharded.lossBackward = gathered;
+    sharded.layerBackward = [=](int64_t) { return gathered; };
   } else {
     st.parameters = e * P;
   }
@@ -316,7 +399,7 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
   a.holdsOutputs = false;
   a.kvCache = 0;
   MemoryEstimate mem =
-      walkHF(m, st, a, gathered, 32 * kMiB, /*headGradsFirst=*/false, s, exec);
+      walkHF(m, st, a, sharded, 0, st.gradients / m.numLayers, s, exec);
   mem.hostBytes = static_cast<int64_t>(st.host * hw.gpusPerNode);
   return mem;
 }

@@ -33,11 +33,13 @@ constexpr double kLaunchSecondsCpp = 2e-6;
 constexpr double kBusEfficiency = 0.8;
 // Host<->device copies over PCIe reach ~80% of the link.
 constexpr double kHostLinkEfficiency = 0.8;
-// CPU AdamW: parameters updated per second per core (vectorized,
-// multi-threaded) for swift-run and DeepSpeed's CPUAdam; torch's CPU
-// foreach AdamW (HF/FSDP2 offload) is ~4x slower.
-constexpr double kCpuAdamParamsPerCoreSecond = 60e6;
-constexpr double kTorchCpuAdamSlowdown = 4.0;
+// CPU AdamW under offload, seconds per rank-local parameter. HF/FSDP2
+// (torch's CPU AdamW plus the gradient and parameter copies of the step):
+// 1.5 ns, measured on the H200 machine's three offload rows (1.26-1.63 ns).
+// swift-run and DeepSpeed use a vectorized multi-threaded CPU Adam on pinned
+// buffers, ~5x faster (DeepSpeed's CPU-Adam reports 5-7x over torch).
+constexpr double kTorchCpuAdamSecondsPerParam = 1.5e-9;
+constexpr double kFastCpuAdamSecondsPerParam = 0.3e-9;
 
 /// HBM bytes per token moved by the memory-bound kernels of `ops`, forward
 /// and backward (an elementwise backward reads the gradient and saved
@@ -224,16 +226,19 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
     double casts = execution(setup, s) == Exec::Autocast ? 12.0 * P : 0;
     t.optimizerSeconds = (bytesPerParam * shard + casts) / hbm;
   } else {
-    double rate = hw.hostCores * kCpuAdamParamsPerCoreSecond /
-                  hw.gpusPerNode;
-    if (setup.backend == Backend::HF)
-      rate /= kTorchCpuAdamSlowdown;
-    t.optimizerSeconds = shard / rate;
     double link = hw.hostLinkGBps * 1e9 * kHostLinkEfficiency;
-    double copies = (gradBytes + 2) * shard; // gradients down, parameters up
-    if (s.offload == Offload::OptimizerAndParams && s.zero == 3)
-      copies += micro * 2 * 2.0 * P / W; // shards up for every gather
-    t.offloadSeconds = copies / link;
+    if (setup.backend == Backend::HF) {
+      // Measured as a whole: CPU AdamW with the step's copies.
+      t.optimizerSeconds = shard * kTorchCpuAdamSecondsPerParam;
+    } else {
+      t.optimizerSeconds = shard * kFastCpuAdamSecondsPerParam;
+      // Gradients down, updated parameters up.
+      t.offloadSeconds = (gradBytes + 2) * shard / link;
+    }
+    // Offloaded parameters cross PCIe again for every further micro-batch's
+    // gathers (forward and backward).
+    if (s.offload == Offload::OptimizerAndParams && micro > 1)
+      t.offloadSeconds += (micro - 1) * 2 * 2.0 * P / W / link;
   }
   t.stepSeconds = t.computeSeconds + t.exposedCommunicationSeconds +
                   t.offloadSeconds + t.optimizerSeconds;

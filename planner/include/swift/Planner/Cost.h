@@ -112,7 +112,6 @@ struct Hardware {
   int64_t nodes = 1;
   Link intraNode, interNode;
   int64_t hostMemoryBytes = 0;
-  int hostCores = 32; // for the CPU optimizer under offload
 
   int64_t worldSize() const { return gpusPerNode * nodes; }
 };
@@ -161,8 +160,16 @@ struct MemoryEstimate {
   PeakLocation peak;
   // Bytes held between steps (model states) and the peak of each phase.
   int64_t staticBytes = 0;
+  // Parameters + gradients + optimizer states on the GPU (the "model
+  // states" of the ZeRO paper and DeepSpeed's estimators).
+  int64_t modelStateBytes = 0;
   int64_t forwardPeakBytes = 0, backwardPeakBytes = 0, optimizerPeakBytes = 0;
   int64_t hostBytes = 0; // host memory per node the strategy needs
+  // Bytes one decoder layer keeps for backward (per micro-batch), without
+  // and with checkpointing; the head's (final norm, lm_head, loss).
+  int64_t layerActivationBytes = 0;
+  int64_t checkpointedLayerBytes = 0;
+  int64_t headActivationBytes = 0;
 };
 
 struct TimeEstimate {
