@@ -32,8 +32,22 @@ run() { # name steps env... -- args
       --metrics "$OUT/metrics-$name.jsonl" 2>&1 | tee "$OUT/run-$name.log" | tail -4
 }
 PLAN_FILE=$PLAN run zero0 8 NCCL_NVLS_ENABLE=0
-variant 3 none full /tmp/z3.json;        PLAN_FILE=/tmp/z3.json run zero3-full-nccl 4 SWIFT_COMM=nccl
+# ZeRO-2/3 at world 1 through NCCL (SWIFT_COMM forces the collective path on
+# one GPU): same math as ZeRO-0, so the losses must agree (compared below).
+variant 2 none none /tmp/z2.json;         PLAN_FILE=/tmp/z2.json run zero2-nccl 4 SWIFT_COMM=nccl
+variant 3 none none /tmp/z3.json;         PLAN_FILE=/tmp/z3.json run zero3-nccl 4 SWIFT_COMM=nccl
+variant 3 none full /tmp/z3f.json;        PLAN_FILE=/tmp/z3f.json run zero3-full-nccl 4 SWIFT_COMM=nccl
 variant 1 optimizer selective /tmp/off.json; PLAN_FILE=/tmp/off.json run zero1-offload-selective-nccl 3 SWIFT_COMM=nccl
+python3 - "$OUT" <<'PY' | tee "$OUT/equivalence.txt"
+import json, sys
+def losses(name):
+    return [json.loads(l)["loss"] for l in open(f"{sys.argv[1]}/metrics-{name}.jsonl")]
+ref = losses("zero0")
+for name in ["zero2-nccl", "zero3-nccl", "zero3-full-nccl", "zero1-offload-selective-nccl"]:
+    got = losses(name)
+    print(f"{name}: max |loss - zero0 loss| over {min(3, len(got))} steps:",
+          max(abs(a - b) for a, b in zip(ref[:3], got[:3])))
+PY
 # Fused (2.x) vs explicit AdamW on the tiny model: parameters after 3 steps.
 python3 - <<'PY'
 import json

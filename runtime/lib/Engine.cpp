@@ -55,6 +55,10 @@ int64_t shardLength(int64_t numel, int64_t world) {
   return (s + 63) / 64 * 64;
 }
 
+// Two buckets' worth of units, typically: enough to overlap one reduction
+// with the next unit's backward.
+constexpr size_t kMaxReductionsInFlight = 4;
+
 bool useFusedAdamW() {
   const char *env = std::getenv("SWIFT_ADAMW");
   return !(env && std::string(env) == "ops");
@@ -299,6 +303,15 @@ void Engine::reduceBucket(int b) {
       pending_.push_back(comm_.reduceScatterAdd(std::move(micro), U.gradShard));
     }
     }
+  }
+  // Bound the gradient buffers held by reductions in flight (ZeRO-2/3 keep
+  // a full-size micro-batch gradient per unit until its reduce-scatter is
+  // done). Waiting on the oldest only orders the compute stream after it
+  // (CUDA) or blocks until Gloo is done with it (CPU); the newest stay in
+  // flight and overlap with the backward of the next units.
+  while (pending_.size() > kMaxReductionsInFlight) {
+    pending_.front().wait();
+    pending_.pop_front();
   }
 }
 

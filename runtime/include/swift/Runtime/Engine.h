@@ -32,6 +32,7 @@
 
 #include <ATen/ATen.h>
 
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -82,7 +83,7 @@ private:
   at::ScalarType computeDtype_, gradDtype_;
   std::vector<std::unique_ptr<Unit>> units_;
   std::vector<int> backwardIndex_; // unit -> index in schedule.backward
-  std::vector<Pending> pending_;   // reductions in flight this step
+  std::deque<Pending> pending_;    // collectives in flight, oldest first
   Rope rope_;
   int64_t steps_ = 0;
   bool lastMicroBatch_ = false;
