@@ -88,4 +88,61 @@ def Swift_Checkpointing : I32EnumAttr<"Checkpointing",
 def Swift_CheckpointingAttr
     : Swift_EnumAttr<Swift_Checkpointing, "checkpointing">;
 
+//===----------------------------------------------------------------------===//
+// Schedule enums (SwiftSchedule.td). Their specialized attributes print as
+// bare keywords inside ops (`swift.bucket 0 units [3] reduce_scatter`), as
+// arith.cmpi's predicate does.
+//===----------------------------------------------------------------------===//
+
+def Swift_UnitKind : I32EnumAttr<"UnitKind",
+    "the part of the model a schedule unit holds", [
+    I32EnumAttrCase<"embedding", 0>,
+    I32EnumAttrCase<"decoder", 1>,
+    // Final norm, lm_head (unless tied) and the loss.
+    I32EnumAttrCase<"head", 2>]> {
+  let cppNamespace = "::mlir::swift";
+}
+
+def Swift_Collective : I32EnumAttr<"Collective",
+    "how a bucket's gradients are reduced", [
+    I32EnumAttrCase<"all_reduce", 0>,
+    I32EnumAttrCase<"reduce_scatter", 1>]> {
+  let cppNamespace = "::mlir::swift";
+}
+
+def Swift_Stream : I32EnumAttr<"Stream", "the stream an op is issued on", [
+    I32EnumAttrCase<"compute", 0>,
+    I32EnumAttrCase<"communication", 1>]> {
+  let cppNamespace = "::mlir::swift";
+}
+
+def Swift_ProgramPhase : I32EnumAttr<"ProgramPhase",
+    "the pass over the units a program describes", [
+    I32EnumAttrCase<"forward", 0>,
+    I32EnumAttrCase<"backward", 1>]> {
+  let cppNamespace = "::mlir::swift";
+}
+
+def Swift_HostData : I32EnumAttr<"HostData",
+    "model state moved between host and device", [
+    I32EnumAttrCase<"params", 0>,
+    I32EnumAttrCase<"grads", 1>]> {
+  let cppNamespace = "::mlir::swift";
+}
+
+def Swift_CopyDirection : I32EnumAttr<"CopyDirection",
+    "direction of a host<->device copy", [
+    I32EnumAttrCase<"host_to_device", 0>,
+    I32EnumAttrCase<"device_to_host", 1>]> {
+  let cppNamespace = "::mlir::swift";
+}
+
+// Spelled like plan.json's "schedule.optimizer.device".
+def Swift_OptimizerDevice : I32EnumAttr<"OptimizerDevice",
+    "where the optimizer step runs", [
+    I32EnumAttrCase<"accelerator", 0>,
+    I32EnumAttrCase<"cpu", 1>]> {
+  let cppNamespace = "::mlir::swift";
+}
+
 #endif // SWIFT_DIALECT_SWIFTENUMS_TD

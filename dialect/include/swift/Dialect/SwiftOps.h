@@ -12,8 +12,15 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <vector>
+
 namespace mlir::swift {
 class LossOp;
+// Referred to by ScheduleOp before their definitions.
+class UnitOp;
+class BucketOp;
+class ProgramOp;
+class OptimizerStepOp;
 } // namespace mlir::swift
 
 #define GET_OP_CLASSES

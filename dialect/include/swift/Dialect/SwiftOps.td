@@ -345,4 +345,6 @@ def Swift_CrossEntropyOp : Swift_ComputeOp<"cross_entropy"> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+include "swift/Dialect/SwiftSchedule.td"
+
 #endif // SWIFT_DIALECT_SWIFTOPS_TD
