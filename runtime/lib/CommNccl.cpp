@@ -45,7 +45,7 @@ public:
     world_ = opt.world;
     SWIFT_ASSERT(opt.store, "NCCL needs a rendezvous store");
     ncclUniqueId id;
-    const std::string key = "swift/nccl_unique_id";
+    const std::string key = "nccl_unique_id";
     if (rank_ == 0) {
       SWIFT_NCCL_CHECK(ncclGetUniqueId(&id));
       std::vector<uint8_t> bytes(sizeof id);

@@ -19,6 +19,7 @@
 
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <nlohmann/json.hpp>
@@ -163,7 +164,10 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     o.numWorkers = env.world;
     o.waitWorkers = false;
     o.timeout = std::chrono::milliseconds(int64_t(timeout * 1000));
-    store = c10::make_intrusive<c10d::TCPStore>(env.masterAddr, o);
+    // Our keys live under "swift/": under torchrun the store is the agent's
+    // and holds its keys too.
+    store = c10::make_intrusive<c10d::PrefixStore>(
+        "swift", c10::make_intrusive<c10d::TCPStore>(env.masterAddr, o));
   }
   CommOptions copt;
   copt.backend = backend;

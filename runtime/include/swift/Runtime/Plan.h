@@ -173,6 +173,10 @@ std::vector<int> unitOwners(const ModelConfig &m, int unit);
 /// Parameter count of a unit's own flat buffer.
 int64_t unitParameterCount(const ModelConfig &m, int unit);
 
+/// Checks the schedule's rules by simulating its programs (docs/plan-schema.md
+/// lists them). parsePlan() calls it; throws UserError naming the entry.
+void validateSchedule(const Plan &plan);
+
 /// Checks the plan against the launched job (world size).
 void checkPlanMatchesWorld(const Plan &plan, int64_t worldSize);
 
