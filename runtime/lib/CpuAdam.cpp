@@ -8,10 +8,12 @@
 //===----------------------------------------------------------------------===//
 #include "swift/Runtime/CpuAdam.h"
 
-#include <ATen/Parallel.h>
-
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 namespace swift::rt {
 namespace {
@@ -59,13 +61,31 @@ void cpuAdamW(float *param, float *expAvg, float *expAvgSq, const float *grad,
   const float bc2 = 1.0f - std::pow(a.beta2, float(a.step));
   const float stepSize = a.lr / bc1, invSqrtBc2 = 1.0f / std::sqrt(bc2);
   const float decay = 1.0f - a.lr * a.weightDecay;
-  // 64K floats per task: large enough to amortize scheduling, small enough
-  // to spread a layer over every core.
-  at::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
-    adamChunk(param + begin, expAvg + begin, expAvgSq + begin, grad + begin,
-              end - begin, decay, a.beta1, a.beta2, a.eps, stepSize,
-              invSqrtBc2, a.gradScale, bf16Out ? bf16Out + begin : nullptr);
-  });
+  // Own threads rather than at::parallel_for: LibTorch builds differ in
+  // their intra-op pool (Debian's runs it with one thread), and this loop is
+  // the whole cost of an offload step. Chunks are multiples of 64 floats so
+  // every thread starts on a cache-line (and vector) boundary.
+  static const int threads = [] {
+    if (const char *env = std::getenv("SWIFT_CPU_THREADS"))
+      return std::max(1, std::atoi(env));
+    return std::max(1, int(std::thread::hardware_concurrency()));
+  }();
+  const int64_t minChunk = 1 << 16;
+  const int used = int(std::clamp<int64_t>(n / minChunk, 1, threads));
+  const int64_t chunk = ((n + used - 1) / used + 63) / 64 * 64;
+  auto run = [&](int64_t begin) {
+    int64_t end = std::min(n, begin + chunk);
+    if (begin < end)
+      adamChunk(param + begin, expAvg + begin, expAvgSq + begin, grad + begin,
+                end - begin, decay, a.beta1, a.beta2, a.eps, stepSize,
+                invSqrtBc2, a.gradScale, bf16Out ? bf16Out + begin : nullptr);
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < used; ++t)
+    pool.emplace_back(run, t * chunk);
+  run(0);
+  for (std::thread &t : pool)
+    t.join();
 }
 
 } // namespace swift::rt

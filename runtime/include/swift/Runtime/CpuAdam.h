@@ -2,8 +2,8 @@
 //
 // The optimizer of the offload strategies. It reads and writes only the
 // caller's buffers (pinned host memory in practice); it allocates nothing.
-// Threads come from ATen's intra-op pool (at::parallel_for); the inner loop
-// is compiled for AVX-512 / AVX2 / baseline and picked at run time.
+// It runs on hardware_concurrency() threads (SWIFT_CPU_THREADS overrides);
+// the inner loop is compiled for AVX-512 / AVX2 / baseline, picked at run time.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
