@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # swift-run on the H200 (device machine): build runtime-only against the
 # machine's LibTorch 2.x, then run the Llama-3.2-1B-shape plan and variants.
-# Usage (from the repo root, on the device): benchmarks/runtime/h200.sh OUTDIR
-# Writes build.log, run-*.log and metrics-*.jsonl to OUTDIR.
+# Usage (from the repo root, on the device): benchmarks/runtime/h200.sh OUTDIR [quick]
+# Writes build.log, run-*.log and metrics-*.jsonl to OUTDIR. "quick": the
+# ZeRO-0 and offload runs plus a CPU/Gloo world-2 check against LibTorch 2.x.
 set -uo pipefail
 OUT=${1:-/tmp/swift-h200}
+MODE=${2:-full}
 mkdir -p "$OUT"
 export NCCL_NVLS_ENABLE=0
 PREFIX=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
@@ -32,6 +34,25 @@ run() { # name steps env... -- args
       --metrics "$OUT/metrics-$name.jsonl" 2>&1 | tee "$OUT/run-$name.log" | tail -4
 }
 PLAN_FILE=$PLAN run zero0 8 NCCL_NVLS_ENABLE=0
+if [[ $MODE == quick ]]; then
+  variant 1 optimizer selective /tmp/off.json; PLAN_FILE=/tmp/off.json run zero1-offload-selective-nccl 3 SWIFT_COMM=nccl
+  # The Gloo/CPU path against this LibTorch: world 2 reproduces world 1.
+  python3 - <<'PY'
+import json
+p = json.load(open("examples/plans/tiny-cpu-zero3.json"))
+json.dump(p, open("/tmp/tiny2.json", "w"))
+p["world"]["size"] = 1; p["training"]["gradient_accumulation"] = 4
+json.dump(p, open("/tmp/tiny1.json", "w"))
+PY
+  $RUN /tmp/tiny1.json --device cpu --steps 4 --metrics "$OUT/metrics-cpu1.jsonl" | tail -1
+  $RUN /tmp/tiny2.json --device cpu --steps 4 --nproc-per-node 2 --metrics "$OUT/metrics-cpu2.jsonl" | tail -1
+  python3 -c "
+import json
+a = [json.loads(l)['loss'] for l in open('$OUT/metrics-cpu1.jsonl')]
+b = [json.loads(l)['loss'] for l in open('$OUT/metrics-cpu2.jsonl')]
+print('cpu gloo world 2 vs 1: max |dloss|', max(abs(x - y) for x, y in zip(a, b)), len(a), len(b))"
+  exit 0
+fi
 # ZeRO-2/3 at world 1 through NCCL (SWIFT_COMM forces the collective path on
 # one GPU): same math as ZeRO-0, so the losses must agree (compared below).
 variant 2 none none /tmp/z2.json;         PLAN_FILE=/tmp/z2.json run zero2-nccl 4 SWIFT_COMM=nccl
