@@ -127,6 +127,8 @@ LogicalResult UnitOp::verify() {
                                : "only decoder units have a layer index");
   if (!decoder && getCheckpointMode() != Checkpointing::none)
     return emitOpError("only decoder units are checkpointed");
+  if (getReadsEmbedding() && getKind() != UnitKind::head)
+    return emitOpError("only the head reads the embedding table");
   return success();
 }
 

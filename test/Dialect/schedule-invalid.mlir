@@ -149,3 +149,13 @@ swift.schedule @s for @job {
   // expected-error @+1 {{expects parent op 'swift.program'}}
   swift.compute unit 0
 }
+
+// -----
+
+// Only the head can read the tied embedding table.
+swift.schedule @s for @job {
+  swift.unit 0 embedding params 8
+  // expected-error @+1 {{only the head reads the embedding table}}
+  swift.unit 1 decoder layer 0 params 8 reads_embedding
+  swift.unit 2 head params 8
+}

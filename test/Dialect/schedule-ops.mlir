@@ -6,7 +6,7 @@
 // CHECK-LABEL: swift.schedule @zero3 for @job bucket_bytes 26214400 prefetch_depth 1 {
 // CHECK-NEXT:    swift.unit 0 embedding params 512
 // CHECK-NEXT:    swift.unit 1 decoder layer 0 params 1024 checkpoint <full>
-// CHECK-NEXT:    swift.unit 2 head params 16
+// CHECK-NEXT:    swift.unit 2 head params 16 reads_embedding
 // CHECK-NEXT:    swift.bucket 0 units [2, 1, 0] reduce_scatter every_micro_batch bytes 6208
 // CHECK-NEXT:    swift.program forward {
 // CHECK-NEXT:      swift.copy params host_to_device unit 0
@@ -24,7 +24,7 @@
 swift.schedule @zero3 for @job bucket_bytes 26214400 prefetch_depth 1 {
   swift.unit 0 embedding params 512
   swift.unit 1 decoder layer 0 params 1024 checkpoint <full>
-  swift.unit 2 head params 16
+  swift.unit 2 head params 16 reads_embedding
   swift.bucket 0 units [2, 1, 0] reduce_scatter every_micro_batch bytes 6208
   swift.program forward {
     swift.copy params host_to_device unit 0

@@ -66,14 +66,15 @@ def Swift_UnitOp : Swift_Op<"unit", [HasParent<"ScheduleOp">]> {
   let description = [{
     Unit 0 is the embedding, units 1..L the decoder layers 0..L-1, unit L+1
     the head. `params` counts the parameters of the unit's own flat buffer
-    (a tied head owns only its final norm). `checkpoint` (decoders only,
-    absent: none) says how the unit's activations are recomputed in
-    backward.
+    (a tied head owns only its final norm); `reads_embedding` marks a head
+    that also reads unit 0's table (tied embeddings), so ZeRO-3 must gather
+    unit 0 for it too. `checkpoint` (decoders only, absent: none) says how
+    the unit's activations are recomputed in backward.
 
     ```mlir
     swift.unit 0 embedding params 262144
     swift.unit 1 decoder layer 0 params 4096 checkpoint <full>
-    swift.unit 3 head params 2048
+    swift.unit 3 head params 2048 reads_embedding
     ```
   }];
   let arguments = (ins
@@ -81,15 +82,24 @@ def Swift_UnitOp : Swift_Op<"unit", [HasParent<"ScheduleOp">]> {
     Swift_UnitKind:$kind,
     OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$layer,
     ConfinedAttr<I64Attr, [IntNonNegative]>:$parameters,
+    UnitAttr:$reads_embedding,
     OptionalAttr<Swift_CheckpointingAttr>:$checkpoint);
   let assemblyFormat = [{
     $index $kind (`layer` $layer^)? `params` $parameters
-    (`checkpoint` $checkpoint^)? attr-dict
+    (`reads_embedding` $reads_embedding^)? (`checkpoint` $checkpoint^)?
+    attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     Checkpointing getCheckpointMode() {
       return getCheckpoint().value_or(Checkpointing::none);
+    }
+    /// Units whose parameters this unit's compute reads (plan.h's
+    /// unitOwners): itself, and unit 0 for a tied head.
+    ::llvm::SmallVector<int64_t, 2> getOwners() {
+      if (getReadsEmbedding())
+        return {getIndex(), 0};
+      return {getIndex()};
     }
   }];
 }

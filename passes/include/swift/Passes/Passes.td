@@ -36,4 +36,95 @@ def EstimateCostPass : Pass<"swift-estimate-cost", "::mlir::ModuleOp"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Materialization: the strategy spelled out as a swift.schedule, one pass per
+// kind of decision, then checked as a whole. Every pass needs a job whose
+// strategy is complete.
+//===----------------------------------------------------------------------===//
+
+def MaterializeUnitsPass : Pass<"swift-materialize-units", "::mlir::ModuleOp"> {
+  let summary = "Create the job's swift.schedule with one unit per layer";
+  let description = [{
+    Adds `swift.schedule @<job>_schedule for @<job>` after the job, holding
+    one `swift.unit` for the embedding, one per decoder layer (each
+    `swift.repeat` unrolled, layers numbered from its `first_layer`) and
+    one for the head. A unit's parameter count comes from the `swift.param`
+    ops it owns (a tied head owns only its norm and is marked
+    `reads_embedding`); decoder layers below the strategy's
+    `checkpoint_layers` (all when absent) get its checkpointing mode.
+  }];
+}
+
+def MaterializeCollectivesPass
+    : Pass<"swift-materialize-collectives", "::mlir::ModuleOp"> {
+  let summary = "Place gradient buckets, all-gathers and reductions";
+  let description = [{
+    Mirrors the runtime's `deriveSchedule()` (runtime/lib/Plan.cpp), so
+    swift-run executes the same steps whether it reads or derives them:
+    buckets filled in backward order until `bucket-bytes` of fp32 gradients
+    (all_reduce at ZeRO-0 on the last micro-batch; reduce_scatter at ZeRO-1
+    on the last micro-batch, at ZeRO-2/3 every micro-batch); a `forward`
+    and a `backward` program computing every unit once; at ZeRO-3, each
+    unit's parameters all-gathered `prefetch-depth` units ahead and released
+    after use; each bucket reduced right after the compute that makes its
+    gradients final. Collectives go on the communication stream.
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"0",
+           "Gradient bucket target in bytes (0: the strategy's "
+           "bucket_bytes, 25 MiB when absent)">,
+    Option<"prefetchDepth", "prefetch-depth", "int", /*default=*/"-1",
+           "ZeRO-3 units gathered ahead (-1: the strategy's "
+           "prefetch_depth, 1 when absent)">
+  ];
+  let statistics = [
+    Statistic<"numBuckets", "buckets", "Gradient buckets">,
+    Statistic<"numGathers", "all-gathers",
+              "All-gathers issued per micro-batch">
+  ];
+}
+
+def PlaceOptimizerPass : Pass<"swift-place-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Place the optimizer step on the accelerator or the CPU";
+  let description = [{
+    Appends `swift.optimizer_step` to the schedule: on the CPU when the
+    strategy offloads the optimizer, on the accelerator otherwise, with
+    `gather_params` at ZeRO-1/2 (each rank updates its shard of replicated
+    parameters, which must then be all-gathered).
+  }];
+}
+
+def MaterializeOffloadPass
+    : Pass<"swift-materialize-offload", "::mlir::ModuleOp"> {
+  let summary = "Insert the host<->device copies of CPU offload";
+  let description = [{
+    With the optimizer offloaded: each bucket's reduced gradients go
+    device-to-host right after its reduction, and (optimizer only) the
+    updated parameters come back host-to-device after the optimizer step.
+    With parameters offloaded too (ZeRO-3): a unit's shard comes
+    host-to-device before each all-gather that finds it not gathered. Needs
+    the collectives and the optimizer placed.
+  }];
+  let statistics = [
+    Statistic<"numCopies", "copies", "Host<->device copies inserted">
+  ];
+}
+
+def VerifySchedulePass : Pass<"swift-verify-schedule", "::mlir::ModuleOp"> {
+  let summary = "Check a materialized schedule against its job";
+  let description = [{
+    Simulates the programs as swift-run would and checks that the schedule
+    is complete and consistent with the job's strategy: units match the
+    model and the checkpointing; forward computes units 0..L+1 and backward
+    L+1..0, each exactly once, recomputing exactly the checkpointed ones;
+    at ZeRO-3 every unit a step reads is gathered before and released after
+    (all released when backward ends), below ZeRO-3 nothing is gathered;
+    the buckets partition the units, use the stage's collective and
+    frequency, and each is reduced once after its gradients are final;
+    collectives run on the communication stream; offload copies are
+    present exactly when the strategy offloads; the optimizer runs on the
+    CPU exactly when offloading and gathers parameters exactly at ZeRO-1/2.
+  }];
+}
+
 #endif // SWIFT_PASSES_TD
