@@ -228,6 +228,9 @@ private:
   LogicalResult checkOptimizer() {
     OptimizerStepOp step = t.schedule.getOptimizerStep();
     bool cpu = s.offload != cost::Offload::None;
+    if (cpu && s.zero == 0)
+      return step.emitOpError("offload needs ZeRO >= 1 (swift-run's host "
+                              "optimizer updates gradient shards)");
     if ((step.getDevice() == OptimizerDevice::cpu) != cpu)
       return step.emitOpError("must run on ")
              << (cpu ? "cpu (the strategy offloads the optimizer)"
