@@ -10,7 +10,8 @@ namespace swift::rt {
 namespace {
 
 struct LambdaNode : torch::autograd::Node {
-  LambdaNode(BackwardFn fn, const char *name) : fn_(std::move(fn)), name_(name) {}
+  LambdaNode(BackwardFn fn, const char *name)
+      : fn_(std::move(fn)), name_(name) {}
   torch::autograd::variable_list
   apply(torch::autograd::variable_list &&grads) override {
     SWIFT_ASSERT(fn_, "backward of ", name_, " ran twice");

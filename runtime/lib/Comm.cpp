@@ -53,13 +53,13 @@ public:
           c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
     else
       options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-    pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        opt.store, rank_, world_, options);
+    pg_ = c10::make_intrusive<c10d::ProcessGroupGloo>(opt.store, rank_, world_,
+                                                      options);
   }
 
   Pending allReduceSum(at::Tensor t) override {
-    bool narrow = t.scalar_type() != at::kFloat &&
-                  t.scalar_type() != at::kDouble;
+    bool narrow =
+        t.scalar_type() != at::kFloat && t.scalar_type() != at::kDouble;
     at::Tensor buf = narrow ? t.to(at::kFloat) : t;
     std::vector<at::Tensor> ts{buf};
     auto work = pg_->allreduce(ts);
@@ -74,7 +74,8 @@ public:
     // Gloo has no reduce-scatter in every LibTorch version: all-reduce the
     // whole buffer, keep this rank's slice. Correct, 2x the traffic; CPU
     // runs are for testing.
-    at::Tensor buf = full.scalar_type() == at::kFloat ? full : full.to(at::kFloat);
+    at::Tensor buf =
+        full.scalar_type() == at::kFloat ? full : full.to(at::kFloat);
     std::vector<at::Tensor> ts{buf};
     auto work = pg_->allreduce(ts);
     const int64_t n = accum.numel();

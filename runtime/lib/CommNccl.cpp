@@ -25,10 +25,14 @@ namespace {
 
 ncclDataType_t ncclType(at::ScalarType t) {
   switch (t) {
-  case at::kFloat: return ncclFloat32;
-  case at::kBFloat16: return ncclBfloat16;
-  case at::kHalf: return ncclFloat16;
-  case at::kDouble: return ncclFloat64;
+  case at::kFloat:
+    return ncclFloat32;
+  case at::kBFloat16:
+    return ncclBfloat16;
+  case at::kHalf:
+    return ncclFloat16;
+  case at::kDouble:
+    return ncclFloat64;
   default:
     throw RuntimeFailure(std::string("NCCL: unsupported dtype ") +
                          c10::toString(t));
@@ -39,8 +43,8 @@ class NcclComm final : public Comm {
 public:
   explicit NcclComm(const CommOptions &opt)
       : device_(c10::DeviceIndex(opt.localRank)),
-        stream_(c10::cuda::getStreamFromPool(/*isHighPriority=*/true,
-                                             device_)) {
+        stream_(
+            c10::cuda::getStreamFromPool(/*isHighPriority=*/true, device_)) {
     rank_ = opt.rank;
     world_ = opt.world;
     SWIFT_ASSERT(opt.store, "NCCL needs a rendezvous store");
@@ -74,12 +78,12 @@ public:
 
   Pending reduceScatterAdd(at::Tensor full, at::Tensor accum) override {
     // Allocated on the compute stream before enter(): ordered like inputs.
-    at::Tensor part = at::empty_like(accum, accum.options().dtype(full.dtype()));
+    at::Tensor part =
+        at::empty_like(accum, accum.options().dtype(full.dtype()));
     enter();
-    SWIFT_NCCL_CHECK(ncclReduceScatter(full.data_ptr(), part.data_ptr(),
-                                       accum.numel(),
-                                       ncclType(full.scalar_type()), ncclSum,
-                                       comm_, stream_.stream()));
+    SWIFT_NCCL_CHECK(ncclReduceScatter(
+        full.data_ptr(), part.data_ptr(), accum.numel(),
+        ncclType(full.scalar_type()), ncclSum, comm_, stream_.stream()));
     {
       c10::cuda::CUDAStreamGuard onComm(stream_);
       accum.add_(part);

@@ -19,7 +19,8 @@ namespace swift::rt {
 namespace {
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define SWIFT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define SWIFT_CLONES                                                           \
+  __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define SWIFT_CLONES
 #endif

@@ -53,13 +53,14 @@ public:
     };
     width_ = endsWith(".u32") || endsWith(".uint32") ? 4 : 2;
     fd_ = ::open(path.c_str(), O_RDONLY);
-    SWIFT_CHECK(fd_ >= 0, path, ": cannot open data file: ", std::strerror(errno));
+    SWIFT_CHECK(fd_ >= 0, path,
+                ": cannot open data file: ", std::strerror(errno));
     struct stat st;
     SWIFT_CHECK(fstat(fd_, &st) == 0, path, ": cannot stat data file");
     bytes_ = size_t(st.st_size);
     SWIFT_CHECK(bytes_ % width_ == 0, path, ": size ", bytes_,
-                " is not a multiple of ", width_,
-                " (uint", width_ * 8, " token ids)");
+                " is not a multiple of ", width_, " (uint", width_ * 8,
+                " token ids)");
     numTokens_ = int64_t(bytes_ / width_);
     SWIFT_CHECK(numTokens_ > seq_ + 1, path, ": holds ", numTokens_,
                 " tokens; a sample needs sequence_length + 1 = ", seq_ + 1);
@@ -80,9 +81,9 @@ public:
       int64_t start = ((first + i) % span) * seq_ % span;
       for (int64_t j = 0; j <= seq_; ++j) {
         int64_t pos = start + j;
-        int64_t tok =
-            width_ == 2 ? int64_t(static_cast<const uint16_t *>(data_)[pos])
-                        : int64_t(static_cast<const uint32_t *>(data_)[pos]);
+        int64_t tok = width_ == 2
+                          ? int64_t(static_cast<const uint16_t *>(data_)[pos])
+                          : int64_t(static_cast<const uint32_t *>(data_)[pos]);
         SWIFT_CHECK(tok < vocab_, path_, ": token ", pos, " is ", tok,
                     ", not below model.vocab_size ", vocab_);
         p[i * (seq_ + 1) + j] = tok;

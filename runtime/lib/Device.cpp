@@ -8,8 +8,8 @@
 #include <string>
 
 #ifdef SWIFT_WITH_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
 #include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
@@ -17,9 +17,10 @@
 
 namespace swift::rt {
 
-at::Tensor hostEmpty(int64_t n, at::ScalarType dtype, const at::Device &device) {
-  return at::empty({n}, at::TensorOptions().dtype(dtype).pinned_memory(
-                            device.is_cuda()));
+at::Tensor hostEmpty(int64_t n, at::ScalarType dtype,
+                     const at::Device &device) {
+  return at::empty(
+      {n}, at::TensorOptions().dtype(dtype).pinned_memory(device.is_cuda()));
 }
 
 void deviceSynchronize(const at::Device &device) {
@@ -41,7 +42,8 @@ void resetPeakMemory(const at::Device &device) {
 int64_t peakMemoryBytes(const at::Device &device) {
 #ifdef SWIFT_WITH_CUDA
   if (device.is_cuda()) {
-    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    auto stats =
+        c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
     // Index 0 is StatType::AGGREGATE (all pools); the enum moved between
     // namespaces across LibTorch 2.x releases, its value did not.
     return stats.allocated_bytes[0].peak;

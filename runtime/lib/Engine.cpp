@@ -24,22 +24,22 @@ namespace swift::rt {
 struct Engine::Unit {
   int id = 0;
   UnitLayout layout;
-  int64_t shardLen = 0, padded = 0;     // padded = world * shardLen
-  int64_t optOffset = 0, optLen = 0;    // optimizer partition of [0, padded)
-  at::Tensor full;                      // (padded) compute dtype, device
+  int64_t shardLen = 0, padded = 0;  // padded = world * shardLen
+  int64_t optOffset = 0, optLen = 0; // optimizer partition of [0, padded)
+  at::Tensor full;                   // (padded) compute dtype, device
   bool resident = false;
   Pending gatherPending;
-  at::Tensor shard;                     // (shardLen) ZeRO-3 params
-  at::Tensor master, expAvg, expAvgSq;  // (optLen)
-  at::Tensor stepTensor;                // fused AdamW's step counter
-  at::Tensor grad;                      // (padded) ZeRO 0/1
-  at::Tensor gradShard;                 // (shardLen) ZeRO 1-3
-  at::Tensor microGrad;                 // (padded) ZeRO 2/3, transient
-  at::Tensor hostGrad, hostParamOut;    // (optLen) offload staging
+  at::Tensor shard;                    // (shardLen) ZeRO-3 params
+  at::Tensor master, expAvg, expAvgSq; // (optLen)
+  at::Tensor stepTensor;               // fused AdamW's step counter
+  at::Tensor grad;                     // (padded) ZeRO 0/1
+  at::Tensor gradShard;                // (shardLen) ZeRO 1-3
+  at::Tensor microGrad;                // (padded) ZeRO 2/3, transient
+  at::Tensor hostGrad, hostParamOut;   // (optLen) offload staging
 };
 
 struct Engine::MicroBatch {
-  at::Tensor inputs, targets;           // (B, S) int64, device
+  at::Tensor inputs, targets; // (B, S) int64, device
 };
 
 namespace {
@@ -72,8 +72,8 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device)
   const int W = comm.worldSize(), rank = comm.rank();
   const bool offload = st.offload != Offload::None;
   computeDtype_ = computeDtypeOf(plan.training.precision);
-  gradDtype_ = plan.training.precision == Precision::Bf16 ? at::kBFloat16
-                                                          : at::kFloat;
+  gradDtype_ =
+      plan.training.precision == Precision::Bf16 ? at::kBFloat16 : at::kFloat;
   auto onDevice = at::TensorOptions().device(device_);
   const int numUnits = int(m_.numLayers) + 2;
   backwardIndex_.resize(numUnits);
@@ -142,8 +142,8 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device)
       U->gradShard = at::zeros({U->shardLen}, onDevice.dtype(gradDtype_));
     units_.push_back(std::move(U));
   }
-  rope_ = makeRope(m_, plan.training.sequenceLength,
-                   onDevice.dtype(computeDtype_));
+  rope_ =
+      makeRope(m_, plan.training.sequenceLength, onDevice.dtype(computeDtype_));
 }
 
 Engine::~Engine() = default;
@@ -227,19 +227,17 @@ at::Tensor Engine::unitForward(int u, const at::Tensor &x, MicroBatch &mb) {
       {x}, outs,
       [this, u, mbCopy, xSaved, out,
        inputs](std::vector<at::Tensor> &&grads) mutable {
-        return unitBackward(u, std::move(grads), mbCopy, xSaved,
-                            std::move(out), std::move(inputs));
+        return unitBackward(u, std::move(grads), mbCopy, xSaved, std::move(out),
+                            std::move(inputs));
       },
       "UnitBackward");
   return outs[0];
 }
 
-std::vector<at::Tensor> Engine::unitBackward(int u,
-                                             std::vector<at::Tensor> &&grads,
-                                             MicroBatch &mb,
-                                             const at::Tensor &xSaved,
-                                             at::Tensor out,
-                                             std::vector<at::Tensor> inputs) {
+std::vector<at::Tensor>
+Engine::unitBackward(int u, std::vector<at::Tensor> &&grads, MicroBatch &mb,
+                     const at::Tensor &xSaved, at::Tensor out,
+                     std::vector<at::Tensor> inputs) {
   const ProgramStep &st = plan_.schedule.backward[backwardIndex_[u]];
   for (int g : st.gather)
     gather(g);
@@ -353,8 +351,13 @@ void Engine::optimizerStep() {
       units_[i]->hostGrad.copy_(gradOf(*units_[i]), /*non_blocking=*/true);
       downloaded[i].record(device_);
     }
-    AdamWArgs args{float(o.lr), float(o.beta1), float(o.beta2), float(o.eps),
-                   float(o.weightDecay), float(scale), t};
+    AdamWArgs args{float(o.lr),
+                   float(o.beta1),
+                   float(o.beta2),
+                   float(o.eps),
+                   float(o.weightDecay),
+                   float(scale),
+                   t};
     for (size_t i = 0; i < units_.size(); ++i) {
       Unit &U = *units_[i];
       downloaded[i].wait();
@@ -384,8 +387,8 @@ void Engine::optimizerStep() {
         steps.push_back(U->stepTensor);
       }
       // grad_scale divides: pass W*G to average the summed gradients.
-      at::Tensor gradScale = at::full({}, 1.0 / scale,
-                                      at::TensorOptions().device(device_));
+      at::Tensor gradScale =
+          at::full({}, 1.0 / scale, at::TensorOptions().device(device_));
       at::_fused_adamw_(p, g, m, v, {}, steps, o.lr, o.beta1, o.beta2,
                         o.weightDecay, o.eps, /*amsgrad=*/false,
                         /*maximize=*/false, gradScale, /*found_inf=*/{});
@@ -430,8 +433,8 @@ double Engine::step(const std::vector<at::Tensor> &microBatches) {
     at::Tensor tokens = microBatches[k].to(device_, at::kLong);
     MicroBatch mb{tokens.narrow(1, 0, S), tokens.narrow(1, 1, S)};
     // A leaf that requires grad, so the first unit's node joins the graph.
-    at::Tensor x = at::zeros({}, at::TensorOptions().device(device_))
-                       .requires_grad_(true);
+    at::Tensor x =
+        at::zeros({}, at::TensorOptions().device(device_)).requires_grad_(true);
     for (const ProgramStep &st : plan_.schedule.forward) {
       for (int g : st.gather)
         gather(g);
@@ -455,10 +458,11 @@ std::vector<std::pair<std::string, at::Tensor>> Engine::parameters() {
     gather(U->id);
     waitGathered(U->id);
     for (const ParamDesc &d : U->layout.params)
-      out.emplace_back(d.name, U->full.narrow(0, d.offset, d.numel())
-                                   .view(d.shape)
-                                   .to(at::kCPU, at::kFloat, /*non_blocking=*/false,
-                                       /*copy=*/true));
+      out.emplace_back(d.name,
+                       U->full.narrow(0, d.offset, d.numel())
+                           .view(d.shape)
+                           .to(at::kCPU, at::kFloat, /*non_blocking=*/false,
+                               /*copy=*/true));
     if (!wasResident)
       release(U->id);
   }

@@ -49,8 +49,9 @@ void onStopSignal(int) { gStopRequested = 1; }
 
 std::string describeStatus(int status) {
   if (WIFSIGNALED(status))
-    return std::string("was killed by signal ") + std::to_string(WTERMSIG(status)) +
-           " (" + strsignal(WTERMSIG(status)) + ")";
+    return std::string("was killed by signal ") +
+           std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
   return "exited with code " + std::to_string(WEXITSTATUS(status));
 }
 
@@ -62,9 +63,9 @@ RankEnv readRankEnv() {
                    1 << 20);
   e.rank = envInt({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK"}, 0, 0,
                   e.world - 1);
-  e.localRank = envInt({"LOCAL_RANK", "SLURM_LOCALID",
-                        "OMPI_COMM_WORLD_LOCAL_RANK"},
-                       0, 0, 1 << 16);
+  e.localRank =
+      envInt({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"}, 0,
+             0, 1 << 16);
   e.localWorld = envInt({"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"},
                         e.world, 1, 1 << 16);
   if (const char *a = firstEnv({"MASTER_ADDR"}))
@@ -115,7 +116,8 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
         argv.push_back(const_cast<char *>(a.c_str()));
       argv.push_back(nullptr);
       execv("/proc/self/exe", argv.data());
-      std::fprintf(stderr, "swift-run: exec failed: %s\n", std::strerror(errno));
+      std::fprintf(stderr, "swift-run: exec failed: %s\n",
+                   std::strerror(errno));
       _exit(1);
     }
     pids[r] = pid;
@@ -185,9 +187,8 @@ Watchdog::Watchdog(double seconds) : s_(new State) {
     while (!s->quit) {
       if (s->cv.wait_until(lock, s->deadline) == std::cv_status::timeout &&
           !s->quit && std::chrono::steady_clock::now() >= s->deadline) {
-        std::cerr << "swift-run: no progress for " << s->seconds
-                  << " s after " << s->last
-                  << " (a peer rank probably died); exiting\n";
+        std::cerr << "swift-run: no progress for " << s->seconds << " s after "
+                  << s->last << " (a peer rank probably died); exiting\n";
         std::_Exit(1);
       }
     }

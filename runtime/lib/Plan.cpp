@@ -21,7 +21,7 @@ namespace {
 /// A JSON object with the path it was found at, for error messages.
 struct Node {
   const json &j;
-  std::string where;  // e.g. "strategy.zero"
+  std::string where; // e.g. "strategy.zero"
   const std::string &file;
 
   [[noreturn]] void fail(const std::string &why) const {
@@ -105,12 +105,11 @@ struct Node {
 constexpr int64_t kBig = int64_t(1) << 40;
 
 ModelConfig parseModel(const Node &n) {
-  n.object().onlyKeys({"hidden_size", "intermediate_size",
-                       "num_hidden_layers", "num_attention_heads",
-                       "num_key_value_heads", "head_dim", "vocab_size",
-                       "tie_word_embeddings", "rms_norm_eps", "rope_theta",
-                       "attention_qkv_bias", "attention_o_bias", "qk_norm",
-                       "name"});
+  n.object().onlyKeys({"hidden_size", "intermediate_size", "num_hidden_layers",
+                       "num_attention_heads", "num_key_value_heads", "head_dim",
+                       "vocab_size", "tie_word_embeddings", "rms_norm_eps",
+                       "rope_theta", "attention_qkv_bias", "attention_o_bias",
+                       "qk_norm", "name"});
   ModelConfig m;
   m.hiddenSize = n.at("hidden_size").integer(1, 1 << 20);
   m.intermediateSize = n.at("intermediate_size").integer(1, 1 << 22);
@@ -138,7 +137,8 @@ ModelConfig parseModel(const Node &n) {
   m.tieWordEmbeddings = n.at("tie_word_embeddings").boolean();
   m.rmsNormEps = n.at("rms_norm_eps").number(0, 1);
   m.ropeTheta = n.at("rope_theta").number(1, 1e12);
-  m.qkvBias = n.has("attention_qkv_bias") && n.at("attention_qkv_bias").boolean();
+  m.qkvBias =
+      n.has("attention_qkv_bias") && n.at("attention_qkv_bias").boolean();
   m.oBias = n.has("attention_o_bias") && n.at("attention_o_bias").boolean();
   m.qkNorm = n.has("qk_norm") && n.at("qk_norm").boolean();
   return m;
@@ -146,17 +146,17 @@ ModelConfig parseModel(const Node &n) {
 
 TrainingConfig parseTraining(const Node &n) {
   n.object().onlyKeys({"sequence_length", "global_batch_size",
-                       "micro_batch_size", "gradient_accumulation",
-                       "precision", "optimizer", "seed"});
+                       "micro_batch_size", "gradient_accumulation", "precision",
+                       "optimizer", "seed"});
   TrainingConfig t;
   t.sequenceLength = n.at("sequence_length").integer(2, 1 << 22);
   t.globalBatchSize = n.at("global_batch_size").integer(1, kBig);
   t.microBatchSize = n.at("micro_batch_size").integer(1, kBig);
   t.gradientAccumulation = n.at("gradient_accumulation").integer(1, kBig);
-  t.precision = n.at("precision").choice<Precision>(
-      {{"bf16-mixed", Precision::Bf16Mixed},
-       {"bf16", Precision::Bf16},
-       {"fp32", Precision::Fp32}});
+  t.precision = n.at("precision")
+                    .choice<Precision>({{"bf16-mixed", Precision::Bf16Mixed},
+                                        {"bf16", Precision::Bf16},
+                                        {"fp32", Precision::Fp32}});
   Node o = n.at("optimizer");
   o.object().onlyKeys({"name", "lr", "betas", "eps", "weight_decay"});
   if (o.has("name") && o.at("name").string() != "adamw")
@@ -178,8 +178,8 @@ WorldConfig parseWorld(const Node &n) {
   n.object().onlyKeys({"size", "gpus_per_node"});
   WorldConfig w;
   w.size = n.at("size").integer(1, 1 << 20);
-  w.gpusPerNode = n.has("gpus_per_node") ? n.at("gpus_per_node").integer(1, 1024)
-                                         : 1;
+  w.gpusPerNode =
+      n.has("gpus_per_node") ? n.at("gpus_per_node").integer(1, 1024) : 1;
   return w;
 }
 
@@ -226,24 +226,25 @@ Schedule parseSchedule(const Node &n, const ModelConfig &m) {
   Node units = n.at("units");
   units.array();
   if (units.j.size() != size_t(numUnits))
-    units.fail("expected " + std::to_string(numUnits) +
-               " units (embedding, " + std::to_string(m.numLayers) +
-               " decoder layers, head), got " +
+    units.fail("expected " + std::to_string(numUnits) + " units (embedding, " +
+               std::to_string(m.numLayers) + " decoder layers, head), got " +
                std::to_string(units.j.size()));
   for (int u = 0; u < numUnits; ++u) {
     Node e = units.index(u);
     e.object().onlyKeys({"kind", "layer", "checkpoint"});
     UnitSpec spec;
-    spec.kind = e.at("kind").choice<UnitKind>({{"embedding", UnitKind::Embedding},
-                                               {"decoder", UnitKind::Decoder},
-                                               {"head", UnitKind::Head}});
-    UnitKind expected = u == 0 ? UnitKind::Embedding
+    spec.kind =
+        e.at("kind").choice<UnitKind>({{"embedding", UnitKind::Embedding},
+                                       {"decoder", UnitKind::Decoder},
+                                       {"head", UnitKind::Head}});
+    UnitKind expected = u == 0      ? UnitKind::Embedding
                         : u == last ? UnitKind::Head
                                     : UnitKind::Decoder;
     if (spec.kind != expected)
-      e.at("kind").fail("unit " + std::to_string(u) +
-                        " must be the " +
-                        (u == 0 ? "embedding" : u == last ? "head" : "decoder"));
+      e.at("kind").fail("unit " + std::to_string(u) + " must be the " +
+                        (u == 0      ? "embedding"
+                         : u == last ? "head"
+                                     : "decoder"));
     if (spec.kind == UnitKind::Decoder) {
       spec.layer = e.at("layer").integer(0, m.numLayers - 1);
       if (spec.layer != u - 1)
@@ -263,9 +264,11 @@ Schedule parseSchedule(const Node &n, const ModelConfig &m) {
     bucket.units = intList(e.at("units"), 0, last);
     if (bucket.units.empty())
       e.at("units").fail("a bucket needs at least one unit");
-    bucket.collective = e.at("collective").choice<Collective>(
-        {{"all_reduce", Collective::AllReduce},
-         {"reduce_scatter", Collective::ReduceScatter}});
+    bucket.collective =
+        e.at("collective")
+            .choice<Collective>(
+                {{"all_reduce", Collective::AllReduce},
+                 {"reduce_scatter", Collective::ReduceScatter}});
     bucket.everyMicroBatch = e.at("every_micro_batch").boolean();
     s.buckets.push_back(bucket);
   }
@@ -337,15 +340,17 @@ Plan parsePlanText(const std::string &text, const std::string &file) {
   const TrainingConfig &t = p.training;
   if (t.microBatchSize * p.world.size * t.gradientAccumulation !=
       t.globalBatchSize)
-    root.at("training").at("gradient_accumulation")
+    root.at("training")
+        .at("gradient_accumulation")
         .fail("global_batch_size (" + std::to_string(t.globalBatchSize) +
               ") != micro_batch_size (" + std::to_string(t.microBatchSize) +
               ") * world.size (" + std::to_string(p.world.size) +
               ") * gradient_accumulation (" +
               std::to_string(t.gradientAccumulation) + ")");
   if (p.strategy.offload != Offload::None && p.strategy.zero == 0)
-    root.at("strategy").at("offload").fail(
-        "offload needs zero >= 1 (the host optimizer updates shards)");
+    root.at("strategy")
+        .at("offload")
+        .fail("offload needs zero >= 1 (the host optimizer updates shards)");
   if (root.has("schedule")) {
     p.schedule = parseSchedule(root.at("schedule"), p.model);
   } else {
@@ -355,10 +360,11 @@ Plan parsePlanText(const std::string &text, const std::string &file) {
   validateSchedule(p);
   if (root.has("predicted")) {
     Node pr = root.at("predicted");
-    pr.object().onlyKeys({"peak_memory_bytes", "step_seconds",
-                          "tokens_per_second", "mfu"});
+    pr.object().onlyKeys(
+        {"peak_memory_bytes", "step_seconds", "tokens_per_second", "mfu"});
     if (pr.has("peak_memory_bytes"))
-      p.predicted.peakMemoryBytes = pr.at("peak_memory_bytes").integer(0, kBig * 1024);
+      p.predicted.peakMemoryBytes =
+          pr.at("peak_memory_bytes").integer(0, kBig * 1024);
     if (pr.has("step_seconds"))
       p.predicted.stepSeconds = pr.at("step_seconds").number(0, 1e9);
     if (pr.has("tokens_per_second"))
@@ -377,8 +383,8 @@ std::string planToJson(const Plan &p) {
   ojson units = ojson::array(), buckets = ojson::array();
   for (const UnitSpec &u : s.units) {
     ojson e = {{"kind", u.kind == UnitKind::Embedding ? "embedding"
-                       : u.kind == UnitKind::Head    ? "head"
-                                                     : "decoder"}};
+                        : u.kind == UnitKind::Head    ? "head"
+                                                      : "decoder"}};
     if (u.kind == UnitKind::Decoder) {
       e["layer"] = u.layer;
       e["checkpoint"] = toString(u.checkpoint);
@@ -392,8 +398,8 @@ std::string planToJson(const Plan &p) {
   auto program = [](const std::vector<ProgramStep> &steps, bool backward) {
     ojson out = ojson::array();
     for (const ProgramStep &st : steps) {
-      ojson e = {{"unit", st.unit}, {"gather", st.gather},
-                {"release", st.release}};
+      ojson e = {
+          {"unit", st.unit}, {"gather", st.gather}, {"release", st.release}};
       if (backward)
         e["reduce"] = st.reduce;
       out.push_back(e);
@@ -430,7 +436,8 @@ std::string planToJson(const Plan &p) {
           {"eps", t.optimizer.eps},
           {"weight_decay", t.optimizer.weightDecay}}},
         {"seed", t.seed}}},
-      {"world", {{"size", p.world.size}, {"gpus_per_node", p.world.gpusPerNode}}},
+      {"world",
+       {{"size", p.world.size}, {"gpus_per_node", p.world.gpusPerNode}}},
       {"strategy",
        {{"zero", st.zero},
         {"offload", toString(st.offload)},
@@ -444,9 +451,8 @@ std::string planToJson(const Plan &p) {
         {"forward", program(s.forward, false)},
         {"backward", program(s.backward, true)},
         {"optimizer",
-         {{"device", s.optimizer.device == OptimizerDevice::Cpu
-                         ? "cpu"
-                         : "accelerator"},
+         {{"device",
+           s.optimizer.device == OptimizerDevice::Cpu ? "cpu" : "accelerator"},
           {"gather_params", s.optimizer.gatherParams}}}}},
       {"predicted",
        {{"peak_memory_bytes", p.predicted.peakMemoryBytes},
@@ -464,32 +470,41 @@ Plan parsePlan(const std::string &path) {
 }
 
 void checkPlanMatchesWorld(const Plan &plan, int64_t worldSize) {
-  SWIFT_CHECK(plan.world.size == worldSize, plan.path, ": world.size: plan is for ",
-              plan.world.size, " ranks but the job was started with ",
-              worldSize);
+  SWIFT_CHECK(plan.world.size == worldSize, plan.path,
+              ": world.size: plan is for ", plan.world.size,
+              " ranks but the job was started with ", worldSize);
 }
 
 const char *toString(Precision p) {
   switch (p) {
-  case Precision::Bf16Mixed: return "bf16-mixed";
-  case Precision::Bf16: return "bf16";
-  case Precision::Fp32: return "fp32";
+  case Precision::Bf16Mixed:
+    return "bf16-mixed";
+  case Precision::Bf16:
+    return "bf16";
+  case Precision::Fp32:
+    return "fp32";
   }
   return "?";
 }
 const char *toString(Offload o) {
   switch (o) {
-  case Offload::None: return "none";
-  case Offload::Optimizer: return "optimizer";
-  case Offload::OptimizerAndParams: return "optimizer+params";
+  case Offload::None:
+    return "none";
+  case Offload::Optimizer:
+    return "optimizer";
+  case Offload::OptimizerAndParams:
+    return "optimizer+params";
   }
   return "?";
 }
 const char *toString(Checkpointing c) {
   switch (c) {
-  case Checkpointing::None: return "none";
-  case Checkpointing::Selective: return "selective";
-  case Checkpointing::Full: return "full";
+  case Checkpointing::None:
+    return "none";
+  case Checkpointing::Selective:
+    return "selective";
+  case Checkpointing::Full:
+    return "full";
   }
   return "?";
 }

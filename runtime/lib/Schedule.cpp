@@ -21,9 +21,9 @@ int64_t unitParameterCount(const ModelConfig &m, int unit) {
     return m.vocabSize * C;
   if (unit == m.numLayers + 1)
     return C + (m.tieWordEmbeddings ? 0 : m.vocabSize * C);
-  int64_t n = 2 * C                      // input / post-attention norms
+  int64_t n = 2 * C                        // input / post-attention norms
               + q * C + 2 * kv * C + C * q // q, k, v, o
-              + 3 * I * C;               // gate, up, down
+              + 3 * I * C;                 // gate, up, down
   if (m.qkvBias)
     n += q + 2 * kv;
   if (m.oBias)
@@ -53,12 +53,13 @@ Schedule deriveSchedule(const ModelConfig &m, const StrategyConfig &st,
   Schedule s;
   for (int u = 0; u < numUnits; ++u) {
     UnitSpec spec;
-    spec.kind = u == 0 ? UnitKind::Embedding
+    spec.kind = u == 0      ? UnitKind::Embedding
                 : u == last ? UnitKind::Head
                             : UnitKind::Decoder;
     if (spec.kind == UnitKind::Decoder) {
       spec.layer = u - 1;
-      bool inRange = st.checkpointLayers < 0 || spec.layer < st.checkpointLayers;
+      bool inRange =
+          st.checkpointLayers < 0 || spec.layer < st.checkpointLayers;
       spec.checkpoint = inRange ? st.checkpointing : Checkpointing::None;
     }
     s.units.push_back(spec);
@@ -69,8 +70,8 @@ Schedule deriveSchedule(const ModelConfig &m, const StrategyConfig &st,
   // Buckets in backward order, so each closes as early as possible.
   Bucket current;
   int64_t currentBytes = 0;
-  const Collective coll = st.zero == 0 ? Collective::AllReduce
-                                       : Collective::ReduceScatter;
+  const Collective coll =
+      st.zero == 0 ? Collective::AllReduce : Collective::ReduceScatter;
   auto close = [&] {
     if (current.units.empty())
       return;
@@ -167,11 +168,11 @@ void validateSchedule(const Plan &p) {
   };
   // Autograd fixes the order: forward 0..last, backward last..0.
   if (s.forward.size() != size_t(numUnits))
-    fail("forward", "expected one entry per unit (" + std::to_string(numUnits) +
-                        ")");
+    fail("forward",
+         "expected one entry per unit (" + std::to_string(numUnits) + ")");
   if (s.backward.size() != size_t(numUnits))
-    fail("backward", "expected one entry per unit (" +
-                         std::to_string(numUnits) + ")");
+    fail("backward",
+         "expected one entry per unit (" + std::to_string(numUnits) + ")");
   for (int i = 0; i < numUnits; ++i) {
     if (s.forward[i].unit != i)
       fail(stepName("forward", i) + ".unit",
@@ -229,8 +230,8 @@ void validateSchedule(const Plan &p) {
                         std::to_string(bucketOf[u]));
       bucketOf[u] = int(b);
     }
-    Collective want = zero == 0 ? Collective::AllReduce
-                                : Collective::ReduceScatter;
+    Collective want =
+        zero == 0 ? Collective::AllReduce : Collective::ReduceScatter;
     if (bk.collective != want)
       fail(where + ".collective", std::string("zero ") + std::to_string(zero) +
                                       " reduces gradients with " +
@@ -258,8 +259,8 @@ void validateSchedule(const Plan &p) {
       for (int u : s.buckets[b].units) {
         // Gradients of unit u come from u itself and, for a tied embedding,
         // from the head.
-        bool ready = done[u] && (u != 0 || !p.model.tieWordEmbeddings ||
-                                 done[last]);
+        bool ready =
+            done[u] && (u != 0 || !p.model.tieWordEmbeddings || done[last]);
         if (!ready)
           fail(stepName("backward", i) + ".reduce",
                "bucket " + std::to_string(b) + " holds unit " +

@@ -1,6 +1,6 @@
 //===- PlanTest.cpp - plan.json schema: parsing, validation, schedules ----===//
-#include "swift/Runtime/Check.h"
 #include "swift/Runtime/Plan.h"
+#include "swift/Runtime/Check.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -47,7 +47,8 @@ std::string errorOf(const json &j) {
 
 /// The plan with its derived schedule written out, as the compiler would.
 json explicitPlan(int zero, int world) {
-  return json::parse(planToJson(parsePlanText(basePlan(zero, world).dump(), "p")));
+  return json::parse(
+      planToJson(parsePlanText(basePlan(zero, world).dump(), "p")));
 }
 
 TEST(Plan, ExamplesParse) {
@@ -63,7 +64,7 @@ TEST(Plan, ExamplesParse) {
 
 TEST(Plan, ModelDefaultsAndParameterCount) {
   Plan p = parsePlanText(basePlan().dump(), "p");
-  EXPECT_EQ(p.model.headDim, 16);          // hidden / heads
+  EXPECT_EQ(p.model.headDim, 16); // hidden / heads
   EXPECT_EQ(p.model.numKvHeads, 2);
   // Llama-3.2-1B's published size: 1,235,814,400 parameters (tied).
   ModelConfig m;
@@ -89,15 +90,15 @@ TEST(Plan, DerivedSchedulesValidateForEveryStrategy) {
             j["strategy"]["checkpointing"] = ck;
             j["strategy"]["prefetch_depth"] = depth;
             j["model"]["tie_word_embeddings"] = tied;
-            bool legal = !((std::string(offload) != "none" && zero == 0) ||
-                           (std::string(offload) == "optimizer+params" &&
-                            zero != 3));
+            bool legal =
+                !((std::string(offload) != "none" && zero == 0) ||
+                  (std::string(offload) == "optimizer+params" && zero != 3));
             std::string err = errorOf(j);
-            EXPECT_EQ(err.empty(), legal)
-                << "zero " << zero << " " << offload << " " << ck << ": " << err;
+            EXPECT_EQ(err.empty(), legal) << "zero " << zero << " " << offload
+                                          << " " << ck << ": " << err;
             if (legal) // and its explicit form round-trips
-              EXPECT_EQ(errorOf(json::parse(planToJson(
-                            parsePlanText(j.dump(), "p")))),
+              EXPECT_EQ(errorOf(json::parse(
+                            planToJson(parsePlanText(j.dump(), "p")))),
                         "");
           }
 }
@@ -118,14 +119,16 @@ TEST(Plan, ErrorsNameTheFieldAndWhy) {
                         "supported by this swift-run (reads version 1)");
   j = basePlan();
   j["training"]["optimizer"]["betas"] = {0.9};
-  EXPECT_EQ(errorOf(j), "p.json: training.optimizer.betas: expected [beta1, beta2]");
+  EXPECT_EQ(errorOf(j),
+            "p.json: training.optimizer.betas: expected [beta1, beta2]");
   j = basePlan();
   j["strategy"]["offload"] = "optimizer";
   EXPECT_NE(errorOf(j).find("strategy.offload: offload needs zero >= 1"),
             std::string::npos);
   j = basePlan();
   j["model"]["hidden_size"] = "64";
-  EXPECT_EQ(errorOf(j), "p.json: model.hidden_size: expected an integer, got string");
+  EXPECT_EQ(errorOf(j),
+            "p.json: model.hidden_size: expected an integer, got string");
 }
 
 TEST(Plan, WorldMismatchIsAUserError) {
@@ -186,7 +189,8 @@ TEST(Schedule, BucketCollectiveMustMatchTheStage) {
             std::string::npos);
   j = explicitPlan(3, 2);
   j["schedule"]["buckets"][0]["every_micro_batch"] = false;
-  EXPECT_NE(errorOf(j).find("must reduce every micro-batch"), std::string::npos);
+  EXPECT_NE(errorOf(j).find("must reduce every micro-batch"),
+            std::string::npos);
 }
 
 TEST(Schedule, BackwardOrderIsAutogradOrder) {
@@ -198,7 +202,7 @@ TEST(Schedule, BackwardOrderIsAutogradOrder) {
 
 TEST(Schedule, BucketsFollowBucketBytes) {
   json j = basePlan(0, 2);
-  j["strategy"]["bucket_bytes"] = 1;   // one unit per bucket
+  j["strategy"]["bucket_bytes"] = 1; // one unit per bucket
   EXPECT_EQ(parsePlanText(j.dump(), "p").schedule.buckets.size(), 4u);
   j["strategy"]["bucket_bytes"] = int64_t(1) << 30; // everything in one
   EXPECT_EQ(parsePlanText(j.dump(), "p").schedule.buckets.size(), 1u);

@@ -37,8 +37,10 @@ using namespace swift::rt;
 namespace {
 
 const char *kUsage =
-    "usage: swift-run plan.json [--nproc-per-node N] [--steps N] [--data FILE]\n"
-    "                 [--device cpu|cuda] [--metrics FILE] [--save-params FILE]\n"
+    "usage: swift-run plan.json [--nproc-per-node N] [--steps N] [--data "
+    "FILE]\n"
+    "                 [--device cpu|cuda] [--metrics FILE] [--save-params "
+    "FILE]\n"
     "                 [--timeout SECONDS] [--emit-plan FILE]\n"
     "  --emit-plan FILE  write the validated plan with its schedule spelled\n"
     "                    out (derived when the plan has none) and exit\n"
@@ -135,23 +137,24 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     devName = cudaDeviceCount() > 0 ? "cuda" : "cpu";
   at::Device device(at::kCPU);
   if (devName == "cuda") {
-    SWIFT_CHECK(cudaDeviceCount() > env.localRank,
-                "--device cuda: rank ", env.rank, " needs GPU ",
-                env.localRank, " but ", cudaDeviceCount(),
-                " CUDA device(s) are visible",
+    SWIFT_CHECK(cudaDeviceCount() > env.localRank, "--device cuda: rank ",
+                env.rank, " needs GPU ", env.localRank, " but ",
+                cudaDeviceCount(), " CUDA device(s) are visible",
                 cudaDeviceCount() == 0 ? " (or this build has no CUDA)" : "");
     setCudaDevice(env.localRank);
     device = at::Device(at::kCUDA, c10::DeviceIndex(env.localRank));
   }
-  const double timeout = a.timeout > 0 ? a.timeout : device.is_cuda() ? 600 : 120;
+  const double timeout = a.timeout > 0      ? a.timeout
+                         : device.is_cuda() ? 600
+                                            : 120;
   Watchdog watchdog(timeout);
 
   // SWIFT_COMM=nccl|gloo forces a backend even for one rank (to exercise
   // the collective path on a single GPU); the default for one rank is no
   // communication at all.
   const char *forced = std::getenv("SWIFT_COMM");
-  std::string backend = forced ? forced
-                        : env.world == 1 ? "local"
+  std::string backend = forced             ? forced
+                        : env.world == 1   ? "local"
                         : device.is_cuda() ? "nccl"
                                            : "gloo";
   c10::intrusive_ptr<c10d::Store> store;
@@ -179,8 +182,8 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   std::unique_ptr<Comm> comm = makeComm(copt);
 
   const TrainingConfig &t = plan.training;
-  auto data = makeTokenSource(a.data, plan.model.vocabSize, t.sequenceLength,
-                              t.seed);
+  auto data =
+      makeTokenSource(a.data, plan.model.vocabSize, t.sequenceLength, t.seed);
   Engine engine(plan, *comm, device);
   watchdog.progress("initialization");
 
@@ -192,9 +195,9 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   }
   const bool tty = lead && isatty(STDERR_FILENO);
   if (lead)
-    std::cout << "swift-run: " << plan.path << ": " << plan.model.numParameters()
-              << " parameters, world " << env.world << ", zero "
-              << plan.strategy.zero << ", offload "
+    std::cout << "swift-run: " << plan.path << ": "
+              << plan.model.numParameters() << " parameters, world "
+              << env.world << ", zero " << plan.strategy.zero << ", offload "
               << toString(plan.strategy.offload) << ", checkpointing "
               << toString(plan.strategy.checkpointing) << ", "
               << toString(t.precision) << ", device " << device << ", schedule "
@@ -219,8 +222,9 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     auto t0 = std::chrono::steady_clock::now();
     double loss = engine.step(micro);
     deviceSynchronize(device);
-    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-                    .count();
+    double dt =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
     std::vector<double> v{loss, dt};
     comm->allReduceHost(v);
     loss = v[0] / env.world;
@@ -238,14 +242,15 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     if (tty)
       std::fprintf(stderr, "\r\033[K");
     char line[256];
-    std::snprintf(line, sizeof line,
-                  "step %lld/%lld | loss %.6f | %.3f s | %.0f tok/s | MFU %.1f%% "
-                  "| peak %s (plan %s)",
-                  (long long)(s + 1), (long long)a.steps, loss, dt, tps,
-                  100 * mfu, gib(peakMem).c_str(),
-                  plan.predicted.peakMemoryBytes
-                      ? gib(plan.predicted.peakMemoryBytes).c_str()
-                      : "n/a");
+    std::snprintf(
+        line, sizeof line,
+        "step %lld/%lld | loss %.6f | %.3f s | %.0f tok/s | MFU %.1f%% "
+        "| peak %s (plan %s)",
+        (long long)(s + 1), (long long)a.steps, loss, dt, tps, 100 * mfu,
+        gib(peakMem).c_str(),
+        plan.predicted.peakMemoryBytes
+            ? gib(plan.predicted.peakMemoryBytes).c_str()
+            : "n/a");
     std::cout << line << std::endl;
     if (tty) {
       double elapsed = std::chrono::duration<double>(
@@ -254,19 +259,18 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
       drawProgress(s + 1, a.steps, elapsed / (s + 1) * (a.steps - s - 1));
     }
     if (metrics.is_open()) {
-      nlohmann::json j = {{"step", s + 1},
-                          {"loss", loss},
-                          {"step_seconds", dt},
-                          {"tokens_per_second", tps},
-                          {"tokens", tokensPerStep},
-                          {"mfu", mfu},
-                          {"peak_memory_bytes", peakMem},
-                          {"planned_peak_memory_bytes",
-                           plan.predicted.peakMemoryBytes},
-                          {"planned_step_seconds", plan.predicted.stepSeconds},
-                          {"planned_tokens_per_second",
-                           plan.predicted.tokensPerSecond},
-                          {"world_size", env.world}};
+      nlohmann::json j = {
+          {"step", s + 1},
+          {"loss", loss},
+          {"step_seconds", dt},
+          {"tokens_per_second", tps},
+          {"tokens", tokensPerStep},
+          {"mfu", mfu},
+          {"peak_memory_bytes", peakMem},
+          {"planned_peak_memory_bytes", plan.predicted.peakMemoryBytes},
+          {"planned_step_seconds", plan.predicted.stepSeconds},
+          {"planned_tokens_per_second", plan.predicted.tokensPerSecond},
+          {"world_size", env.world}};
       metrics << j.dump() << std::endl;
     }
   }

@@ -20,8 +20,8 @@ struct Node;
 
 namespace swift::rt {
 
-using TensorFn = std::function<std::vector<at::Tensor>(
-    const std::vector<at::Tensor> &)>;
+using TensorFn =
+    std::function<std::vector<at::Tensor>(const std::vector<at::Tensor> &)>;
 /// Backward of a custom node: gets one gradient per output (undefined when
 /// that output got none), returns one per input (undefined when none).
 using BackwardFn =

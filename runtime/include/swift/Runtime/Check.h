@@ -2,7 +2,8 @@
 //
 // Two kinds of failure, kept apart on purpose:
 //  - SWIFT_CHECK(cond, msg...): the *user's* input (plan, flags, data file) is
-//    wrong. Throws swift::rt::UserError; main() prints its one line and exits 2.
+//    wrong. Throws swift::rt::UserError; main() prints its one line and
+//    exits 2.
 //  - SWIFT_CUDA_CHECK / SWIFT_NCCL_CHECK / SWIFT_ASSERT: the system or this
 //    code is wrong. Throws swift::rt::RuntimeFailure naming file:line and the
 //    call; main() prints it and exits 1.
@@ -57,8 +58,8 @@ template <typename... Args> std::string concat(const Args &...args) {
     cudaError_t swiftErr_ = (call);                                            \
     if (swiftErr_ != cudaSuccess)                                              \
       throw ::swift::rt::RuntimeFailure(::swift::rt::detail::concat(           \
-          __FILE__, ":", __LINE__, ": ", #call, " failed: ",                   \
-          cudaGetErrorString(swiftErr_)));                                     \
+          __FILE__, ":", __LINE__, ": ", #call,                                \
+          " failed: ", cudaGetErrorString(swiftErr_)));                        \
   } while (0)
 
 #define SWIFT_NCCL_CHECK(call)                                                 \
@@ -66,6 +67,6 @@ template <typename... Args> std::string concat(const Args &...args) {
     ncclResult_t swiftRes_ = (call);                                           \
     if (swiftRes_ != ncclSuccess)                                              \
       throw ::swift::rt::RuntimeFailure(::swift::rt::detail::concat(           \
-          __FILE__, ":", __LINE__, ": ", #call, " failed: ",                   \
-          ncclGetErrorString(swiftRes_)));                                     \
+          __FILE__, ":", __LINE__, ": ", #call,                                \
+          " failed: ", ncclGetErrorString(swiftRes_)));                        \
   } while (0)

@@ -74,10 +74,10 @@ protected:
 };
 
 struct CommOptions {
-  std::string backend;          // "gloo" | "nccl" | "local"
+  std::string backend; // "gloo" | "nccl" | "local"
   int rank = 0, world = 1, localRank = 0;
   c10::intrusive_ptr<c10d::Store> store; // rendezvous (unused by "local")
-  double timeoutSeconds = 60;   // a collective waiting longer fails
+  double timeoutSeconds = 60;            // a collective waiting longer fails
 };
 
 /// Creates opt.backend: "local" (one rank, no communication), "gloo", or

@@ -14,8 +14,8 @@ namespace swift::rt {
 
 struct AdamWArgs {
   float lr, beta1, beta2, eps, weightDecay;
-  float gradScale;   // gradients are multiplied by this first (1/(W*G))
-  int64_t step;      // 1-based, for bias correction
+  float gradScale; // gradients are multiplied by this first (1/(W*G))
+  int64_t step;    // 1-based, for bias correction
 };
 
 /// PyTorch AdamW semantics, in place, fp32:

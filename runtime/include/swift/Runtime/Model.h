@@ -23,10 +23,10 @@ namespace swift::rt {
 enum class Init { Normal, Ones, Zeros };
 
 struct ParamDesc {
-  std::string name;              // HF name, e.g. "layers.3.self_attn.q_proj.weight"
+  std::string name; // HF name, e.g. "layers.3.self_attn.q_proj.weight"
   std::vector<int64_t> shape;
   Init init = Init::Normal;
-  int64_t offset = 0;            // in elements, within the unit's flat buffer
+  int64_t offset = 0; // in elements, within the unit's flat buffer
   int64_t numel() const;
 };
 
@@ -40,15 +40,15 @@ UnitLayout unitLayout(const ModelConfig &m, int unit);
 
 /// Views of a decoder layer's parameters (undefined when absent).
 struct DecoderWeights {
-  at::Tensor inputNorm;          // (C)
-  at::Tensor q, k, v;            // (NH*D, C), (NKV*D, C), (NKV*D, C)
+  at::Tensor inputNorm;           // (C)
+  at::Tensor q, k, v;             // (NH*D, C), (NKV*D, C), (NKV*D, C)
   at::Tensor qBias, kBias, vBias; // (NH*D), (NKV*D), (NKV*D)   qkv_bias
-  at::Tensor qNorm, kNorm;       // (D), (D)                     qk_norm
-  at::Tensor o;                  // (C, NH*D)
-  at::Tensor oBias;              // (C)                          o_bias
-  at::Tensor postNorm;           // (C)
-  at::Tensor gate, up;           // (I, C)
-  at::Tensor down;               // (C, I)
+  at::Tensor qNorm, kNorm;        // (D), (D)                     qk_norm
+  at::Tensor o;                   // (C, NH*D)
+  at::Tensor oBias;               // (C)                          o_bias
+  at::Tensor postNorm;            // (C)
+  at::Tensor gate, up;            // (I, C)
+  at::Tensor down;                // (C, I)
 };
 /// Binds `views` (one per descriptor, table order) to names.
 DecoderWeights bindDecoder(const ModelConfig &m,

@@ -25,21 +25,21 @@ inline constexpr int kPlanSchemaVersion = 1;
 
 /// "model": a Llama-family decoder, named with HF config.json's fields.
 struct ModelConfig {
-  int64_t hiddenSize = 0;          // hidden_size (C)
-  int64_t intermediateSize = 0;    // intermediate_size (I)
-  int64_t numLayers = 0;           // num_hidden_layers (L)
-  int64_t numHeads = 0;            // num_attention_heads (NH)
-  int64_t numKvHeads = 0;          // num_key_value_heads (NKV), NH % NKV == 0
-  int64_t headDim = 0;             // head_dim (D), default C / NH
-  int64_t vocabSize = 0;           // vocab_size (V)
-  bool tieWordEmbeddings = false;  // tie_word_embeddings
-  double rmsNormEps = 1e-6;        // rms_norm_eps
-  double ropeTheta = 10000.0;      // rope_theta
-  bool qkvBias = false;            // attention_qkv_bias (Qwen2: true)
-  bool oBias = false;              // attention_o_bias (HF llama attention_bias)
-  bool qkNorm = false;             // qk_norm (Qwen3: per-head RMSNorm on q, k)
+  int64_t hiddenSize = 0;         // hidden_size (C)
+  int64_t intermediateSize = 0;   // intermediate_size (I)
+  int64_t numLayers = 0;          // num_hidden_layers (L)
+  int64_t numHeads = 0;           // num_attention_heads (NH)
+  int64_t numKvHeads = 0;         // num_key_value_heads (NKV), NH % NKV == 0
+  int64_t headDim = 0;            // head_dim (D), default C / NH
+  int64_t vocabSize = 0;          // vocab_size (V)
+  bool tieWordEmbeddings = false; // tie_word_embeddings
+  double rmsNormEps = 1e-6;       // rms_norm_eps
+  double ropeTheta = 10000.0;     // rope_theta
+  bool qkvBias = false;           // attention_qkv_bias (Qwen2: true)
+  bool oBias = false;             // attention_o_bias (HF llama attention_bias)
+  bool qkNorm = false;            // qk_norm (Qwen3: per-head RMSNorm on q, k)
 
-  int64_t numParameters() const;   // all parameters, tied ones counted once
+  int64_t numParameters() const; // all parameters, tied ones counted once
   int64_t numEmbeddingParameters() const; // V*C (the input table)
 };
 
@@ -49,27 +49,27 @@ enum class Checkpointing { None, Selective, Full };
 enum class Collective { AllReduce, ReduceScatter };
 enum class OptimizerDevice { Accelerator, Cpu };
 
-struct OptimizerConfig {           // "training.optimizer" (AdamW only)
+struct OptimizerConfig { // "training.optimizer" (AdamW only)
   double lr = 1e-4;
   double beta1 = 0.9, beta2 = 0.95; // "betas": [b1, b2]
   double eps = 1e-8;
-  double weightDecay = 0.0;        // decoupled, applied to every parameter
+  double weightDecay = 0.0; // decoupled, applied to every parameter
 };
 
 /// "training": what one optimizer step consumes.
 struct TrainingConfig {
-  int64_t sequenceLength = 0;      // tokens per sample (S)
-  int64_t globalBatchSize = 0;     // samples per optimizer step, all ranks
-  int64_t microBatchSize = 0;      // samples per forward/backward (B)
+  int64_t sequenceLength = 0;       // tokens per sample (S)
+  int64_t globalBatchSize = 0;      // samples per optimizer step, all ranks
+  int64_t microBatchSize = 0;       // samples per forward/backward (B)
   int64_t gradientAccumulation = 0; // micro-steps per step; must equal
                                     // global / (micro * world.size)
   Precision precision = Precision::Bf16Mixed;
   OptimizerConfig optimizer;
-  uint64_t seed = 0;               // initial weights and synthetic data
+  uint64_t seed = 0; // initial weights and synthetic data
 };
 
-struct WorldConfig {               // "world"
-  int64_t size = 1;                // ranks (one GPU each on CUDA)
+struct WorldConfig { // "world"
+  int64_t size = 1;  // ranks (one GPU each on CUDA)
   int64_t gpusPerNode = 1;
 };
 
@@ -77,12 +77,12 @@ struct WorldConfig {               // "world"
 /// section spells them out; when "schedule" is absent it is derived from this
 /// section by deriveSchedule().
 struct StrategyConfig {
-  int zero = 0;                    // 0..3
+  int zero = 0; // 0..3
   Offload offload = Offload::None;
   Checkpointing checkpointing = Checkpointing::None;
-  int64_t checkpointLayers = -1;   // first k layers checkpointed; -1: all
-  int64_t bucketBytes = 25 << 20;  // gradient bucket target size
-  int prefetchDepth = 1;           // ZeRO-3: units all-gathered ahead
+  int64_t checkpointLayers = -1;  // first k layers checkpointed; -1: all
+  int64_t bucketBytes = 25 << 20; // gradient bucket target size
+  int prefetchDepth = 1;          // ZeRO-3: units all-gathered ahead
 };
 
 /// The units of the model: the granularity of sharding, gathering, gradient
@@ -91,9 +91,9 @@ struct StrategyConfig {
 /// unit owns one flat parameter buffer; the tied head also *uses* unit 0's.
 enum class UnitKind { Embedding, Decoder, Head };
 
-struct UnitSpec {                  // "schedule.units[i]"
+struct UnitSpec { // "schedule.units[i]"
   UnitKind kind = UnitKind::Decoder;
-  int64_t layer = -1;              // decoder layer index, -1 otherwise
+  int64_t layer = -1; // decoder layer index, -1 otherwise
   Checkpointing checkpoint = Checkpointing::None; // decoders only
 };
 
@@ -108,7 +108,7 @@ struct ProgramStep {
   int unit = 0;
   std::vector<int> gather;
   std::vector<int> release;
-  std::vector<int> reduce;         // bucket ids, backward only
+  std::vector<int> reduce; // bucket ids, backward only
 };
 
 /// "schedule.buckets[i]": units whose gradients are reduced together (one
@@ -116,37 +116,37 @@ struct ProgramStep {
 struct Bucket {
   std::vector<int> units;
   Collective collective = Collective::AllReduce;
-  bool everyMicroBatch = false;    // false: only on the last micro-batch
-                                   // (local accumulation in between)
+  bool everyMicroBatch = false; // false: only on the last micro-batch
+                                // (local accumulation in between)
 };
 
-struct OptimizerPlacementSpec {    // "schedule.optimizer"
+struct OptimizerPlacementSpec { // "schedule.optimizer"
   OptimizerDevice device = OptimizerDevice::Accelerator;
-  bool gatherParams = false;       // all-gather updated params (ZeRO-1/2)
+  bool gatherParams = false; // all-gather updated params (ZeRO-1/2)
 };
 
 struct Schedule {
-  std::vector<UnitSpec> units;     // L + 2 entries
+  std::vector<UnitSpec> units; // L + 2 entries
   std::vector<Bucket> buckets;
   std::vector<ProgramStep> forward;  // units in order 0..L+1
   std::vector<ProgramStep> backward; // units in order L+1..0 (autograd's)
   OptimizerPlacementSpec optimizer;
 };
 
-struct Predicted {                 // "predicted": the compiler's estimates
-  int64_t peakMemoryBytes = 0;     // per rank, allocator-allocated bytes
+struct Predicted {             // "predicted": the compiler's estimates
+  int64_t peakMemoryBytes = 0; // per rank, allocator-allocated bytes
   double stepSeconds = 0;
-  double tokensPerSecond = 0;      // all ranks together
+  double tokensPerSecond = 0; // all ranks together
 };
 
 struct Plan {
-  std::string path;                // where it was read from (for messages)
+  std::string path; // where it was read from (for messages)
   ModelConfig model;
   TrainingConfig training;
   WorldConfig world;
   StrategyConfig strategy;
   Schedule schedule;
-  bool scheduleDerived = false;    // true: "schedule" absent, derived
+  bool scheduleDerived = false; // true: "schedule" absent, derived
   Predicted predicted;
 };
 

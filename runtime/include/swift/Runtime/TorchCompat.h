@@ -43,7 +43,8 @@ inline at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k,
 #else
   const int64_t s = q.size(2);
   const double scale = 1.0 / std::sqrt(double(q.size(3)));
-  at::Tensor scores = at::matmul(q, kk.transpose(-2, -1)).to(at::kFloat) * scale;
+  at::Tensor scores =
+      at::matmul(q, kk.transpose(-2, -1)).to(at::kFloat) * scale;
   at::Tensor mask = at::ones({s, s}, q.options().dtype(at::kBool)).triu(1);
   scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
   at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type());
