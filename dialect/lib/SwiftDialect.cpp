@@ -113,7 +113,13 @@ StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                      std::optional<ZeroStage> zero,
                      std::optional<Offload> offload,
                      std::optional<Checkpointing> checkpointing,
-                     std::optional<int64_t> checkpointLayers) {
+                     std::optional<int64_t> checkpointLayers,
+                     std::optional<int64_t> bucketBytes,
+                     std::optional<int64_t> prefetchDepth) {
+  if (bucketBytes && *bucketBytes <= 0)
+    return emitError() << "bucket_bytes must be positive";
+  if (prefetchDepth && *prefetchDepth < 1)
+    return emitError() << "prefetch_depth must be >= 1";
   if (!checkpointLayers)
     return success();
   if (*checkpointLayers < 0)

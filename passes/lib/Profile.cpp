@@ -260,6 +260,10 @@ mlir::swift::fixedStrategy(JobOp job, int64_t worldSize, std::string &missing) {
   case Checkpointing::full: s.checkpointing = cost::Checkpointing::Full; break;
   }
   s.checkpointLayers = attr.getCheckpointLayers().value_or(-1);
+  if (attr.getBucketBytes())
+    s.bucketBytes = *attr.getBucketBytes();
+  if (attr.getPrefetchDepth())
+    s.prefetchDepth = static_cast<int>(*attr.getPrefetchDepth());
   s.microBatchSize = *job.getMicroBatchSize();
   int64_t perStep = s.microBatchSize * worldSize;
   s.gradientAccumulation = std::max<int64_t>(1, job.getGlobalBatchSize() / perStep);

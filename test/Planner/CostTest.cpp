@@ -91,8 +91,9 @@ TEST(Cost, ShardingLowersModelStates) {
                       "strategy.zero=" + std::to_string(zero), "strategy.offload=none",
                       "strategy.checkpointing=full"});
       EXPECT_LE(p.estimate.memory.modelStateBytes, previous) << backend << " zero " << zero;
-      if (zero == 2)
+      if (zero == 2) {
         EXPECT_LT(p.estimate.memory.modelStateBytes, previous) << backend;
+      }
       previous = p.estimate.memory.modelStateBytes;
     }
   }

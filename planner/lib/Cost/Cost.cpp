@@ -78,6 +78,9 @@ std::string unsupportedReason(const ModelProfile &model,
              "offload optimizer+params";
     if (s.checkpointing == Checkpointing::Selective)
       return "HF gradient checkpointing recomputes whole layers; use full";
+    if (setup.method != Method::Full && (s.zero != 0 || s.offload != Offload::None))
+      return "LoRA/QLoRA under HF is planned unsharded (zero 0, no offload): "
+             "the frozen base is not sharded by peft";
     if (s.checkpointing != Checkpointing::None && s.checkpointLayers >= 0 &&
         s.checkpointLayers != model.numLayers)
       return "HF gradient checkpointing covers every layer; checkpoint_layers "

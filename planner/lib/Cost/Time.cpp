@@ -31,6 +31,11 @@ constexpr double kLaunchSecondsPython = 4e-6;
 constexpr double kLaunchSecondsCpp = 2e-6;
 // NCCL reaches ~80% of a link's bandwidth on large messages.
 constexpr double kBusEfficiency = 0.8;
+// Overlapped collectives slow the compute they hide under by this fraction
+// of their own time (SMs and HBM bandwidth taken by NCCL kernels).
+constexpr double kOverlapInterference = 0.10;
+// Issue, stream synchronization and bookkeeping per collective call.
+constexpr double kCollectiveOverheadSeconds = 30e-6;
 // Host<->device copies over PCIe reach ~80% of the link.
 constexpr double kHostLinkEfficiency = 0.8;
 // CPU AdamW under offload, seconds per rank-local parameter. HF/FSDP2
@@ -40,6 +45,10 @@ constexpr double kHostLinkEfficiency = 0.8;
 // buffers, ~5x faster (DeepSpeed's CPU-Adam reports 5-7x over torch).
 constexpr double kTorchCpuAdamSecondsPerParam = 1.5e-9;
 constexpr double kFastCpuAdamSecondsPerParam = 0.3e-9;
+
+double hbmBytesPerSecond(const Hardware &hw) {
+  return hw.hbmGBps * 1e9 * kMemoryEfficiency;
+}
 
 /// HBM bytes per token moved by the memory-bound kernels of `ops`, forward
 /// and backward (an elementwise backward reads the gradient and saved
@@ -175,42 +184,57 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
   t.computeSeconds = micro * (c.forward + c.backward + c.recompute);
   t.recomputeSeconds = micro * c.recompute;
 
-  // Collectives per step and the compute they hide under.
-  double exposed = 0, total = 0;
+  // Collectives per step and the compute they hide under. A hidden
+  // collective is not free: its kernels take SMs and HBM bandwidth from the
+  // compute it overlaps (kOverlapInterference of its time), and each one
+  // costs a fixed issue/synchronization overhead on the critical path.
+  double exposed = 0, total = 0, count = 0;
   double paramBytes = 2; // gathers move bf16 parameters
+  double grads = gradBytes * trainable;
+  auto buckets = [&](double bytes) {
+    return std::max(1.0, std::ceil(bytes / double(s.bucketBytes)));
+  };
   if (W > 1) {
     if (s.zero == 0) {
       // Bucketed all-reduce during the last micro-batch's backward; the last
       // bucket cannot hide.
-      double ar = collectiveSeconds(gradBytes * trainable, true, hw);
-      double last = collectiveSeconds(std::min<double>(s.bucketBytes, gradBytes * trainable), true, hw);
+      double ar = collectiveSeconds(grads, true, hw);
       total = ar;
-      exposed = std::max(0.0, ar - c.backward) + last;
+      count = buckets(grads);
+      exposed = std::max(0.0, ar - c.backward) +
+                collectiveSeconds(std::min<double>(s.bucketBytes, grads), true, hw);
     } else if (s.zero <= 2) {
       // Reduce-scatter of gradients (every micro-batch at ZeRO-2, the last
       // at ZeRO-1) under backward, then an all-gather of updated parameters
       // that nothing hides.
       double rsTimes = s.zero == 2 ? micro : 1;
-      double rs = collectiveSeconds(gradBytes * trainable, false, hw);
+      double rs = collectiveSeconds(grads, false, hw);
       double ag = collectiveSeconds(paramBytes * trainable, false, hw);
       total = rsTimes * rs + ag;
+      count = rsTimes * buckets(grads) + buckets(paramBytes * trainable);
       exposed = rsTimes * std::max(0.0, rs - c.backward) +
-                collectiveSeconds(std::min<double>(s.bucketBytes, gradBytes * trainable), false, hw) +
-                ag;
+                collectiveSeconds(std::min<double>(s.bucketBytes, grads), false, hw) + ag;
     } else {
-      // ZeRO-3, every micro-batch: gather parameters for forward and again
+      // ZeRO-3, every micro-batch: gather each unit for forward and again
       // for backward (prefetched under the previous unit's compute), and
-      // reduce-scatter gradients under backward.
+      // reduce-scatter its gradients under backward. Gathers copy the shard
+      // in and the unit out through HBM.
+      double units = m.numLayers + 2;
       double agFwd = collectiveSeconds(paramBytes * P, false, hw);
       double agBwd = agFwd;
-      double rs = collectiveSeconds(gradBytes * trainable, false, hw);
+      double rs = collectiveSeconds(grads, false, hw);
       double firstUnit = collectiveSeconds(
           paramBytes * std::max<double>(m.layerParameters, m.embeddingParameters), false, hw);
       total = micro * (agFwd + agBwd + rs);
+      count = micro * 3 * units;
+      // The copies in and out of the gather buffers run on the compute
+      // stream: communication cost nothing hides.
       exposed = micro * (std::max(0.0, agFwd - c.forward) +
-                         std::max(0.0, agBwd + rs - c.backward - c.recompute) +
-                         firstUnit);
+                         std::max(0.0, agBwd + rs - c.backward - c.recompute) + firstUnit +
+                         2 * 2 * paramBytes * P / hbmBytesPerSecond(hw));
     }
+    exposed += kOverlapInterference * std::max(0.0, total - exposed) +
+               count * kCollectiveOverheadSeconds;
   }
   t.communicationSeconds = total;
   t.exposedCommunicationSeconds = exposed;

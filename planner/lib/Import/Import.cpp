@@ -196,7 +196,9 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
     checkpointing =
         symbolize<Checkpointing>(*job.strategy.checkpointing, symbolizeCheckpointing);
   auto strategy = StrategyAttr::get(&context, zero, offload, checkpointing,
-                                    job.strategy.checkpointLayers);
+                                    job.strategy.checkpointLayers,
+                                    /*bucketBytes=*/std::nullopt,
+                                    /*prefetchDepth=*/std::nullopt);
   Method method = symbolize<Method>(t.method, symbolizeMethod);
   LoraAttr lora;
   if (method != Method::full) {

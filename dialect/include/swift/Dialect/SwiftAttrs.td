@@ -100,7 +100,8 @@ def Swift_StrategyAttr : Swift_Attr<"Strategy", "strategy"> {
   let description = [{
     An absent field is still to be decided by the planner (`auto` in the job
     file). `checkpoint_layers` restricts checkpointing to the first k decoder
-    layers.
+    layers; `bucket_bytes` is the gradient bucket size and `prefetch_depth`
+    how many units ZeRO-3 gathers ahead.
 
     ```mlir
     #swift.strategy<zero = zero3, checkpointing = full>
@@ -110,7 +111,9 @@ def Swift_StrategyAttr : Swift_Attr<"Strategy", "strategy"> {
     Swift_OptionalEnumParameter<"::mlir::swift::ZeroStage">:$zero,
     Swift_OptionalEnumParameter<"::mlir::swift::Offload">:$offload,
     Swift_OptionalEnumParameter<"::mlir::swift::Checkpointing">:$checkpointing,
-    OptionalParameter<"std::optional<int64_t>">:$checkpoint_layers);
+    OptionalParameter<"std::optional<int64_t>">:$checkpoint_layers,
+    OptionalParameter<"std::optional<int64_t>">:$bucket_bytes,
+    OptionalParameter<"std::optional<int64_t>">:$prefetch_depth);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

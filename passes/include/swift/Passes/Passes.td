@@ -22,6 +22,27 @@ def AnnotateModelPass : Pass<"swift-annotate-model", "::mlir::ModuleOp"> {
   ];
 }
 
+def ChooseStrategyPass : Pass<"swift-choose-strategy", "::mlir::ModuleOp"> {
+  let summary = "Search the strategy space and fix the job's open decisions";
+  let description = [{
+    Enumerates ZeRO stage, offload, checkpointing (including first-k layers),
+    micro-batch, bucket size and prefetch depth around the decisions the job
+    fixed, prices every candidate with the cost model and keeps the fastest
+    whose peak fits under the GPU's capacity minus the margin. Writes the
+    chosen strategy into the job (its `strategy` and `micro_batch_size`) and
+    records the decision as `swift.decision`: the chosen strategy, the
+    runners-up with why each lost, how many strategies were priced; when
+    nothing fits, status `nothing-fits`, the closest strategy (written into
+    the job so it can still be priced) and its shortfall.
+  }];
+  let options = [
+    Option<"memoryMargin", "memory-margin", "double", /*default=*/"0.10",
+           "Fraction of GPU capacity kept free for allocator fragmentation">,
+    Option<"alternatives", "alternatives", "unsigned", /*default=*/"5",
+           "Runners-up to record">
+  ];
+}
+
 def EstimateCostPass : Pass<"swift-estimate-cost", "::mlir::ModuleOp"> {
   let summary = "Price the job's strategy: memory per GPU and step time";
   let description = [{
