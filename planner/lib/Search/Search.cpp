@@ -37,16 +37,34 @@ std::vector<T> choices(const std::optional<T> &fixed, std::vector<T> all) {
   return fixed ? std::vector<T>{*fixed} : all;
 }
 
-/// Better first: fitting before not, then faster, then (within 0.1%) leaner.
+/// Predicted throughputs closer than this are a tie, decided by memory.
+constexpr double kTie = 1e-3;
+
+/// A strict order: fitting before not; fitting ones faster first, then
+/// leaner; others by how little they need.
 bool better(const Candidate &a, const Candidate &b) {
   if (a.fits != b.fits)
     return a.fits;
   if (!a.fits)
     return a.estimate.memory.peakBytes < b.estimate.memory.peakBytes;
   double ta = a.estimate.time.tokensPerSecond, tb = b.estimate.time.tokensPerSecond;
-  if (std::abs(ta - tb) > 1e-3 * std::max(ta, tb))
+  if (ta != tb)
     return ta > tb;
   return a.estimate.memory.peakBytes < b.estimate.memory.peakBytes;
+}
+
+/// Moves the leanest of the candidates tied with the fastest to the front.
+void breakTies(std::vector<Candidate> &ranked) {
+  if (ranked.empty() || !ranked.front().fits)
+    return;
+  double top = ranked.front().estimate.time.tokensPerSecond;
+  auto leanest = ranked.begin();
+  for (auto it = ranked.begin(); it != ranked.end() && it->fits &&
+                                 it->estimate.time.tokensPerSecond >= top * (1 - kTie);
+       ++it)
+    if (it->estimate.memory.peakBytes < leanest->estimate.memory.peakBytes)
+      leanest = it;
+  std::rotate(ranked.begin(), leanest, leanest + 1);
 }
 
 class Searcher {
@@ -82,6 +100,7 @@ public:
     for (auto &entry : bestPerFamily)
       all.push_back(entry.second);
     std::sort(all.begin(), all.end(), better);
+    breakTies(all);
     return all;
   }
 
@@ -115,9 +134,10 @@ std::string verdict(const Candidate &c, const Candidate &best, int64_t usable,
   }
   double slower = 1 - c.estimate.time.tokensPerSecond / best.estimate.time.tokensPerSecond;
   char buffer[160];
-  if (slower < 1e-3) {
-    std::snprintf(buffer, sizeof(buffer), "as fast, %s more memory",
-                  gib(c.estimate.memory.peakBytes - best.estimate.memory.peakBytes).c_str());
+  int64_t more = c.estimate.memory.peakBytes - best.estimate.memory.peakBytes;
+  if (slower < kTie && more >= 0) {
+    std::snprintf(buffer, sizeof(buffer), "as fast (within 0.1%%), %s more memory",
+                  gib(double(more)).c_str());
     return buffer;
   }
   // Name the part of the step that grew most against the chosen strategy.
@@ -130,8 +150,8 @@ std::string verdict(const Candidate &c, const Candidate &best, int64_t usable,
        "offload and optimizer step"}};
   auto *worst = std::max_element(std::begin(parts), std::end(parts));
   bool ms = worst->first < 1;
-  std::snprintf(buffer, sizeof(buffer), "%.0f%% slower (+%.3g %s of %s per step)",
-                std::max(1.0, 100 * slower), ms ? 1e3 * worst->first : worst->first,
+  std::snprintf(buffer, sizeof(buffer), "%.1f%% slower (+%.3g %s of %s per step)",
+                100 * slower, ms ? 1e3 * worst->first : worst->first,
                 ms ? "ms" : "s", worst->second);
   return buffer;
 }
