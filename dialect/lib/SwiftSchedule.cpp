@@ -52,7 +52,7 @@ LogicalResult ScheduleOp::verifyRegions() {
   if (numUnits == 1)
     return units[0].emitOpError("a schedule needs an embedding and a head unit");
   for (auto [i, unit] : llvm::enumerate(units)) {
-    if (unit.getIndex() != int64_t(i))
+    if (unit.getIndex() != i)
       return unit.emitOpError("has index ")
              << unit.getIndex() << " but is unit #" << i
              << " (units are listed in index order)";
@@ -66,7 +66,7 @@ LogicalResult ScheduleOp::verifyRegions() {
   }
   std::vector<BucketOp> buckets = getBuckets();
   for (auto [i, bucket] : llvm::enumerate(buckets)) {
-    if (bucket.getIndex() != int64_t(i))
+    if (bucket.getIndex() != i)
       return bucket.emitOpError("has index ")
              << bucket.getIndex() << " but is bucket #" << i;
     for (int64_t u : bucket.getUnits())

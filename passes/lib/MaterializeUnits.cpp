@@ -49,7 +49,7 @@ FailureOr<UnitParameters> countUnitParameters(ModelOp model) {
       int64_t perLayer = 0;
       repeat.getBody().walk(
           [&](ParamOp param) { perLayer += param.getNumElements(); });
-      if (repeat.getFirstLayer() != int64_t(counts.layers.size()))
+      if (repeat.getFirstLayer() != counts.layers.size())
         return repeat.emitOpError("starts at layer ")
                << repeat.getFirstLayer() << " but layers 0.."
                << int64_t(counts.layers.size()) - 1

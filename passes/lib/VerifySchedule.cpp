@@ -23,6 +23,9 @@ namespace cost = ::swift::cost;
 
 namespace {
 
+// Buckets are sized in fp32 gradient bytes (swift-materialize-collectives).
+constexpr int64_t kGradBytes = 4;
+
 class ScheduleChecker {
 public:
   explicit ScheduleChecker(ScheduleTarget t)
@@ -83,7 +86,7 @@ private:
     for (Operation &op : program.getBody().front()) {
       if (auto compute = dyn_cast<ComputeUnitOp>(op)) {
         int64_t want = isBackward ? last - next : next;
-        if (next > last || compute.getUnit() != want)
+        if (next > last || int64_t(compute.getUnit()) != want)
           return compute.emitOpError("computes unit ")
                  << compute.getUnit() << " where "
                  << (isBackward ? "backward" : "forward") << " needs "
@@ -132,6 +135,8 @@ private:
           if (g.getStream() != Stream::communication)
             return g.emitOpError("must run on the communication stream "
                                  "(swift-run overlaps it with compute)");
+          if (failed(checkPrefetchPosition(g, isBackward)))
+            return failure();
           resident[g.getUnit()] = true;
         } else if (auto r = dyn_cast<ReleaseOp>(op)) {
           if (!resident[r.getUnit()])
@@ -157,6 +162,24 @@ private:
     return success();
   }
 
+  /// `ahead` names the unit the gathered parameters serve: `ahead` units
+  /// after the next compute, in the program's order.
+  LogicalResult checkPrefetchPosition(AllGatherOp gather, bool isBackward) {
+    Operation *op = gather->getNextNode();
+    while (op && !isa<ComputeUnitOp>(op))
+      op = op->getNextNode();
+    int64_t next = cast<ComputeUnitOp>(op).getUnit();
+    int64_t served = isBackward ? next - gather.getAhead()
+                                : next + gather.getAhead();
+    if (served < 0 || served > last ||
+        !llvm::is_contained(units[served].getOwners(), gather.getUnit()))
+      return gather.emitOpError("gathers unit ")
+             << gather.getUnit() << " " << gather.getAhead()
+             << " unit(s) ahead of unit " << next
+             << ", but the unit there does not read it";
+    return success();
+  }
+
   LogicalResult checkBuckets() {
     SmallVector<int64_t> bucketOf(units.size(), -1);
     const Collective want =
@@ -168,6 +191,13 @@ private:
                  << u << ", already in bucket " << bucketOf[u];
         bucketOf[u] = bucket.getIndex();
       }
+      int64_t bytes = 0;
+      for (int64_t u : bucket.getUnits())
+        bytes += units[u].getParameters() * kGradBytes;
+      if (int64_t(bucket.getBytes()) != bytes)
+        return bucket.emitOpError("says ")
+               << bucket.getBytes() << " bytes but its units' fp32 gradients "
+               << "take " << bytes;
       if (bucket.getCollective() != want)
         return bucket.emitOpError("ZeRO-")
                << s.zero << " reduces gradients with "

@@ -40,6 +40,15 @@
 // RUN: sed 's/swift.compute unit 2$/swift.compute unit 1/' %t.z3 | not swift-opt --swift-verify-schedule 2>&1 | FileCheck %s --check-prefix=ORDER
 // ORDER: error: 'swift.compute' op computes unit 1 where forward needs unit 2
 
+// A prefetch position names a unit that reads the gathered parameters.
+// RUN: sed '0,/all_gather unit 1 ahead 1/s//all_gather unit 1 ahead 2/' %t.z3 | not swift-opt --swift-verify-schedule 2>&1 \
+// RUN:   | FileCheck %s --check-prefix=AHEAD
+// AHEAD: error: 'swift.all_gather' op gathers unit 1 2 unit(s) ahead of unit 0, but the unit there does not read it
+
+// A bucket's size is its units' fp32 gradients.
+// RUN: sed 's/bytes 5312/bytes 4096/' %t.z3 | not swift-opt --swift-verify-schedule 2>&1 | FileCheck %s --check-prefix=BYTES
+// BYTES: error: 'swift.bucket' op says 4096 bytes but its units' fp32 gradients take 5312
+
 // The bucket's collective follows the stage.
 // RUN: sed 's/units \[3, 2, 1, 0\] reduce_scatter/units [3, 2, 1, 0] all_reduce/; s/swift.reduce_scatter bucket/swift.all_reduce bucket/' %t.z3 \
 // RUN:   | not swift-opt --swift-verify-schedule 2>&1 | FileCheck %s --check-prefix=COLLECTIVE

@@ -112,7 +112,7 @@ FailureOr<llvm::json::Object> scheduleJson(ModuleOp module) {
     std::vector<int64_t> pendingGathers;
     for (Operation &op : program.getBody().front()) {
       if (auto c = dyn_cast<ComputeUnitOp>(op)) {
-        out.push_back({c.getUnit(), std::move(pendingGathers), {}, {}});
+        out.push_back({int64_t(c.getUnit()), std::move(pendingGathers), {}, {}});
         pendingGathers.clear();
       } else if (auto g = dyn_cast<AllGatherOp>(op)) {
         pendingGathers.push_back(g.getUnit());

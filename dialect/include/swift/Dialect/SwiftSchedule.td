@@ -97,9 +97,10 @@ def Swift_UnitOp : Swift_Op<"unit", [HasParent<"ScheduleOp">]> {
     /// Units whose parameters this unit's compute reads (plan.h's
     /// unitOwners): itself, and unit 0 for a tied head.
     ::llvm::SmallVector<int64_t, 2> getOwners() {
+      int64_t self = getIndex();
       if (getReadsEmbedding())
-        return {getIndex(), 0};
-      return {getIndex()};
+        return {self, 0};
+      return {self};
     }
   }];
 }
