@@ -227,6 +227,21 @@ cost::Hardware mlir::swift::hardware(ClusterOp cluster) {
   hw.intraNode = link(cluster.getIntraNode());
   hw.interNode = link(cluster.getInterNode());
   hw.hostMemoryBytes = cluster.getHostMemory();
+  if (DictionaryAttr m = cluster.getMeasuredAttr()) {
+    auto rate = [&](StringRef key, double &out) {
+      if (auto v = m.getAs<FloatAttr>(key))
+        out = v.getValueAsDouble();
+    };
+    cost::MeasuredRates &r = hw.measured;
+    rate("matmul_tflops", r.matmulTflops);
+    rate("attention_tflops", r.attentionTflops);
+    rate("elementwise_gbps", r.elementwiseGBps);
+    rate("host_link_gbps", r.hostLinkGBps);
+    rate("intra_node_bus_gbps", r.intraNodeBusGBps);
+    rate("inter_node_bus_gbps", r.interNodeBusGBps);
+    rate("collective_latency_us", r.collectiveLatencyUs);
+    rate("cpu_adam_ns_per_param", r.cpuAdamNsPerParam);
+  }
   return hw;
 }
 

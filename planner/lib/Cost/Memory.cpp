@@ -26,6 +26,9 @@ struct States {
   double optimizerTemporaries = 0;
   double gradientBuffers = 0; // DDP buckets / DeepSpeed ipg buffers
   double host = 0;           // host bytes per GPU (offload)
+  // Gradient storage allocated once and held across steps (swift-run's
+  // accumulators and reduced shards), alive at every point of the step.
+  double persistentGradients = 0;
 };
 
 struct Candidate {
@@ -136,7 +139,8 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   double outNew = a.logitsBytes + (a.kvShared ? 0 : a.kvCache);
   double outBackward = a.holdsOutputs ? outNew : 0;
   Parts base = {{"parameters", st.parameters},
-                {"optimizer_states", st.optimizer}};
+                {"optimizer_states", st.optimizer},
+                {"gradient_accumulators", st.persistentGradients}};
   std::vector<Candidate> candidates;
   bool autocastCheckpointed = exec == Exec::Autocast && s.checkpointedLayers(L);
 
@@ -219,9 +223,10 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   for (const auto &[name, bytes] : peak->parts)
     if (bytes > 0)
       mem.breakdown.push_back({name, static_cast<int64_t>(std::llround(bytes))});
-  mem.staticBytes = static_cast<int64_t>(st.parameters + st.optimizer);
-  mem.modelStateBytes =
-      static_cast<int64_t>(std::llround(st.parameters + st.gradients + st.optimizer));
+  mem.staticBytes =
+      static_cast<int64_t>(st.parameters + st.optimizer + st.persistentGradients);
+  mem.modelStateBytes = static_cast<int64_t>(std::llround(
+      st.parameters + st.gradients + st.persistentGradients + st.optimizer));
   mem.forwardPeakBytes = static_cast<int64_t>(candidates[0].total());
   double backward = 0;
   for (const Candidate &c : candidates)
@@ -391,15 +396,15 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
     st.optimizer = optimizerBytes;
   else
     st.host = optimizerBytes + (s.zero == 3 ? e * P / W : 0);
-  if (s.zero <= 1)
-    st.gradients = g * P + (s.zero == 1 ? g * P / W : 0);
-  else
-    st.gradients = g * P / W + g * unit;
+  // Accumulators live from the engine's start: the full gradient at
+  // ZeRO-0/1, the reduced shard at ZeRO-1..3; ZeRO-2/3 add one unit's
+  // micro-batch gradient in flight to its reduce-scatter.
+  st.persistentGradients = (s.zero <= 1 ? g * P : 0) + (s.zero >= 1 ? g * P / W : 0);
+  st.gradients = s.zero >= 2 ? g * unit : 0;
   Activations a = hfActivations(m, setup, s, exec);
   a.holdsOutputs = false;
   a.kvCache = 0;
-  MemoryEstimate mem =
-      walkHF(m, st, a, sharded, 0, st.gradients / m.numLayers, s, exec);
+  MemoryEstimate mem = walkHF(m, st, a, sharded, 0, 0, s, exec);
   mem.hostBytes = static_cast<int64_t>(st.host * hw.gpusPerNode);
   return mem;
 }

@@ -46,8 +46,36 @@ constexpr double kHostLinkEfficiency = 0.8;
 constexpr double kTorchCpuAdamSecondsPerParam = 1.5e-9;
 constexpr double kFastCpuAdamSecondsPerParam = 0.3e-9;
 
-double hbmBytesPerSecond(const Hardware &hw) {
-  return hw.hbmGBps * 1e9 * kMemoryEfficiency;
+/// The rates the time model runs on: measured where the hardware profile
+/// gives them, otherwise datasheet peaks times the efficiencies above.
+struct Rates {
+  double matmul, attention, elementwise; // FLOP/s, FLOP/s, B/s
+  double hostLink;                       // B/s, one direction
+  double intraBus, interBus;             // NCCL bus bandwidth, B/s
+  double latencyIntra, latencyInter;     // s per collective step
+  double cpuAdamTorch, cpuAdamFast;      // s per parameter
+};
+
+Rates ratesOf(const Hardware &hw) {
+  const MeasuredRates &m = hw.measured;
+  auto pick = [](double measured, double fallback) {
+    return measured > 0 ? measured : fallback;
+  };
+  double peak = hw.bf16Tflops * 1e12;
+  Rates r;
+  r.matmul = pick(m.matmulTflops * 1e12, peak * kMatmulEfficiency);
+  r.attention = pick(m.attentionTflops * 1e12, peak * kAttentionEfficiency);
+  r.elementwise = pick(m.elementwiseGBps * 1e9, hw.hbmGBps * 1e9 * kMemoryEfficiency);
+  r.hostLink = pick(m.hostLinkGBps * 1e9, hw.hostLinkGBps * 1e9 * kHostLinkEfficiency);
+  r.intraBus = pick(m.intraNodeBusGBps * 1e9,
+                    hw.intraNode.bandwidthGBps * 1e9 * kBusEfficiency);
+  r.interBus = pick(m.interNodeBusGBps * 1e9,
+                    hw.interNode.bandwidthGBps * 1e9 * kBusEfficiency);
+  r.latencyIntra = pick(m.collectiveLatencyUs, hw.intraNode.latencyUs) * 1e-6;
+  r.latencyInter = pick(m.collectiveLatencyUs, hw.interNode.latencyUs) * 1e-6;
+  r.cpuAdamTorch = pick(m.cpuAdamNsPerParam * 1e-9, kTorchCpuAdamSecondsPerParam);
+  r.cpuAdamFast = pick(m.cpuAdamNsPerParam * 1e-9, kFastCpuAdamSecondsPerParam);
+  return r;
 }
 
 /// HBM bytes per token moved by the memory-bound kernels of `ops`, forward
@@ -109,9 +137,8 @@ struct Compute {
 
 Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
                        const Hardware &hw, const Strategy &s, Exec exec) {
-  double peak = hw.bf16Tflops * 1e12;
-  double mm = peak * kMatmulEfficiency, attn = peak * kAttentionEfficiency;
-  double hbm = hw.hbmGBps * 1e9 * kMemoryEfficiency;
+  Rates rates = ratesOf(hw);
+  double mm = rates.matmul, attn = rates.attention, hbm = rates.elementwise;
   bool frozen = setup.method != Method::Full;
   auto opSeconds = [&](const std::vector<OpProfile> &ops, bool forward) {
     double t = 0;
@@ -151,19 +178,19 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
   return c;
 }
 
-/// One ring collective: bytes per rank, all-reduce moving twice.
+/// One ring collective: bytes per rank, all-reduce moving twice, over the
+/// slowest link it crosses.
 double collectiveSeconds(double bytes, bool allReduce, const Hardware &hw) {
   double n = hw.worldSize();
   if (n <= 1 || bytes <= 0)
     return 0;
-  const Link &slow = hw.nodes > 1 && hw.interNode.bandwidthGBps <
-                                         hw.intraNode.bandwidthGBps
-                         ? hw.interNode
-                         : hw.intraNode;
-  double bw = slow.bandwidthGBps * 1e9 * kBusEfficiency;
+  Rates r = ratesOf(hw);
+  bool crossNodes = hw.nodes > 1 && r.interBus < r.intraBus;
+  double bw = crossNodes ? r.interBus : r.intraBus;
+  double latency = crossNodes ? r.latencyInter : r.latencyIntra;
   double factor = (allReduce ? 2 : 1) * (n - 1) / n;
   double steps = (allReduce ? 2 : 1) * (n - 1);
-  return steps * slow.latencyUs * 1e-6 + bytes * factor / bw;
+  return steps * latency + bytes * factor / bw;
 }
 
 } // namespace
@@ -231,7 +258,7 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
       // stream: communication cost nothing hides.
       exposed = micro * (std::max(0.0, agFwd - c.forward) +
                          std::max(0.0, agBwd + rs - c.backward - c.recompute) + firstUnit +
-                         2 * 2 * paramBytes * P / hbmBytesPerSecond(hw));
+                         2 * 2 * paramBytes * P / ratesOf(hw).elementwise);
     }
     exposed += kOverlapInterference * std::max(0.0, total - exposed) +
                count * kCollectiveOverheadSeconds;
@@ -242,7 +269,8 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
   // The optimizer: fused AdamW streams parameters, gradients and states
   // through HBM; offloaded it runs on the host cores after the gradients
   // cross PCIe, and the parameters cross back.
-  double hbm = hw.hbmGBps * 1e9 * kMemoryEfficiency;
+  Rates rates = ratesOf(hw);
+  double hbm = rates.elementwise;
   double shard = s.zero == 0 ? trainable : trainable / W;
   if (s.offload == Offload::None) {
     double bytesPerParam = setup.precision == Precision::Bf16 && !frozen ? 14 : 28;
@@ -250,12 +278,12 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
     double casts = execution(setup, s) == Exec::Autocast ? 12.0 * P : 0;
     t.optimizerSeconds = (bytesPerParam * shard + casts) / hbm;
   } else {
-    double link = hw.hostLinkGBps * 1e9 * kHostLinkEfficiency;
+    double link = rates.hostLink;
     if (setup.backend == Backend::HF) {
       // Measured as a whole: CPU AdamW with the step's copies.
-      t.optimizerSeconds = shard * kTorchCpuAdamSecondsPerParam;
+      t.optimizerSeconds = shard * rates.cpuAdamTorch;
     } else {
-      t.optimizerSeconds = shard * kFastCpuAdamSecondsPerParam;
+      t.optimizerSeconds = shard * rates.cpuAdamFast;
       // Gradients down, updated parameters up.
       t.offloadSeconds = (gradBytes + 2) * shard / link;
     }

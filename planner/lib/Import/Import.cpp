@@ -138,9 +138,18 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
     return LinkAttr::get(&context, l.name, llvm::APFloat(l.bandwidthGBps),
                          llvm::APFloat(l.latencyUs));
   };
-  ClusterOp::create(b, loc, "cluster", c.nodes, c.gpusPerNode, gpu,
-                    link(c.intraNode), link(c.interNode),
-                    static_cast<int64_t>(c.hostMemoryGiB * (1ll << 30)));
+  DictionaryAttr measured;
+  if (!c.measured.rates.empty()) {
+    SmallVector<NamedAttribute> rates;
+    for (const auto &[key, value] : c.measured.rates)
+      rates.push_back(b.getNamedAttr(key, b.getF64FloatAttr(value)));
+    measured = b.getDictionaryAttr(rates);
+  }
+  ClusterOp::create(b, loc, b.getStringAttr("cluster"), b.getI64IntegerAttr(c.nodes),
+                    b.getI64IntegerAttr(c.gpusPerNode), gpu, link(c.intraNode),
+                    link(c.interNode),
+                    b.getI64IntegerAttr(static_cast<int64_t>(c.hostMemoryGiB * (1ll << 30))),
+                    measured);
 
   // The model.
   const ModelSpec &m = job.model;

@@ -91,6 +91,14 @@ const std::vector<std::string> &offloadValues() {
                                              "optimizer+params"};
   return v;
 }
+const std::vector<std::string> &profileKeys() {
+  static const std::vector<std::string> v = {
+      "matmul_tflops",       "attention_tflops",    "elementwise_gbps",
+      "host_link_gbps",      "intra_node_bus_gbps", "inter_node_bus_gbps",
+      "collective_latency_us", "cpu_adam_ns_per_param"};
+  return v;
+}
+
 const std::vector<std::string> &checkpointingValues() {
   static const std::vector<std::string> v = {"none", "selective", "full"};
   return v;
@@ -127,7 +135,8 @@ const std::vector<std::string> *allowedKeys(const std::string &path) {
        {"sequence_length", "global_batch_size", "micro_batch_size",
         "precision", "optimizer", "method", "lora"}},
       {"training.lora", {"rank", "alpha", "targets"}},
-      {"cluster", {"gpu", "gpus_per_node", "nodes", "interconnect", "host"}},
+      {"cluster",
+       {"gpu", "gpus_per_node", "nodes", "interconnect", "host", "profile"}},
       {"cluster.gpu",
        {"preset", "name", "memory_gib", "bf16_tflops", "hbm_gbps",
         "host_link_gbps", "nvlink_gbps"}},
@@ -607,6 +616,42 @@ LinkSpec readLink(const Reader &r, const YAML::Node &node,
   return l;
 }
 
+/// A hardware profile: rates measured on the machine
+/// (benchmarks/hardware/measure_profile.py writes one).
+MeasuredRates readProfile(const Reader &r, const YAML::Node &node,
+                          const GpuSpec &gpu) {
+  MeasuredRates measured;
+  std::string name = r.scalar(node, "cluster.profile");
+  fs::path path = name;
+  if (path.is_relative() && !r.file.empty())
+    path = fs::path(r.file).parent_path() / name;
+  if (!fs::exists(path))
+    r.fail(node, "cluster.profile",
+           "no such file '" + path.string() +
+               "' (paths are relative to the job file's directory)");
+  YAML::Node profile;
+  try {
+    profile = YAML::LoadFile(path.string());
+  } catch (const YAML::Exception &e) {
+    throw JobError{{path.string(), e.mark.line + 1, e.mark.column + 1, "",
+                    "YAML syntax error: " + e.msg}};
+  }
+  Reader pr(path.string(), {});
+  if (!profile.IsMap())
+    pr.fail(profile, "", "expected a mapping of measured rates");
+  std::vector<std::string> allowed = profileKeys();
+  pr.checkKeys(profile, "", allowed, {"gpu", "source", "date"});
+  if (YAML::Node g = profile["gpu"]; g && pr.scalar(g, "gpu") != gpu.name)
+    pr.fail(g, "gpu",
+            "profile measured on '" + g.Scalar() + "' but the cluster's gpu is '" +
+                gpu.name + "'");
+  for (const std::string &key : allowed)
+    if (YAML::Node v = profile[key])
+      measured.rates[key] = pr.real(v, key);
+  measured.path = path.string();
+  return measured;
+}
+
 ClusterSpec readCluster(const Reader &r, const YAML::Node &root) {
   YAML::Node c = r.mapping(root, "cluster", "");
   if (!c || c.IsNull())
@@ -630,6 +675,8 @@ ClusterSpec readCluster(const Reader &r, const YAML::Node &root) {
                          "cluster.interconnect.intra_node", intraDefault);
   s.interNode = readLink(r, links && links.IsMap() ? links["inter_node"] : none,
                          "cluster.interconnect.inter_node", interDefault);
+  if (YAML::Node profile = c["profile"]; profile && !profile.IsNull())
+    s.measured = readProfile(r, profile, s.gpu);
   if (YAML::Node host = r.mapping(c, "host", "cluster"); host && host.IsMap()) {
     r.checkKeys(host, "cluster.host", *allowedKeys("cluster.host"));
     if (host["memory_gib"])

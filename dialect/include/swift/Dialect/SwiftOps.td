@@ -21,7 +21,11 @@ def Swift_ClusterOp : Swift_Op<"cluster", [Symbol, HasParent<"ModuleOp">]> {
   let description = [{
     A module-level symbol naming the hardware: `nodes` machines of
     `gpus_per_node` GPUs each, the links inside and between nodes, and the
-    host memory of one node.
+    host memory of one node. `measured` holds rates measured on the real
+    machine (a hardware profile), which replace the datasheet numbers times
+    typical efficiencies: `matmul_tflops`, `attention_tflops`,
+    `elementwise_gbps`, `host_link_gbps`, `intra_node_bus_gbps`,
+    `inter_node_bus_gbps`, `collective_latency_us`, `cpu_adam_ns_per_param`.
 
     ```mlir
     swift.cluster @cluster nodes 2 x 8 gpu #swift.gpu<...>
@@ -36,7 +40,8 @@ def Swift_ClusterOp : Swift_Op<"cluster", [Symbol, HasParent<"ModuleOp">]> {
     Swift_GpuAttr:$gpu,
     Swift_LinkAttr:$intra_node,
     Swift_LinkAttr:$inter_node,
-    ConfinedAttr<I64Attr, [IntPositive]>:$host_memory);
+    ConfinedAttr<I64Attr, [IntPositive]>:$host_memory,
+    OptionalAttr<DictionaryAttr>:$measured);
   let assemblyFormat = [{
     $sym_name `nodes` $nodes `x` $gpus_per_node `gpu` $gpu
     `intra_node` $intra_node `inter_node` $inter_node

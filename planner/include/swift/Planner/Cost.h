@@ -101,8 +101,17 @@ struct Link {
   double latencyUs = 0;
 };
 
+/// Rates measured on the machine; 0 means "not measured: use the
+/// datasheet number times a typical efficiency".
+struct MeasuredRates {
+  double matmulTflops = 0, attentionTflops = 0, elementwiseGBps = 0;
+  double hostLinkGBps = 0, intraNodeBusGBps = 0, interNodeBusGBps = 0;
+  double collectiveLatencyUs = 0, cpuAdamNsPerParam = 0;
+};
+
 /// The hardware, as datasheets or a measured profile give it.
 struct Hardware {
+  MeasuredRates measured;
   std::string gpu;
   int64_t memoryBytes = 0;
   double bf16Tflops = 0;

@@ -13,6 +13,7 @@
 #define SWIFT_PLANNER_JOB_H
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -80,8 +81,16 @@ struct LinkSpec {
   double latencyUs = 0;
 };
 
+/// Rates measured on the real machine (a hardware profile file); each one
+/// present replaces the datasheet number times a typical efficiency.
+struct MeasuredRates {
+  std::string path; // the profile file, "" when none
+  std::map<std::string, double> rates; // key -> value, keys in profileKeys()
+};
+
 struct ClusterSpec {
   GpuSpec gpu;
+  MeasuredRates measured;
   int64_t gpusPerNode = 1;
   int64_t nodes = 1;
   LinkSpec intraNode;
@@ -124,6 +133,9 @@ const std::vector<std::string> &methodValues();
 const std::vector<std::string> &backendValues();
 const std::vector<std::string> &offloadValues();
 const std::vector<std::string> &checkpointingValues();
+
+/// The rates a hardware profile may give, with their units in the name.
+const std::vector<std::string> &profileKeys();
 
 /// The closest of `candidates` to `word` if it is close enough to be a typo.
 std::optional<std::string>
