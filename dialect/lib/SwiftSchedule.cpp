@@ -50,7 +50,8 @@ LogicalResult ScheduleOp::verifyRegions() {
   std::vector<UnitOp> units = getUnits();
   int64_t numUnits = units.size();
   if (numUnits == 1)
-    return units[0].emitOpError("a schedule needs an embedding and a head unit");
+    return units[0].emitOpError(
+        "a schedule needs an embedding and a head unit");
   for (auto [i, unit] : llvm::enumerate(units)) {
     if (unit.getIndex() != i)
       return unit.emitOpError("has index ")
@@ -71,8 +72,7 @@ LogicalResult ScheduleOp::verifyRegions() {
              << bucket.getIndex() << " but is bucket #" << i;
     for (int64_t u : bucket.getUnits())
       if (u >= numUnits)
-        return bucket.emitOpError("refers to unit ")
-               << u << " of " << numUnits;
+        return bucket.emitOpError("refers to unit ") << u << " of " << numUnits;
   }
   bool seen[2] = {false, false};
   int optimizerSteps = 0;
@@ -147,7 +147,8 @@ LogicalResult BucketOp::verify() {
 }
 
 static bool inBackward(Operation *op) {
-  return cast<ProgramOp>(op->getParentOp()).getPhase() == ProgramPhase::backward;
+  return cast<ProgramOp>(op->getParentOp()).getPhase() ==
+         ProgramPhase::backward;
 }
 
 LogicalResult ComputeUnitOp::verify() {

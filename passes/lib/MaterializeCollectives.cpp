@@ -126,8 +126,8 @@ struct MaterializeCollectivesPass
         for (int64_t k = 0; k <= depth && u - k >= 1; ++k)
           for (int64_t owner : units[u - k].getOwners())
             gather(owner, k);
-      ComputeUnitOp::create(b, loc, u,
-                            units[u].getCheckpointMode() != Checkpointing::none);
+      ComputeUnitOp::create(
+          b, loc, u, units[u].getCheckpointMode() != Checkpointing::none);
       if (z3 && u != 0)
         ReleaseOp::create(b, loc, u);
       if (z3 && u == last && tied)

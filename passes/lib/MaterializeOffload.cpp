@@ -63,14 +63,16 @@ struct MaterializeOffloadPass
     OpBuilder b(schedule.getContext());
     Location loc = schedule.getLoc();
     auto copy = [&](HostData what, CopyDirection direction,
-                    std::optional<int64_t> unit, std::optional<int64_t> bucket) {
+                    std::optional<int64_t> unit,
+                    std::optional<int64_t> bucket) {
       CopyOp::create(b, loc, what, direction,
                      unit ? b.getI64IntegerAttr(*unit) : IntegerAttr(),
                      bucket ? b.getI64IntegerAttr(*bucket) : IntegerAttr());
       ++numCopies;
     };
     // Reduced gradients to the host optimizer, bucket by bucket.
-    for (Operation &op : llvm::make_early_inc_range(backward.getBody().front())) {
+    for (Operation &op :
+         llvm::make_early_inc_range(backward.getBody().front())) {
       std::optional<int64_t> bucket;
       if (auto rs = dyn_cast<ReduceScatterOp>(op))
         bucket = rs.getBucket();
@@ -93,7 +95,8 @@ struct MaterializeOffloadPass
     // makes its unit resident, following the residency the runtime tracks.
     llvm::DenseSet<int64_t> resident;
     for (ProgramOp program : {forward, backward}) {
-      for (Operation &op : llvm::make_early_inc_range(program.getBody().front())) {
+      for (Operation &op :
+           llvm::make_early_inc_range(program.getBody().front())) {
         if (auto gather = dyn_cast<AllGatherOp>(op)) {
           if (!resident.insert(gather.getUnit()).second)
             continue;

@@ -74,8 +74,9 @@ std::optional<Checkpointing> checkpointOf(const cost::Strategy &s,
   if (s.checkpointing == cost::Checkpointing::None ||
       (s.checkpointLayers >= 0 && layer >= s.checkpointLayers))
     return std::nullopt;
-  return s.checkpointing == cost::Checkpointing::Full ? Checkpointing::full
-                                                      : Checkpointing::selective;
+  return s.checkpointing == cost::Checkpointing::Full
+             ? Checkpointing::full
+             : Checkpointing::selective;
 }
 
 LogicalResult materializeUnits(JobOp job) {
@@ -107,8 +108,9 @@ LogicalResult materializeUnits(JobOp job) {
                    layer ? b.getI64IntegerAttr(*layer) : IntegerAttr(),
                    b.getI64IntegerAttr(parameters),
                    readsEmbedding ? b.getUnitAttr() : UnitAttr(),
-                   checkpoint ? CheckpointingAttr::get(b.getContext(), *checkpoint)
-                              : CheckpointingAttr());
+                   checkpoint
+                       ? CheckpointingAttr::get(b.getContext(), *checkpoint)
+                       : CheckpointingAttr());
   };
   unit(UnitKind::embedding, std::nullopt, counts->embedding, false,
        std::nullopt);

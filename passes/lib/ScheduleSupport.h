@@ -28,9 +28,8 @@ struct ScheduleTarget {
 /// Resolves `job` or reports why `pass` cannot run on it: a missing model
 /// or cluster, an open strategy decision, or (with `needSchedule`) no
 /// schedule yet.
-inline FailureOr<ScheduleTarget> resolveScheduleTarget(JobOp job,
-                                                       StringRef pass,
-                                                       bool needSchedule) {
+inline FailureOr<ScheduleTarget>
+resolveScheduleTarget(JobOp job, StringRef pass, bool needSchedule) {
   auto module = job->getParentOfType<ModuleOp>();
   ScheduleTarget t;
   t.job = job;
@@ -45,8 +44,7 @@ inline FailureOr<ScheduleTarget> resolveScheduleTarget(JobOp job,
       fixedStrategy(job, t.cluster.getNumGpus(), missing);
   if (!s)
     return job.emitOpError("strategy is not complete (open: ")
-           << missing << "); " << pass
-           << " materializes a fixed strategy only";
+           << missing << "); " << pass << " materializes a fixed strategy only";
   t.strategy = *s;
   for (auto schedule : module.getOps<ScheduleOp>())
     if (schedule.getJob() == job.getSymName())
@@ -59,8 +57,7 @@ inline FailureOr<ScheduleTarget> resolveScheduleTarget(JobOp job,
 }
 
 /// Runs `fn` on every job of `module`; false when any failed.
-template <typename Fn>
-bool forEachJob(ModuleOp module, Fn &&fn) {
+template <typename Fn> bool forEachJob(ModuleOp module, Fn &&fn) {
   bool ok = true;
   for (JobOp job : llvm::to_vector(module.getOps<JobOp>()))
     ok &= succeeded(fn(job));

@@ -65,7 +65,7 @@ private:
       bool want = s.checkpointing != cost::Checkpointing::None &&
                   (s.checkpointLayers < 0 || layer < s.checkpointLayers);
       bool full = s.checkpointing == cost::Checkpointing::Full;
-      Checkpointing expected = !want ? Checkpointing::none
+      Checkpointing expected = !want  ? Checkpointing::none
                                : full ? Checkpointing::full
                                       : Checkpointing::selective;
       if (unit.getCheckpointMode() != expected)
@@ -95,17 +95,17 @@ private:
         bool checkpointed =
             units[want].getCheckpointMode() != Checkpointing::none;
         if (isBackward && compute.getRecompute() != checkpointed)
-          return compute.emitOpError(checkpointed
-                                         ? "must recompute its checkpointed unit"
-                                         : "recomputes a unit that keeps its "
-                                           "activations");
+          return compute.emitOpError(
+              checkpointed ? "must recompute its checkpointed unit"
+                           : "recomputes a unit that keeps its "
+                             "activations");
         ++next;
         lastCompute = &op;
         continue;
       }
-      bool after = isa<ReleaseOp, ReduceScatterOp, AllReduceOp>(op) ||
-                   (isa<CopyOp>(op) &&
-                    cast<CopyOp>(op).getWhat() == HostData::grads);
+      bool after =
+          isa<ReleaseOp, ReduceScatterOp, AllReduceOp>(op) ||
+          (isa<CopyOp>(op) && cast<CopyOp>(op).getWhat() == HostData::grads);
       if (after && !lastCompute)
         return op.emitOpError("comes before any compute; it belongs after "
                               "the compute it follows");
@@ -169,8 +169,8 @@ private:
     while (op && !isa<ComputeUnitOp>(op))
       op = op->getNextNode();
     int64_t next = cast<ComputeUnitOp>(op).getUnit();
-    int64_t served = isBackward ? next - gather.getAhead()
-                                : next + gather.getAhead();
+    int64_t served =
+        isBackward ? next - gather.getAhead() : next + gather.getAhead();
     if (served < 0 || served > last ||
         !llvm::is_contained(units[served].getOwners(), gather.getUnit()))
       return gather.emitOpError("gathers unit ")
@@ -327,12 +327,11 @@ private:
     auto copies = llvm::to_vector(t.schedule.getOps<CopyOp>());
     bool copyBack = s.offload == cost::Offload::Optimizer;
     if (copies.size() != size_t(copyBack))
-      return t.schedule.emitOpError(copyBack
-                                        ? "needs one copy of the updated "
-                                          "parameters back to the device"
-                                        : "copies parameters after the "
-                                          "optimizer step, which only "
-                                          "optimizer offload does");
+      return t.schedule.emitOpError(copyBack ? "needs one copy of the updated "
+                                               "parameters back to the device"
+                                             : "copies parameters after the "
+                                               "optimizer step, which only "
+                                               "optimizer offload does");
     if (copyBack &&
         copies.front()->getPrevNode() != t.schedule.getOptimizerStep())
       return copies.front().emitOpError("must follow the optimizer step");

@@ -16,8 +16,8 @@
 #include "swift/Runtime/Plan.h"
 
 #include "mlir/IR/MLIRContext.h"
-#include "llvm/ADT/StringExtras.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <nlohmann/json.hpp>
 
@@ -117,7 +117,8 @@ rt::Plan runtimePlan(const JobSpec &job, const json &strategy) {
 // and swift-run's plan validation accepts it as an explicit schedule.
 TEST(Emit, ScheduleEqualsRuntimeDerivedSchedule) {
   const std::vector<std::vector<std::string>> cases = {
-      {"strategy.zero=0", "strategy.offload=none", "strategy.checkpointing=none"},
+      {"strategy.zero=0", "strategy.offload=none",
+       "strategy.checkpointing=none"},
       {"strategy.zero=1", "strategy.offload=optimizer",
        "strategy.checkpointing=full", "strategy.checkpoint_layers=1"},
       {"strategy.zero=2", "strategy.offload=none",
@@ -157,11 +158,14 @@ TEST(Emit, DeepSpeedZero3Offload) {
                       "strategy.checkpointing=full"});
   const json &z = c["zero_optimization"];
   EXPECT_EQ(z["stage"], 3);
-  EXPECT_EQ(z["offload_optimizer"], json({{"device", "cpu"}, {"pin_memory", true}}));
-  EXPECT_EQ(z["offload_param"], json({{"device", "cpu"}, {"pin_memory", true}}));
+  EXPECT_EQ(z["offload_optimizer"],
+            json({{"device", "cpu"}, {"pin_memory", true}}));
+  EXPECT_EQ(z["offload_param"],
+            json({{"device", "cpu"}, {"pin_memory", true}}));
   EXPECT_EQ(z["reduce_bucket_size"], (25 << 20) / 4);
   // llama3.2-1b decoder layer: 2C + C*2048 + 2*512*C + 2048*C + 3*8192*C.
-  const int64_t C = 2048, layer = 2 * C + 2 * C * C + 2 * 512 * C + 3 * 8192 * C;
+  const int64_t C = 2048,
+                layer = 2 * C + 2 * C * C + 2 * 512 * C + 3 * 8192 * C;
   EXPECT_EQ(z["stage3_prefetch_bucket_size"], layer);
   EXPECT_EQ(z["stage3_param_persistence_threshold"], 0);
   EXPECT_EQ(z["overlap_comm"], true);
@@ -196,8 +200,9 @@ TEST(Emit, DeepSpeedZero1) {
 // Optimizer offload at ZeRO-2 offloads the optimizer only; fp32 training
 // enables neither half precision.
 TEST(Emit, DeepSpeedZero2OptimizerOffloadFp32) {
-  json c = deepSpeed({"strategy.zero=2", "strategy.offload=optimizer",
-                      "strategy.checkpointing=none", "training.precision=fp32"});
+  json c =
+      deepSpeed({"strategy.zero=2", "strategy.offload=optimizer",
+                 "strategy.checkpointing=none", "training.precision=fp32"});
   EXPECT_EQ(c["zero_optimization"]["offload_optimizer"]["device"], "cpu");
   EXPECT_FALSE(c["zero_optimization"].contains("offload_param"));
   EXPECT_EQ(c["bf16"]["enabled"], false);
@@ -219,10 +224,9 @@ TEST(Emit, LaunchOneNode) {
 
 // Two nodes: torchrun with c10d rendezvous, and the environment form.
 TEST(Emit, LaunchTwoNodes) {
-  std::string text =
-      launch({"cluster.nodes=2", "training.global_batch_size=16",
-              "strategy.zero=3", "strategy.offload=none",
-              "strategy.checkpointing=none"});
+  std::string text = launch({"cluster.nodes=2", "training.global_batch_size=16",
+                             "strategy.zero=3", "strategy.offload=none",
+                             "strategy.checkpointing=none"});
   EXPECT_NE(text.find("torchrun --nnodes=2 --nproc-per-node=8 "
                       "--rdzv-backend=c10d --rdzv-endpoint=$MASTER_ADDR:29500 "
                       "--rdzv-id=swift --no-python swift-run plan.json\n"),
@@ -239,9 +243,9 @@ TEST(Emit, LaunchTwoNodes) {
 
 // The DeepSpeed backend launches the training script with its config.
 TEST(Emit, LaunchDeepSpeed) {
-  std::string text = launch({"backend=deepspeed", "strategy.zero=3",
-                             "strategy.offload=none",
-                             "strategy.checkpointing=full"});
+  std::string text =
+      launch({"backend=deepspeed", "strategy.zero=3", "strategy.offload=none",
+              "strategy.checkpointing=full"});
   EXPECT_NE(text.find("torchrun --standalone --nnodes=1 --nproc-per-node=8 "
                       "train.py --deepspeed ds_config.json\n"),
             std::string::npos)

@@ -85,8 +85,7 @@ FailureOr<llvm::json::Object> deepSpeedConfig(ModuleOp module) {
   };
 }
 
-LogicalResult emitDeepSpeedConfig(ModuleOp module,
-                                               llvm::raw_ostream &os) {
+LogicalResult emitDeepSpeedConfig(ModuleOp module, llvm::raw_ostream &os) {
   FailureOr<llvm::json::Object> config = deepSpeedConfig(module);
   if (failed(config))
     return failure();

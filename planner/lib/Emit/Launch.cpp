@@ -19,7 +19,7 @@ using namespace mlir;
 using namespace mlir::swift;
 
 LogicalResult emitLaunch(ModuleOp module, llvm::raw_ostream &os,
-                                      const LaunchOptions &options) {
+                         const LaunchOptions &options) {
   FailureOr<Materialized> m = findMaterialized(module);
   if (failed(m))
     return failure();

@@ -56,9 +56,12 @@ FailureOr<Materialized> findMaterialized(ModuleOp module) {
 
 static const char *offloadName(cost::Offload o) {
   switch (o) {
-  case cost::Offload::None: return "none";
-  case cost::Offload::Optimizer: return "optimizer";
-  case cost::Offload::OptimizerAndParams: return "optimizer+params";
+  case cost::Offload::None:
+    return "none";
+  case cost::Offload::Optimizer:
+    return "optimizer";
+  case cost::Offload::OptimizerAndParams:
+    return "optimizer+params";
   }
   llvm_unreachable("unknown offload");
 }
@@ -112,7 +115,8 @@ FailureOr<llvm::json::Object> scheduleJson(ModuleOp module) {
     std::vector<int64_t> pendingGathers;
     for (Operation &op : program.getBody().front()) {
       if (auto c = dyn_cast<ComputeUnitOp>(op)) {
-        out.push_back({int64_t(c.getUnit()), std::move(pendingGathers), {}, {}});
+        out.push_back(
+            {int64_t(c.getUnit()), std::move(pendingGathers), {}, {}});
         pendingGathers.clear();
       } else if (auto g = dyn_cast<AllGatherOp>(op)) {
         pendingGathers.push_back(g.getUnit());
@@ -143,10 +147,9 @@ FailureOr<llvm::json::Object> scheduleJson(ModuleOp module) {
       {"buckets", std::move(buckets)},
       {"forward", steps(schedule.getProgram(ProgramPhase::forward))},
       {"backward", steps(schedule.getProgram(ProgramPhase::backward))},
-      {"optimizer",
-       llvm::json::Object{
-           {"device", stringifyOptimizerDevice(step.getDevice())},
-           {"gather_params", bool(step.getGatherParams())}}}};
+      {"optimizer", llvm::json::Object{
+                        {"device", stringifyOptimizerDevice(step.getDevice())},
+                        {"gather_params", bool(step.getGatherParams())}}}};
 }
 
 } // namespace swift::emit

@@ -55,9 +55,9 @@ mlir::LogicalResult emitDeepSpeedConfig(mlir::ModuleOp module,
 
 /// What the launch commands refer to.
 struct LaunchOptions {
-  std::string planPath = "plan.json";         // swift-run's input
+  std::string planPath = "plan.json"; // swift-run's input
   std::string deepSpeedConfigPath = "ds_config.json";
-  std::string trainingScript = "train.py";    // the hf/deepspeed entry point
+  std::string trainingScript = "train.py"; // the hf/deepspeed entry point
   int masterPort = 29500;
 };
 
