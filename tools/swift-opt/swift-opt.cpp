@@ -2,6 +2,7 @@
 
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Passes/Passes.h"
+#include "swift/Passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -11,6 +12,7 @@
 int main(int argc, char **argv) {
   mlir::registerTransformsPasses();
   mlir::swift::registerSwiftPasses();
+  mlir::swift::registerMaterializePipeline();
   mlir::DialectRegistry registry;
   registry.insert<mlir::swift::SwiftDialect, mlir::func::FuncDialect>();
   return mlir::asMainReturnCode(

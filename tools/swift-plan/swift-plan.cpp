@@ -1,7 +1,7 @@
 //===- swift-plan.cpp - plan a training job -------------------------------===//
 //
 // swift-plan JOB.yaml [--set KEY=VALUE]... [--json] [--explain]
-//            [--emit summary|mlir] [-o FILE]
+//            [--emit summary|mlir|plan|deepspeed|launch] [-o FILE]
 //            [--dump-phases-to DIR] [--compile-to PHASE]
 //
 // The job goes through named phases, each a pass pipeline over the swift IR:
@@ -9,6 +9,9 @@
 //   annotate  parameters and tokens per step
 //   strategy  search; the chosen (or closest) strategy fixed in the job
 //   estimate  memory and time of that strategy, per op and per GPU
+//   schedule  the strategy made explicit: units, buckets, collectives with
+//             stream and prefetch position, offload copies, optimizer
+//             placement (swift.schedule), verified
 // --dump-phases-to writes the IR after each phase; --compile-to stops there.
 //
 // Exit codes: 0 planned, 3 nothing fits (with what would), 2 bad input (one
@@ -20,6 +23,9 @@
 
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Passes/Passes.h"
+#include "swift/Passes/Pipelines.h"
+#include "swift/Planner/Emit.h"
+#include "EmitPlan.h"
 #include "swift/Planner/Import.h"
 #include "swift/Planner/Job.h"
 #include "swift/Planner/Search.h"
@@ -37,9 +43,10 @@
 using namespace llvm;
 
 namespace {
-enum class Emit { Summary, MLIR };
+enum class Emit { Summary, MLIR, Plan, DeepSpeed, Launch };
 
-const char *const kPhases[] = {"import", "annotate", "strategy", "estimate"};
+const char *const kPhases[] = {"import", "annotate", "strategy", "estimate",
+                               "schedule"};
 
 cl::OptionCategory category("swift-plan options");
 cl::opt<std::string> jobFile(cl::Positional, cl::desc("<job.yaml>"),
@@ -48,7 +55,7 @@ cl::list<std::string> overrides("set",
                                 cl::desc("Override a job key (KEY=VALUE, "
                                          "e.g. strategy.zero=3)"),
                                 cl::value_desc("KEY=VALUE"), cl::cat(category));
-cl::opt<bool> json("json", cl::desc("Print the report as JSON"),
+cl::opt<bool> jsonReport("json", cl::desc("Print the report as JSON"),
                    cl::cat(category));
 cl::opt<bool> explain("explain",
                       cl::desc("Add per-phase and per-layer memory and the "
@@ -58,7 +65,13 @@ cl::opt<Emit> emit("emit", cl::desc("What to write"), cl::init(Emit::Summary),
                    cl::values(clEnumValN(Emit::Summary, "summary",
                                          "the readable report (default)"),
                               clEnumValN(Emit::MLIR, "mlir",
-                                         "the IR after the last phase run")),
+                                         "the IR after the last phase run"),
+                              clEnumValN(Emit::Plan, "plan",
+                                         "plan.json for swift-run"),
+                              clEnumValN(Emit::DeepSpeed, "deepspeed",
+                                         "ds_config.json for DeepSpeed"),
+                              clEnumValN(Emit::Launch, "launch",
+                                         "torchrun / swift-run command lines")),
                    cl::cat(category));
 cl::opt<std::string> outputFile("o", cl::desc("Output file (default stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
@@ -69,8 +82,9 @@ cl::opt<std::string> dumpDir("dump-phases-to",
                              cl::value_desc("DIR"), cl::cat(category));
 cl::opt<std::string> compileTo(
     "compile-to",
-    cl::desc("Stop after this phase: import, annotate, strategy, estimate"),
-    cl::value_desc("phase"), cl::init("estimate"), cl::cat(category));
+    cl::desc("Stop after this phase: import, annotate, strategy, estimate, "
+             "schedule"),
+    cl::value_desc("phase"), cl::init("schedule"), cl::cat(category));
 cl::opt<double> memoryMargin(
     "memory-margin",
     cl::desc("Fraction of GPU memory kept free for allocator fragmentation "
@@ -113,6 +127,9 @@ void addPhase(mlir::PassManager &pm, int phase) {
   }
   case 3:
     pm.addPass(mlir::swift::createEstimateCostPass());
+    break;
+  case 4:
+    mlir::swift::buildMaterializePipeline(pm);
     break;
   }
 }
@@ -236,7 +253,8 @@ int main(int argc, char **argv) {
   int last = phaseIndex(compileTo);
   if (last < 0) {
     errs() << "swift-plan: --compile-to " << compileTo
-           << ": unknown phase; use import, annotate, strategy or estimate\n";
+           << ": unknown phase; use import, annotate, strategy, estimate or "
+              "schedule\n";
     return kExitBadInput;
   }
   if (!(memoryMargin >= 0 && memoryMargin < 1)) {
@@ -269,6 +287,17 @@ int main(int argc, char **argv) {
   bool nothingFits = last >= 2 && !planned.facts.fits;
   if (nothingFits && !noSuggestions)
     planned.facts.suggestions = suggest(*job, context);
+  bool artifact = emit == Emit::Plan || emit == Emit::DeepSpeed || emit == Emit::Launch;
+  if (artifact && last < 4) {
+    errs() << "swift-plan: --emit plan/deepspeed/launch need the schedule "
+              "phase; drop --compile-to\n";
+    return kExitBadInput;
+  }
+  if (artifact && nothingFits) {
+    errs() << job->path << ": error: nothing fits, so there is no plan to "
+           << "emit; run without --emit to see what would fit\n";
+    return kExitNothingFits;
+  }
 
   std::string error;
   auto output = mlir::openOutputFile(outputFile, &error);
@@ -277,12 +306,30 @@ int main(int argc, char **argv) {
     return kExitBadInput;
   }
   raw_ostream &os = output->os();
-  if (emit == Emit::MLIR)
+  std::string emitError;
+  mlir::ScopedDiagnosticHandler emitDiagnostics(&context, [&](mlir::Diagnostic &d) {
+    emitError += d.str();
+    return mlir::success();
+  });
+  if (emit == Emit::MLIR) {
     planned.module->print(os);
-  else if (json)
+  } else if (emit == Emit::Plan) {
+    emitError = swift::plan::emitPlan(*planned.module, *job, planned.facts, os);
+  } else if (emit == Emit::DeepSpeed) {
+    (void)swift::emit::emitDeepSpeedConfig(*planned.module, os);
+  } else if (emit == Emit::Launch) {
+    swift::emit::LaunchOptions options;
+    if (outputFile != "-")
+      options.planPath = outputFile;
+    (void)swift::emit::emitLaunch(*planned.module, os, options);
+  } else if (jsonReport)
     swift::plan::printJson(os, *job, planned.facts);
   else
     swift::plan::printReport(os, *job, planned.facts, *planned.module, explain);
+  if (!emitError.empty()) {
+    errs() << job->path << ": error: " << emitError << "\n";
+    return kExitBadInput;
+  }
   output->keep();
   return nothingFits ? kExitNothingFits : 0;
 }
