@@ -28,6 +28,9 @@ cost::FixedDecisions fixedDecisions(JobOp job) {
   if (s.getCheckpointing())
     fixed.checkpointing = static_cast<cost::Checkpointing>(*s.getCheckpointing());
   fixed.checkpointLayers = s.getCheckpointLayers();
+  fixed.bucketBytes = s.getBucketBytes();
+  if (s.getPrefetchDepth())
+    fixed.prefetchDepth = static_cast<int>(*s.getPrefetchDepth());
   if (job.getMicroBatchSize())
     fixed.microBatchSize = *job.getMicroBatchSize();
   return fixed;

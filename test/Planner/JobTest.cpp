@@ -47,6 +47,10 @@ TEST(Job, SetOverridesNestedKeysInOrder) {
   EXPECT_EQ(job.strategy.offload, std::string("optimizer"));
   EXPECT_EQ(job.training.microBatchSize, 4);
   EXPECT_EQ(job.cluster.interNode.name, "ib-200g");
+  JobSpec comm = load(kBaseJob, {"strategy.bucket_mib=50", "strategy.prefetch_depth=2"});
+  EXPECT_EQ(comm.strategy.bucketBytes, 50 << 20);
+  EXPECT_EQ(comm.strategy.prefetchDepth, 2);
+  EXPECT_EQ(fail(kBaseJob, {"strategy.prefetch_depth=0"}).field, "strategy.prefetch_depth");
 }
 
 TEST(Job, SetChangesOneFieldOfAPreset) {

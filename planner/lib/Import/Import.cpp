@@ -206,8 +206,8 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
         symbolize<Checkpointing>(*job.strategy.checkpointing, symbolizeCheckpointing);
   auto strategy = StrategyAttr::get(&context, zero, offload, checkpointing,
                                     job.strategy.checkpointLayers,
-                                    /*bucketBytes=*/std::nullopt,
-                                    /*prefetchDepth=*/std::nullopt);
+                                    job.strategy.bucketBytes,
+                                    job.strategy.prefetchDepth);
   Method method = symbolize<Method>(t.method, symbolizeMethod);
   LoraAttr lora;
   if (method != Method::full) {

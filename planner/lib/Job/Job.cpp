@@ -146,7 +146,9 @@ const std::vector<std::string> *allowedKeys(const std::string &path) {
       {"cluster.interconnect.inter_node",
        {"preset", "name", "bandwidth_gbps", "latency_us"}},
       {"cluster.host", {"memory_gib"}},
-      {"strategy", {"zero", "offload", "checkpointing", "checkpoint_layers"}},
+      {"strategy",
+       {"zero", "offload", "checkpointing", "checkpoint_layers", "bucket_mib",
+        "prefetch_depth"}},
   };
   auto it = schema.find(path);
   return it == schema.end() ? nullptr : &it->second;
@@ -702,6 +704,10 @@ StrategySpec readStrategy(const Reader &r, const YAML::Node &root,
     s.offload = r.oneOf(o, "strategy.offload", offloadValues());
   if (YAML::Node c = st["checkpointing"]; !Reader::isAuto(c))
     s.checkpointing = r.oneOf(c, "strategy.checkpointing", checkpointingValues());
+  if (YAML::Node b = st["bucket_mib"]; !Reader::isAuto(b))
+    s.bucketBytes = static_cast<int64_t>(r.real(b, "strategy.bucket_mib") * (1 << 20));
+  if (YAML::Node p = st["prefetch_depth"]; !Reader::isAuto(p))
+    s.prefetchDepth = r.integer(p, "strategy.prefetch_depth", 1);
   if (YAML::Node k = st["checkpoint_layers"]; !Reader::isAuto(k)) {
     s.checkpointLayers = r.integer(k, "strategy.checkpoint_layers", 0);
     if (*s.checkpointLayers > model.numHiddenLayers)

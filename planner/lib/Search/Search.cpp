@@ -195,6 +195,8 @@ SearchResult search(const ModelProfile &m, const TrainingSetup &setup,
   std::vector<int64_t> buckets = {25 << 20};
   if (setup.backend != Backend::HF && sharded)
     buckets.push_back(200 << 20);
+  if (fixed.bucketBytes)
+    buckets = {*fixed.bucketBytes};
   for (int zero : choices<int>(fixed.zero, {0, 1, 2, 3}))
     for (Offload offload : choices<Offload>(
              fixed.offload, {Offload::None, Offload::Optimizer, Offload::OptimizerAndParams}))
@@ -202,7 +204,8 @@ SearchResult search(const ModelProfile &m, const TrainingSetup &setup,
                fixed.checkpointing,
                {Checkpointing::None, Checkpointing::Selective, Checkpointing::Full}))
         for (int64_t bucket : buckets)
-          for (int prefetch : (zero == 3 && setup.backend == Backend::SwiftRun)
+          for (int prefetch : fixed.prefetchDepth ? std::vector<int>{*fixed.prefetchDepth}
+                              : (zero == 3 && setup.backend == Backend::SwiftRun)
                                   ? std::vector<int>{1, 2}
                                   : std::vector<int>{1}) {
             // Memory grows with the micro-batch: once one does not fit, no

@@ -105,6 +105,8 @@ struct StrategySpec {
   std::optional<std::string> offload;       // none | optimizer | optimizer+params
   std::optional<std::string> checkpointing; // none | selective | full
   std::optional<int64_t> checkpointLayers;  // first k layers only
+  std::optional<int64_t> bucketBytes;       // gradient bucket (bucket_mib)
+  std::optional<int64_t> prefetchDepth;     // ZeRO-3 units gathered ahead
 };
 
 struct JobSpec {

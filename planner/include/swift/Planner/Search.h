@@ -30,6 +30,8 @@ struct FixedDecisions {
   std::optional<Checkpointing> checkpointing;
   std::optional<int64_t> checkpointLayers;
   std::optional<int64_t> microBatchSize;
+  std::optional<int64_t> bucketBytes;
+  std::optional<int> prefetchDepth;
 };
 
 struct SearchOptions {
