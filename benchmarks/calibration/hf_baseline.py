@@ -167,6 +167,8 @@ CASES = {
   D(model="llama3.2-3b", mode="ddp_mp", B=1, S=8192, ckpt=True),
   D(model="llama3.2-3b", mode="ddp_mp", B=4, S=1024, ckpt=False),
   D(model="qwen2.5-0.5b", mode="bf16", B=8, S=2048, ckpt=False),
+  # swift-run side by side (benchmarks/runtime/side_by_side.py): pure bf16 8B, full checkpointing
+  D(model="llama3-8b", mode="bf16", B=1, S=4096, ckpt=True),
   # probes (tag probe, not yet measured): configurations whose peak is predicted away from the
   # loss head (optimizer step, end of backward, layer backward) -- run with argv[3] = tag=probe
   D(model="llama3.2-1b", mode="ddp_mp", B=1, S=512, ckpt=False, tag="probe"),

@@ -14,6 +14,7 @@
 #include "swift/Runtime/Check.h"
 #include "swift/Runtime/CpuAdam.h"
 #include "swift/Runtime/Device.h"
+#include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/TorchCompat.h"
 
 #include <cmath>
@@ -396,6 +397,11 @@ void Engine::optimizerStep() {
 #endif
     if (!fused)
       for (auto &U : units_) {
+        // Pure bf16 on CUDA: one kernel (bf16 params/grads, fp32 states).
+        if (fusedAdamwBf16(U->master, gradOf(*U), U->expAvg, U->expAvgSq,
+                           o.lr, o.beta1, o.beta2, o.eps, o.weightDecay, scale,
+                           bc1, bc2))
+          continue;
         at::Tensor g = gradOf(*U).to(at::kFloat) * scale;
         // The update is computed in fp32 even for a bf16 master (pure bf16),
         // then rounded once.

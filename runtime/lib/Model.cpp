@@ -8,9 +8,12 @@
 #include "swift/Runtime/Model.h"
 #include "swift/Runtime/Autograd.h"
 #include "swift/Runtime/Check.h"
+#include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/TorchCompat.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+
+#include <cstdlib>
 
 namespace swift::rt {
 
@@ -106,18 +109,16 @@ Rope makeRope(const ModelConfig &m, int64_t seq, const at::TensorOptions &opt) {
 
 namespace {
 
+// The fused kernels on CUDA, the op chains they replace elsewhere (CPU keeps
+// the math CI has always checked).
 at::Tensor rmsNorm(const at::Tensor &x, const at::Tensor &w, double eps) {
-  at::Tensor xf = x.to(at::kFloat);
-  at::Tensor r = at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
-  return (xf * r).to(x.scalar_type()) * w;
+  return useFusedKernels(x) ? fusedRmsNorm(x, w, eps) : opRmsNorm(x, w, eps);
 }
 
-/// x: (B, H, S, D); rotates the two halves of D (HF's rotate_half layout).
+/// x: (B, S, H, D); rotates the two halves of D (HF's rotate_half layout).
 at::Tensor applyRope(const at::Tensor &x, const Rope &rope) {
-  const int64_t half = x.size(-1) / 2;
-  at::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
-  return at::cat({x1 * rope.cos - x2 * rope.sin, x2 * rope.cos + x1 * rope.sin},
-                 -1);
+  return useFusedKernels(x) ? fusedRope(x, rope.cos, rope.sin)
+                            : opRope(x, rope.cos, rope.sin);
 }
 
 } // namespace
@@ -141,8 +142,8 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
       q = rmsNorm(q, in[3], m.rmsNormEps);
       k = rmsNorm(k, in[4], m.rmsNormEps);
     }
-    q = applyRope(q.transpose(1, 2), rope); // (B, NH, S, D)
-    k = applyRope(k.transpose(1, 2), rope); // (B, NKV, S, D)
+    q = applyRope(q, rope).transpose(1, 2); // (B, NH, S, D)
+    k = applyRope(k, rope).transpose(1, 2); // (B, NKV, S, D)
     at::Tensor a = compat::causalAttention(q, k, v.transpose(1, 2));
     const int64_t B = a.size(0), S = a.size(2);
     return std::vector<at::Tensor>{
@@ -159,7 +160,9 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
   h = rmsNorm(x1, w.postNorm, m.rmsNormEps);
   at::Tensor gate = at::linear(h, w.gate), up = at::linear(h, w.up);
   TensorFn swiglu = [](const std::vector<at::Tensor> &in) {
-    return std::vector<at::Tensor>{at::silu(in[0]) * in[1]};
+    return std::vector<at::Tensor>{useFusedKernels(in[0])
+                                       ? fusedSwiglu(in[0], in[1])
+                                       : opSwiglu(in[0], in[1])};
   };
   at::Tensor act =
       selective ? recompute(swiglu, {gate, up})[0] : swiglu({gate, up})[0];
@@ -174,9 +177,17 @@ at::Tensor headLoss(const ModelConfig &m, const at::Tensor &x,
                     const at::Tensor &finalNorm, const at::Tensor &lmHead,
                     const at::Tensor &targets) {
   at::Tensor h = rmsNorm(x, finalNorm, m.rmsNormEps);
-  at::Tensor logits = at::linear(h, lmHead); // (B, S, V), compute dtype
-  return at::cross_entropy_loss(logits.view({-1, m.vocabSize}).to(at::kFloat),
-                                targets.reshape({-1}));
+  static const bool fullLogits = [] {
+    const char *e = std::getenv("SWIFT_LOSS");
+    return e && std::string(e) == "full";
+  }();
+  if (fullLogits) // the unchunked loss, for comparisons
+    return at::cross_entropy_loss(
+        at::linear(h, lmHead).view({-1, m.vocabSize}).to(at::kFloat),
+        targets.reshape({-1}));
+  // Chunked: no (B*S, V) logits, fp32 copy or logits gradient is ever held.
+  return linearCrossEntropy(h.reshape({-1, h.size(-1)}), lmHead,
+                            targets.reshape({-1}));
 }
 
 double flopsPerToken(const ModelConfig &m, int64_t seq) {

@@ -1,6 +1,7 @@
 //===- UnitTest.cpp - runtime pieces in process: layout, AdamW, recompute -===//
 #include "swift/Runtime/Autograd.h"
 #include "swift/Runtime/CpuAdam.h"
+#include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/Model.h"
 
 #include <gtest/gtest.h>
@@ -24,6 +25,26 @@ ModelConfig tiny(bool qkv, bool o, bool qkNorm, bool tied) {
   m.oBias = o;
   m.qkNorm = qkNorm;
   return m;
+}
+
+// The fused ops' hand-written backwards (their LibTorch formulas on CPU, the
+// same formulas the CUDA kernels compute) against autograd of the op chains;
+// the chunked cross-entropy against the full one, chunks not dividing T.
+TEST(Kernels, FusedOpsMatchTheirOpChains) {
+  at::manual_seed(1);
+  for (const KernelCheck &c : checkFusedKernels(at::kCPU, at::kFloat))
+    EXPECT_LE(c.maxAbsDiff, 1e-5 * std::max(1.0, c.maxAbsRef)) << c.name;
+  for (const KernelCheck &c : checkFusedKernels(at::kCPU, at::kBFloat16))
+    EXPECT_LE(c.maxAbsDiff, 2e-2 * std::max(1.0, c.maxAbsRef)) << c.name;
+}
+
+TEST(Kernels, ChunkedLossWithoutGradModeIsTheLoss) {
+  at::manual_seed(2);
+  at::Tensor h = at::randn({13, 16}), w = at::randn({29, 16});
+  at::Tensor t = at::randint(0, 29, {13}, at::kLong);
+  at::NoGradGuard noGrad;
+  EXPECT_NEAR(linearCrossEntropy(h, w, t, 4).item<double>(),
+              at::cross_entropy_loss(at::linear(h, w), t).item<double>(), 1e-5);
 }
 
 TEST(Layout, TablesAreContiguousAndMatchTheCount) {

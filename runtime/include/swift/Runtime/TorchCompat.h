@@ -23,6 +23,13 @@ namespace swift::rt::compat {
 inline at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k,
                                   const at::Tensor &v) {
   const int64_t nh = q.size(1), nkv = k.size(1);
+#if SWIFT_TORCH_AT_LEAST(2, 5)
+  // GQA inside the kernel: no expanded copies of k and v (flash on CUDA).
+  if (q.is_cuda())
+    return at::scaled_dot_product_attention(
+        q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true,
+        /*scale=*/std::nullopt, /*enable_gqa=*/nkv != nh);
+#endif
   at::Tensor kk = k, vv = v;
   if (nkv != nh) {
     // GQA: each kv head serves nh/nkv query heads. (B, NKV, S, D) ->

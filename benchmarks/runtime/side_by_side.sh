@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# swift-run vs HF transformers eager on one H200, in one call of the device
+# tool: builds swift-run runtime-only, checks the fused kernels against their
+# op chains, runs every configuration of side_by_side.py with swift-run and
+# with hf_baseline.py, and prints tokens/s, peak memory and MFU side by side.
+# Usage (repo root, on the device): benchmarks/runtime/side_by_side.sh OUTDIR
+# OUTDIR gets (8 files at most, for the device tool): build.log, kernels.txt,
+# swift.log, swift-metrics.jsonl, hf.log, hf.jsonl, results.jsonl, table.txt.
+# SBS_SKIP_HF=1 skips the HF side; SBS_ONLY=SUBSTR runs matching configs only.
+set -uo pipefail
+OUT=${1:-/tmp/swift-sbs}
+mkdir -p "$OUT"
+export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+HERE=benchmarks/runtime
+PREFIX=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+build() {
+  cmake -G Ninja -S . -B build-gpu -DSWIFT_BUILD_COMPILER=OFF -DSWIFT_BUILD_TESTS=OFF \
+    -DCMAKE_PREFIX_PATH="$PREFIX" -DCMAKE_CUDA_ARCHITECTURES=90 "$@" &&
+    ninja -C build-gpu swift-run swift-kernel-check
+}
+T0=$SECONDS
+if ! build >"$OUT/build.log" 2>&1; then
+  # Never lose the call to a kernel build problem: measure without them.
+  echo "== build with kernels failed; building without (see build.log)" | tee -a "$OUT/build.log"
+  rm -rf build-gpu
+  build -DSWIFT_CUDA_KERNELS=OFF >>"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
+fi
+echo "build: $((SECONDS - T0)) s"
+nvidia-smi --query-gpu=name,memory.total,clocks.sm --format=csv,noheader | tee -a "$OUT/build.log"
+timeout 120 build-gpu/bin/swift-kernel-check cuda 2>&1 | tee "$OUT/kernels.txt"
+
+PLANS=/tmp/sbs-plans
+python3 $HERE/side_by_side.py plans $PLANS >/dev/null
+STEPS=${SBS_STEPS:-6}
+swift() { # config [VAR=value...]: one swift-run, its metrics tagged with the config
+  local cfg=$1 tag=$1; shift
+  [[ $# -gt 0 ]] && tag="$cfg/$(echo "$@" | tr ' ' ',')"
+  [[ -n ${SBS_ONLY:-} && $cfg != *${SBS_ONLY}* ]] && return
+  echo "== swift-run $tag" | tee -a "$OUT/swift.log"
+  rm -f /tmp/sbs-m.jsonl
+  env "$@" timeout 300 build-gpu/bin/swift-run $PLANS/$cfg.json --device cuda --steps $STEPS \
+    --metrics /tmp/sbs-m.jsonl >>"$OUT/swift.log" 2>&1 || echo "   exit $?" | tee -a "$OUT/swift.log"
+  tail -1 "$OUT/swift.log"
+  [[ -f /tmp/sbs-m.jsonl ]] && python3 -c "
+import json, sys
+for l in open('/tmp/sbs-m.jsonl'):
+    r = json.loads(l); r['config'] = sys.argv[1]; print(json.dumps(r))" "$tag" >>"$OUT/swift-metrics.jsonl"
+}
+T0=$SECONDS
+swift llama3.2-1b-B4-S2048
+swift llama3.2-3b-B2-S4096-full
+swift qwen2.5-0.5b-B4-S2048
+swift llama3.1-8b-bf16-B1-S4096-full
+# Each optimization's effect on the 1B: without the fused kernels; without
+# them and with the old unchunked loss (fp32 logits).
+swift llama3.2-1b-B4-S2048 SWIFT_KERNELS=0
+swift llama3.2-1b-B4-S2048 SWIFT_KERNELS=0 SWIFT_LOSS=full
+echo "swift-run: $((SECONDS - T0)) s"
+if [[ -z ${SBS_SKIP_HF:-} ]]; then
+  T0=$SECONDS
+  timeout ${SBS_HF_TIMEOUT:-300} python3 $HERE/side_by_side.py hf "$OUT/hf.jsonl" >"$OUT/hf.log" 2>&1 ||
+    echo "hf: exit $?"
+  grep '^{"config"' "$OUT/hf.log"
+  echo "hf: $((SECONDS - T0)) s"
+fi
+python3 $HERE/side_by_side.py table "$OUT" | tee "$OUT/table.txt"

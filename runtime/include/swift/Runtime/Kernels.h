@@ -1,0 +1,74 @@
+//===- Kernels.h - fused ops of the decoder and the loss ------------------===//
+//
+// Each op is one autograd node with a hand-written backward. On CUDA (when
+// the runtime was built with its kernels, SWIFT_WITH_KERNELS) forward and
+// backward are single fused kernels (lib/Kernels.cu); elsewhere the same
+// formulas run as LibTorch ops (the reference the unit tests and the GPU
+// check compare against). Model.cpp uses the fused ops on CUDA only; on CPU
+// it keeps the plain op chain, so CI runs the math it always ran.
+//
+// linearCrossEntropy is the exception: it is LibTorch ops on every device
+// and always used: the chunked loss never holds a (tokens, vocab) tensor.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+namespace swift::rt {
+
+/// True when `x` is on CUDA, the kernels were compiled in and SWIFT_KERNELS
+/// is not "0".
+bool useFusedKernels(const at::Tensor &x);
+
+/// RMSNorm over the last dim, HF rounding: bf16(x * rstd) * w.
+at::Tensor fusedRmsNorm(const at::Tensor &x, const at::Tensor &w, double eps);
+/// silu(gate) * up.
+at::Tensor fusedSwiglu(const at::Tensor &gate, const at::Tensor &up);
+/// Rotary embedding of x (B, S, H, D) with tables (S, D/2); returns
+/// (B, S, H, D) contiguous.
+at::Tensor fusedRope(const at::Tensor &x, const at::Tensor &cos,
+                     const at::Tensor &sin);
+
+/// Mean cross-entropy of softmax(h W^T) against targets, h: (T, C), W: (V, C),
+/// targets: (T) int64, computed `chunkTokens` rows at a time (fp32 softmax).
+/// With grad mode on and an input that requires grad, the gradients of h
+/// and W are computed during the forward chunk by chunk (the logits
+/// gradient of one chunk lives only while its chunk is processed); the
+/// backward only scales them. Holds for backward: dh (T, C) and dW (V, C) in
+/// the input dtypes. chunkTokens <= 0: sized so a chunk's logits are about
+/// 2^28 elements.
+at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
+                              const at::Tensor &targets,
+                              int64_t chunkTokens = 0);
+
+/// Pure-bf16 AdamW step on CUDA for bf16 params/grads with fp32 states;
+/// false when not available (the caller falls back to tensor ops).
+bool fusedAdamwBf16(at::Tensor &param, const at::Tensor &grad,
+                    at::Tensor &expAvg, at::Tensor &expAvgSq, double lr,
+                    double beta1, double beta2, double eps, double weightDecay,
+                    double gradScale, double bc1, double bc2);
+
+/// The plain LibTorch op chains the fused ops replace (what Model.cpp runs
+/// on CPU). opRope takes x (B, S, H, D) like fusedRope.
+at::Tensor opRmsNorm(const at::Tensor &x, const at::Tensor &w, double eps);
+at::Tensor opSwiglu(const at::Tensor &gate, const at::Tensor &up);
+at::Tensor opRope(const at::Tensor &x, const at::Tensor &cos,
+                  const at::Tensor &sin);
+
+/// One comparison of a fused op with its op chain on random inputs: the
+/// largest |fused - reference| over the output and every input gradient,
+/// and the largest |reference| for scale.
+struct KernelCheck {
+  std::string name;
+  double maxAbsDiff = 0, maxAbsRef = 0;
+};
+/// Runs every fused op (kernels on CUDA, their LibTorch formulas elsewhere)
+/// against its reference chain in `dtype` on `device`.
+std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
+                                           at::ScalarType dtype);
+
+} // namespace swift::rt

@@ -1,0 +1,371 @@
+//===- Kernels.cpp - fused ops: autograd nodes, CUDA dispatch, references -===//
+#include "swift/Runtime/Kernels.h"
+#include "swift/Runtime/Autograd.h"
+#include "swift/Runtime/Check.h"
+
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#ifdef SWIFT_WITH_KERNELS
+#include "KernelsCuda.h"
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime.h>
+#define SWIFT_KERNEL(call) SWIFT_CUDA_CHECK(cudaError_t(call))
+#endif
+
+namespace swift::rt {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+namespace {
+
+/// The kernels take bf16 or fp32 tensors on CUDA.
+bool kernelsFor(const at::Tensor &x) {
+#ifdef SWIFT_WITH_KERNELS
+  return x.is_cuda() &&
+         (x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kFloat);
+#else
+  (void)x;
+  return false;
+#endif
+}
+
+#ifdef SWIFT_WITH_KERNELS
+void *stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
+bool isBf16(const at::Tensor &x) { return x.scalar_type() == at::kBFloat16; }
+#endif
+
+struct RmsNormFn : torch::autograd::Function<RmsNormFn> {
+  static at::Tensor forward(AutogradContext *ctx, at::Tensor x, at::Tensor w,
+                            double eps) {
+    x = x.contiguous();
+    const int64_t C = x.size(-1), R = x.numel() / C;
+    at::Tensor y, rstd;
+#ifdef SWIFT_WITH_KERNELS
+    if (kernelsFor(x) && C <= cuda::kRmsNormMaxCols) {
+      at::Tensor wc = w.contiguous().to(x.scalar_type());
+      y = at::empty_like(x);
+      rstd = at::empty({R}, x.options().dtype(at::kFloat));
+      SWIFT_KERNEL(cuda::rmsNormForward(x.data_ptr(), wc.data_ptr(),
+                                        y.data_ptr(), rstd.data_ptr<float>(),
+                                        R, C, float(eps), isBf16(x), stream()));
+    }
+#endif
+    if (!y.defined()) {
+      at::Tensor xf = x.to(at::kFloat);
+      at::Tensor r = at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+      y = (xf * r).to(x.scalar_type()) * w;
+      rstd = r.reshape({R});
+    }
+    ctx->save_for_backward({x, w, rstd});
+    return y;
+  }
+
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    at::Tensor x = saved[0], w = saved[1], rstd = saved[2];
+    at::Tensor dy = grads[0].contiguous();
+    const int64_t C = x.size(-1), R = x.numel() / C;
+    at::Tensor dx, dw;
+#ifdef SWIFT_WITH_KERNELS
+    if (kernelsFor(x) && C <= cuda::kRmsNormMaxCols) {
+      at::Tensor wc = w.contiguous().to(x.scalar_type());
+      dy = dy.to(x.scalar_type());
+      dx = at::empty_like(x);
+      const int blocks = cuda::rmsNormBackwardBlocks(R);
+      at::Tensor partial = at::empty({blocks, C}, x.options().dtype(at::kFloat));
+      SWIFT_KERNEL(cuda::rmsNormBackward(
+          dy.data_ptr(), x.data_ptr(), wc.data_ptr(), rstd.data_ptr<float>(),
+          dx.data_ptr(), partial.data_ptr<float>(), R, C, blocks, isBf16(x),
+          stream()));
+      dw = partial.sum(0).to(w.scalar_type());
+    }
+#endif
+    if (!dx.defined()) {
+      at::Tensor xh = x.reshape({R, C}).to(at::kFloat) * rstd.unsqueeze(1);
+      at::Tensor dyf = dy.reshape({R, C}).to(at::kFloat);
+      at::Tensor dn = dyf * w.to(at::kFloat);
+      at::Tensor dot = (dn * xh).mean(1, /*keepdim=*/true);
+      dx = (rstd.unsqueeze(1) * (dn - xh * dot))
+               .to(x.scalar_type())
+               .view(x.sizes());
+      dw = (dyf * xh.to(x.scalar_type()).to(at::kFloat))
+               .sum(0)
+               .to(w.scalar_type());
+    }
+    return {dx, dw, at::Tensor()};
+  }
+};
+
+struct SwigluFn : torch::autograd::Function<SwigluFn> {
+  static at::Tensor forward(AutogradContext *ctx, at::Tensor g, at::Tensor u) {
+    g = g.contiguous();
+    u = u.contiguous();
+    at::Tensor out;
+#ifdef SWIFT_WITH_KERNELS
+    if (kernelsFor(g) && u.scalar_type() == g.scalar_type()) {
+      out = at::empty_like(g);
+      SWIFT_KERNEL(cuda::swigluForward(g.data_ptr(), u.data_ptr(),
+                                       out.data_ptr(), g.numel(), isBf16(g),
+                                       stream()));
+    }
+#endif
+    if (!out.defined())
+      out = at::silu(g) * u;
+    ctx->save_for_backward({g, u});
+    return out;
+  }
+
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    at::Tensor g = saved[0], u = saved[1], dy = grads[0].contiguous();
+#ifdef SWIFT_WITH_KERNELS
+    if (kernelsFor(g) && u.scalar_type() == g.scalar_type()) {
+      dy = dy.to(g.scalar_type());
+      at::Tensor dg = at::empty_like(g), du = at::empty_like(u);
+      SWIFT_KERNEL(cuda::swigluBackward(dy.data_ptr(), g.data_ptr(),
+                                        u.data_ptr(), dg.data_ptr(),
+                                        du.data_ptr(), g.numel(), isBf16(g),
+                                        stream()));
+      return {dg, du};
+    }
+#endif
+    at::Tensor gf = g.to(at::kFloat), s = at::sigmoid(gf),
+               dyf = dy.to(at::kFloat);
+    at::Tensor du = (dyf * at::silu(g).to(at::kFloat)).to(u.scalar_type());
+    at::Tensor dg = (dyf * u.to(at::kFloat) * s * (1 + gf * (1 - s)))
+                        .to(g.scalar_type());
+    return {dg, du};
+  }
+};
+
+at::Tensor ropeRotate(const at::Tensor &x, const at::Tensor &cos,
+                      const at::Tensor &sin, bool inverse) {
+#ifdef SWIFT_WITH_KERNELS
+  if (kernelsFor(x) && cos.scalar_type() == x.scalar_type()) {
+    at::Tensor xc = x.contiguous(), c = cos.contiguous(), s = sin.contiguous();
+    at::Tensor out = at::empty_like(xc);
+    SWIFT_KERNEL(cuda::ropeApply(xc.data_ptr(), c.data_ptr(), s.data_ptr(),
+                                 out.data_ptr(), x.size(0), x.size(1),
+                                 x.size(2), x.size(3), inverse, isBf16(x),
+                                 stream()));
+    return out;
+  }
+#endif
+  return opRope(x, cos, inverse ? -sin : sin).contiguous();
+}
+
+struct RopeFn : torch::autograd::Function<RopeFn> {
+  static at::Tensor forward(AutogradContext *ctx, at::Tensor x, at::Tensor cos,
+                            at::Tensor sin) {
+    ctx->save_for_backward({cos, sin});
+    return ropeRotate(x, cos, sin, /*inverse=*/false);
+  }
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    // A rotation's transpose is the rotation by the opposite angle.
+    return {ropeRotate(grads[0], saved[0], saved[1], /*inverse=*/true),
+            at::Tensor(), at::Tensor()};
+  }
+};
+
+} // namespace
+
+bool useFusedKernels(const at::Tensor &x) {
+  static const bool off = [] {
+    const char *e = std::getenv("SWIFT_KERNELS");
+    return e && std::string(e) == "0";
+  }();
+  return !off && kernelsFor(x);
+}
+
+at::Tensor opRmsNorm(const at::Tensor &x, const at::Tensor &w, double eps) {
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor r = at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return (xf * r).to(x.scalar_type()) * w;
+}
+
+at::Tensor opSwiglu(const at::Tensor &gate, const at::Tensor &up) {
+  return at::silu(gate) * up;
+}
+
+at::Tensor opRope(const at::Tensor &x, const at::Tensor &cos,
+                  const at::Tensor &sin) {
+  // x (B, S, H, D); tables (S, D/2) broadcast over B and H.
+  const int64_t half = x.size(-1) / 2;
+  at::Tensor c = cos.unsqueeze(1), s = sin.unsqueeze(1);
+  at::Tensor x1 = x.narrow(-1, 0, half), x2 = x.narrow(-1, half, half);
+  return at::cat({x1 * c - x2 * s, x2 * c + x1 * s}, -1);
+}
+
+at::Tensor fusedRmsNorm(const at::Tensor &x, const at::Tensor &w, double eps) {
+  return RmsNormFn::apply(x, w, eps);
+}
+at::Tensor fusedSwiglu(const at::Tensor &gate, const at::Tensor &up) {
+  return SwigluFn::apply(gate, up);
+}
+at::Tensor fusedRope(const at::Tensor &x, const at::Tensor &cos,
+                     const at::Tensor &sin) {
+  return RopeFn::apply(x, cos, sin);
+}
+
+at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
+                              const at::Tensor &targets, int64_t chunkTokens) {
+  const int64_t T = h.size(0), V = w.size(0);
+  if (chunkTokens <= 0)
+    chunkTokens = std::max<int64_t>(1, (int64_t(1) << 28) / V);
+  const bool wantGrads = at::GradMode::is_enabled() &&
+                         (h.requires_grad() || w.requires_grad());
+  at::Tensor hd = h.detach(), wd = w.detach();
+  at::Tensor lossSum = at::zeros({}, hd.options().dtype(at::kFloat));
+  at::Tensor dh, dw;
+  {
+    at::NoGradGuard noGrad;
+    if (wantGrads) {
+      dh = at::empty_like(hd);
+      dw = at::zeros_like(wd);
+    }
+    for (int64_t s = 0; s < T; s += chunkTokens) {
+      const int64_t n = std::min(chunkTokens, T - s);
+      at::Tensor hc = hd.narrow(0, s, n), tc = targets.narrow(0, s, n);
+      // (n, V) fp32: the only vocabulary-sized tensors, one chunk at a time.
+      at::Tensor logits = at::mm(hc, wd.t()).to(at::kFloat);
+      at::Tensor lse = at::logsumexp(logits, 1);
+      lossSum.add_((lse - logits.gather(1, tc.unsqueeze(1)).squeeze(1)).sum());
+      if (!wantGrads)
+        continue;
+      // d loss / d logits = (softmax - onehot) / T, in place.
+      logits.sub_(lse.unsqueeze(1)).exp_();
+      logits.scatter_add_(1, tc.unsqueeze(1),
+                          at::full({n, 1}, -1.0, logits.options()));
+      logits.mul_(1.0 / double(T));
+      at::Tensor dl = logits.to(hd.scalar_type());
+      logits = at::Tensor();
+      at::Tensor dhc = dh.narrow(0, s, n);
+      at::mm_out(dhc, dl, wd);
+      dw.addmm_(dl.t(), hc);
+    }
+  }
+  std::vector<at::Tensor> outs{lossSum.div_(double(T))};
+  if (!wantGrads)
+    return outs[0];
+  attachBackward(
+      {h, w}, outs,
+      [dh, dw](std::vector<at::Tensor> &&grads) mutable {
+        at::Tensor go = grads[0];
+        if (go.defined()) {
+          dh.mul_(go);
+          dw.mul_(go);
+        }
+        std::vector<at::Tensor> r{std::move(dh), std::move(dw)};
+        dh = at::Tensor();
+        dw = at::Tensor();
+        return r;
+      },
+      "LinearCrossEntropyBackward");
+  return outs[0];
+}
+
+bool fusedAdamwBf16(at::Tensor &param, const at::Tensor &grad,
+                    at::Tensor &expAvg, at::Tensor &expAvgSq, double lr,
+                    double beta1, double beta2, double eps, double weightDecay,
+                    double gradScale, double bc1, double bc2) {
+#ifdef SWIFT_WITH_KERNELS
+  if (useFusedKernels(param) && param.scalar_type() == at::kBFloat16 &&
+      grad.scalar_type() == at::kBFloat16 &&
+      expAvg.scalar_type() == at::kFloat &&
+      expAvgSq.scalar_type() == at::kFloat && param.is_contiguous() &&
+      grad.is_contiguous() && expAvg.is_contiguous() &&
+      expAvgSq.is_contiguous()) {
+    SWIFT_KERNEL(cuda::adamwBf16(
+        param.data_ptr(), grad.data_ptr(), expAvg.data_ptr<float>(),
+        expAvgSq.data_ptr<float>(), param.numel(), float(lr), float(beta1),
+        float(beta2), float(eps), float(weightDecay), float(gradScale),
+        float(bc1), float(std::sqrt(bc2)), stream()));
+    return true;
+  }
+#endif
+  (void)param, (void)grad, (void)expAvg, (void)expAvgSq, (void)lr, (void)beta1,
+      (void)beta2, (void)eps, (void)weightDecay, (void)gradScale, (void)bc1,
+      (void)bc2;
+  return false;
+}
+
+namespace {
+
+double maxAbs(const at::Tensor &t) {
+  return t.defined() ? t.detach().abs().max().item<double>() : 0.0;
+}
+
+/// Runs f and g on fresh leaves of `inputs` with the same random output
+/// gradient; compares outputs and every input gradient.
+KernelCheck compare(const std::string &name, const std::vector<at::Tensor> &in,
+                    const std::function<at::Tensor(std::vector<at::Tensor> &)> &f,
+                    const std::function<at::Tensor(std::vector<at::Tensor> &)> &g) {
+  auto leaves = [&] {
+    std::vector<at::Tensor> l;
+    for (const at::Tensor &t : in)
+      l.push_back(t.detach().clone().requires_grad_(t.is_floating_point()));
+    return l;
+  };
+  std::vector<at::Tensor> a = leaves(), b = leaves();
+  at::AutoGradMode enable(true);
+  at::Tensor ya = f(a), yb = g(b);
+  at::Tensor dy = at::randn_like(ya);
+  ya.backward(dy);
+  yb.backward(dy);
+  KernelCheck c{name};
+  auto add = [&](const at::Tensor &x, const at::Tensor &y) {
+    if (!x.defined() || !y.defined())
+      return;
+    c.maxAbsDiff = std::max(c.maxAbsDiff, maxAbs(x.to(at::kFloat) - y.to(at::kFloat)));
+    c.maxAbsRef = std::max(c.maxAbsRef, maxAbs(y.to(at::kFloat)));
+  };
+  add(ya, yb);
+  for (size_t i = 0; i < a.size(); ++i)
+    add(a[i].grad(), b[i].grad());
+  return c;
+}
+
+} // namespace
+
+std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
+                                           at::ScalarType dtype) {
+  auto opt = at::TensorOptions().device(device).dtype(dtype);
+  const bool small = device.is_cpu();
+  const int64_t B = 2, S = small ? 8 : 512, C = small ? 48 : 2048,
+                H = small ? 4 : 16, D = small ? 8 : 64, V = small ? 97 : 32000;
+  std::vector<KernelCheck> out;
+  at::Tensor x = at::randn({B, S, C}, opt), w = 1 + 0.1 * at::randn({C}, opt);
+  out.push_back(compare(
+      "rmsnorm", {x, w},
+      [](auto &v) { return fusedRmsNorm(v[0], v[1], 1e-5); },
+      [](auto &v) { return opRmsNorm(v[0], v[1], 1e-5); }));
+  at::Tensor g = at::randn({B, S, 4 * C}, opt), u = at::randn({B, S, 4 * C}, opt);
+  out.push_back(compare(
+      "swiglu", {g, u}, [](auto &v) { return fusedSwiglu(v[0], v[1]); },
+      [](auto &v) { return opSwiglu(v[0], v[1]); }));
+  at::Tensor q = at::randn({B, S, H, D}, opt);
+  at::Tensor ang = at::rand({S, D / 2}, opt.dtype(at::kFloat)) * 6.28;
+  at::Tensor cs = ang.cos().to(dtype), sn = ang.sin().to(dtype);
+  out.push_back(compare(
+      "rope", {q},
+      [&](auto &v) { return fusedRope(v[0], cs, sn); },
+      [&](auto &v) { return opRope(v[0], cs, sn); }));
+  at::Tensor h = at::randn({B * S, C}, opt),
+             lm = 0.02 * at::randn({V, C}, opt);
+  at::Tensor t = at::randint(0, V, {B * S}, opt.dtype(at::kLong));
+  out.push_back(compare(
+      "linear_cross_entropy", {h, lm},
+      [&](auto &v) { return linearCrossEntropy(v[0], v[1], t, small ? 5 : 300); },
+      [&](auto &v) {
+        return at::cross_entropy_loss(at::linear(v[0], v[1]).to(at::kFloat), t);
+      }));
+  return out;
+}
+
+} // namespace swift::rt

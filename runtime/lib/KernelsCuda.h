@@ -1,0 +1,50 @@
+//===- KernelsCuda.h - launchers of the fused CUDA kernels (no LibTorch) --===//
+//
+// Plain pointers and a stream, so Kernels.cu compiles with nvcc alone and
+// never sees LibTorch headers. Tensors are contiguous; `bf16` selects
+// __nv_bfloat16 elements, otherwise float. Row-major (rows, cols) views.
+// Each launcher returns the launch's cudaError_t as an int (0 = success).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+
+namespace swift::rt::cuda {
+
+/// y = bf16(x * rstd) * w per row; rstd (rows) fp32 is written for backward.
+int rmsNormForward(const void *x, const void *w, void *y, float *rstd,
+                   int64_t rows, int64_t cols, float eps, bool bf16,
+                   void *stream);
+/// dx per row; dwPartial (blocks, cols) fp32 partial sums of dy * bf16(x *
+/// rstd), one row per block of the grid; `blocks` is what the caller
+/// allocated (rmsNormBackwardBlocks).
+int rmsNormBackward(const void *dy, const void *x, const void *w,
+                    const float *rstd, void *dx, float *dwPartial, int64_t rows,
+                    int64_t cols, int blocks, bool bf16, void *stream);
+int rmsNormBackwardBlocks(int64_t rows);
+/// Largest `cols` the backward's shared-memory accumulator takes.
+constexpr int64_t kRmsNormMaxCols = 12288;
+
+/// out = silu(g) * u elementwise (n elements).
+int swigluForward(const void *g, const void *u, void *out, int64_t n, bool bf16,
+                  void *stream);
+/// dg, du from dy.
+int swigluBackward(const void *dy, const void *g, const void *u, void *dg,
+                   void *du, int64_t n, bool bf16, void *stream);
+
+/// Rotary on x (B, S, H, D) contiguous with tables cos, sin (S, D/2) in the
+/// same dtype: out = [x1 c - x2 s, x2 c + x1 s]. `inverse` rotates by -angle
+/// (the backward).
+int ropeApply(const void *x, const void *cos, const void *sin, void *out,
+              int64_t batch, int64_t seq, int64_t heads, int64_t headDim,
+              bool inverse, bool bf16, void *stream);
+
+/// AdamW for bf16 parameters and gradients with fp32 states (pure bf16):
+/// the update is computed in fp32 and the parameter rounded once.
+int adamwBf16(void *param, const void *grad, float *expAvg, float *expAvgSq,
+              int64_t n, float lr, float beta1, float beta2, float eps,
+              float weightDecay, float gradScale, float bc1, float bc2Sqrt,
+              void *stream);
+
+} // namespace swift::rt::cuda
