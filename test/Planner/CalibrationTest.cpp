@@ -8,13 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TestUtil.h"
-
-#include "swift/Dialect/SwiftOps.h"
-#include "swift/Passes/Profile.h"
-#include "swift/Planner/Import.h"
-
-#include "mlir/IR/MLIRContext.h"
+#include "PriceJob.h"
 
 #include <nlohmann/json.hpp>
 
@@ -114,27 +108,8 @@ struct Prediction {
 };
 
 Prediction predict(mlir::MLIRContext &context, const nlohmann::json &r) {
-  Diagnostic diag;
-  auto job = loadJob(writeTemp(kBaseJob), jobSettings(r), diag);
-  EXPECT_TRUE(job) << diag.str();
-  auto module = importJob(*job, context);
-  mlir::swift::JobOp jobOp;
-  mlir::swift::ModelOp model;
-  mlir::swift::ClusterOp cluster;
-  module->walk([&](mlir::Operation *op) {
-    if (auto j = llvm::dyn_cast<mlir::swift::JobOp>(op)) jobOp = j;
-    if (auto m = llvm::dyn_cast<mlir::swift::ModelOp>(op)) model = m;
-    if (auto c = llvm::dyn_cast<mlir::swift::ClusterOp>(op)) cluster = c;
-  });
-  std::string missing;
-  auto strategy = mlir::swift::fixedStrategy(jobOp, cluster.getNumGpus(), missing);
-  EXPECT_TRUE(strategy) << missing;
-  auto profile = mlir::swift::buildModelProfile(model, jobOp);
-  auto setup = mlir::swift::trainingSetup(jobOp);
-  auto hw = mlir::swift::hardware(cluster);
-  EXPECT_EQ(swift::cost::unsupportedReason(profile, setup, hw, *strategy), "");
-  auto e = swift::cost::estimate(profile, setup, hw, *strategy);
-  return {e, e.memory.peak.str()};
+  PricedJob p = priceJob(context, jobSettings(r));
+  return {p.estimate, p.estimate.memory.peak.str()};
 }
 
 double median(std::vector<double> v) {

@@ -1,12 +1,6 @@
 //===- CostTest.cpp - cost model invariants and DeepSpeed's closed forms --===//
 
-#include "TestUtil.h"
-
-#include "swift/Dialect/SwiftOps.h"
-#include "swift/Passes/Profile.h"
-#include "swift/Planner/Import.h"
-
-#include "mlir/IR/MLIRContext.h"
+#include "PriceJob.h"
 
 using namespace swift::planner;
 using namespace swift::planner::testing;
@@ -14,39 +8,11 @@ namespace cost = swift::cost;
 
 namespace {
 
-struct Priced {
-  cost::ModelProfile profile;
-  cost::TrainingSetup setup;
-  cost::Hardware hw;
-  cost::Strategy strategy;
-  cost::Estimate estimate;
-};
+using Priced = PricedJob;
 
 Priced price(std::vector<std::string> sets) {
   static mlir::MLIRContext context;
-  Diagnostic diag;
-  auto job = loadJob(writeTemp(kBaseJob), sets, diag);
-  EXPECT_TRUE(job) << diag.str();
-  auto module = importJob(*job, context);
-  mlir::swift::JobOp jobOp;
-  mlir::swift::ModelOp model;
-  mlir::swift::ClusterOp cluster;
-  module->walk([&](mlir::Operation *op) {
-    if (auto j = llvm::dyn_cast<mlir::swift::JobOp>(op)) jobOp = j;
-    if (auto m = llvm::dyn_cast<mlir::swift::ModelOp>(op)) model = m;
-    if (auto c = llvm::dyn_cast<mlir::swift::ClusterOp>(op)) cluster = c;
-  });
-  Priced p;
-  std::string missing;
-  auto strategy = mlir::swift::fixedStrategy(jobOp, cluster.getNumGpus(), missing);
-  EXPECT_TRUE(strategy) << missing;
-  p.strategy = *strategy;
-  p.profile = mlir::swift::buildModelProfile(model, jobOp);
-  p.setup = mlir::swift::trainingSetup(jobOp);
-  p.hw = mlir::swift::hardware(cluster);
-  EXPECT_EQ(cost::unsupportedReason(p.profile, p.setup, p.hw, p.strategy), "");
-  p.estimate = cost::estimate(p.profile, p.setup, p.hw, p.strategy);
-  return p;
+  return priceJob(context, sets);
 }
 
 std::vector<std::string> deepspeed(int zero, const char *offload) {

@@ -1,0 +1,63 @@
+//===- PriceJob.h - import a job and price its fixed strategy -*- C++ -*-===//
+
+#ifndef SWIFT_TEST_PLANNER_PRICEJOB_H
+#define SWIFT_TEST_PLANNER_PRICEJOB_H
+
+#include "TestUtil.h"
+
+#include "swift/Dialect/SwiftOps.h"
+#include "swift/Passes/Profile.h"
+#include "swift/Planner/Import.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+namespace swift::planner::testing {
+
+/// A job's compact view, setup, cluster and fixed strategy, and its price.
+struct PricedJob {
+  cost::ModelProfile profile;
+  cost::TrainingSetup setup;
+  cost::Hardware hw;
+  cost::Strategy strategy;
+  cost::Estimate estimate;
+};
+
+/// Loads kBaseJob with `sets` (which must fix every strategy decision),
+/// imports it and prices the strategy the way swift-estimate-cost does.
+inline PricedJob priceJob(mlir::MLIRContext &context,
+                          const std::vector<std::string> &sets) {
+  Diagnostic diag;
+  auto job = loadJob(writeTemp(kBaseJob), sets, diag);
+  EXPECT_TRUE(job) << diag.str();
+  PricedJob p;
+  if (!job)
+    return p;
+  auto module = importJob(*job, context);
+  mlir::swift::JobOp jobOp;
+  mlir::swift::ModelOp model;
+  mlir::swift::ClusterOp cluster;
+  module->walk([&](mlir::Operation *op) {
+    if (auto j = llvm::dyn_cast<mlir::swift::JobOp>(op))
+      jobOp = j;
+    if (auto m = llvm::dyn_cast<mlir::swift::ModelOp>(op))
+      model = m;
+    if (auto c = llvm::dyn_cast<mlir::swift::ClusterOp>(op))
+      cluster = c;
+  });
+  std::string missing;
+  auto strategy = mlir::swift::fixedStrategy(jobOp, cluster.getNumGpus(), missing);
+  EXPECT_TRUE(strategy) << missing;
+  if (!strategy)
+    return p;
+  p.strategy = *strategy;
+  p.profile = mlir::swift::buildModelProfile(model, jobOp);
+  p.setup = mlir::swift::trainingSetup(jobOp);
+  p.hw = mlir::swift::hardware(cluster);
+  EXPECT_EQ(cost::unsupportedReason(p.profile, p.setup, p.hw, p.strategy), "");
+  p.estimate = cost::estimate(p.profile, p.setup, p.hw, p.strategy);
+  return p;
+}
+
+} // namespace swift::planner::testing
+
+#endif // SWIFT_TEST_PLANNER_PRICEJOB_H
