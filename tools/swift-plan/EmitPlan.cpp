@@ -1,17 +1,41 @@
 //===- EmitPlan.cpp - plan.json for swift-run -----------------------------===//
+//
+// Fills the runtime's own Plan struct from the job and the facts the passes
+// recorded, and lets swift::planner::writePlan add the materialized
+// schedule and validate the whole with the runtime's parser.
+//
+//===----------------------------------------------------------------------===//
 
 #include "EmitPlan.h"
 
 #include "swift/Planner/Emit.h"
+#include "swift/Planner/PlanWriter.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
 namespace swift::plan {
+namespace {
 
-// AdamW hyper-parameters of the plan until job files carry them.
-constexpr double kLearningRate = 1e-4, kBeta1 = 0.9, kBeta2 = 0.95,
-                 kEpsilon = 1e-8, kWeightDecay = 0.0;
+namespace rt = ::swift::rt;
+
+rt::Precision precision(const std::string &p) {
+  return p == "bf16" ? rt::Precision::Bf16
+                     : p == "fp32" ? rt::Precision::Fp32 : rt::Precision::Bf16Mixed;
+}
+rt::Offload offload(const std::string &o) {
+  return o == "optimizer" ? rt::Offload::Optimizer
+         : o == "optimizer+params" ? rt::Offload::OptimizerAndParams
+                                   : rt::Offload::None;
+}
+rt::Checkpointing checkpointing(const std::string &c) {
+  return c == "full" ? rt::Checkpointing::Full
+         : c == "selective" ? rt::Checkpointing::Selective
+                            : rt::Checkpointing::None;
+}
+
+} // namespace
 
 std::string emitPlan(mlir::ModuleOp module, const planner::JobSpec &job,
                      const JobFacts &facts, llvm::raw_ostream &os) {
@@ -30,55 +54,50 @@ std::string emitPlan(mlir::ModuleOp module, const planner::JobSpec &job,
     diagnostics += d.str();
     return mlir::success();
   });
-  mlir::FailureOr<llvm::json::Object> strategy = emit::strategyJson(module);
   mlir::FailureOr<llvm::json::Object> schedule = emit::scheduleJson(module);
-  if (failed(strategy) || failed(schedule))
+  if (failed(schedule))
     return "cannot emit the schedule: " + diagnostics;
 
   const StrategyFacts &s = *facts.chosen;
-  llvm::json::Object model{
-      {"name", m.name},
-      {"hidden_size", m.hiddenSize},
-      {"intermediate_size", m.intermediateSize},
-      {"num_hidden_layers", m.numHiddenLayers},
-      {"num_attention_heads", m.numAttentionHeads},
-      {"num_key_value_heads", m.numKeyValueHeads},
-      {"head_dim", m.headDim},
-      {"vocab_size", m.vocabSize},
-      {"tie_word_embeddings", m.tieWordEmbeddings},
-      {"rms_norm_eps", m.rmsNormEps},
-      {"rope_theta", m.ropeTheta},
-      {"attention_qkv_bias", m.qkvBias},
-      {"attention_o_bias", m.oBias},
-      {"qk_norm", m.qkNorm}};
-  llvm::json::Object training{
-      {"sequence_length", job.training.sequenceLength},
-      {"global_batch_size", job.training.globalBatchSize},
-      {"micro_batch_size", s.microBatchSize},
-      {"gradient_accumulation", s.gradientAccumulation},
-      {"precision", job.training.precision},
-      {"optimizer",
-       llvm::json::Object{{"name", "adamw"},
-                          {"lr", kLearningRate},
-                          {"betas", llvm::json::Array{kBeta1, kBeta2}},
-                          {"eps", kEpsilon},
-                          {"weight_decay", kWeightDecay}}},
-      {"seed", 0}};
-  llvm::json::Object plan{
-      {"schema", "swift.plan"},
-      {"version", 1},
-      {"generator", "swift-plan " + job.path},
-      {"model", std::move(model)},
-      {"training", std::move(training)},
-      {"world", llvm::json::Object{{"size", job.cluster.numGpus()},
-                                   {"gpus_per_node", job.cluster.gpusPerNode}}},
-      {"strategy", std::move(*strategy)},
-      {"schedule", std::move(*schedule)},
-      {"predicted",
-       llvm::json::Object{{"peak_memory_bytes", facts.estimate->peakBytes},
-                          {"step_seconds", facts.estimate->stepSeconds},
-                          {"tokens_per_second", facts.estimate->tokensPerSecond}}}};
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(plan))) << "\n";
+  rt::Plan plan;
+  plan.model.hiddenSize = m.hiddenSize;
+  plan.model.intermediateSize = m.intermediateSize;
+  plan.model.numLayers = m.numHiddenLayers;
+  plan.model.numHeads = m.numAttentionHeads;
+  plan.model.numKvHeads = m.numKeyValueHeads;
+  plan.model.headDim = m.headDim;
+  plan.model.vocabSize = m.vocabSize;
+  plan.model.tieWordEmbeddings = m.tieWordEmbeddings;
+  plan.model.rmsNormEps = m.rmsNormEps;
+  plan.model.ropeTheta = m.ropeTheta;
+  plan.model.qkvBias = m.qkvBias;
+  plan.model.oBias = m.oBias;
+  plan.model.qkNorm = m.qkNorm;
+  plan.training.sequenceLength = job.training.sequenceLength;
+  plan.training.globalBatchSize = job.training.globalBatchSize;
+  plan.training.microBatchSize = s.microBatchSize;
+  plan.training.gradientAccumulation = s.gradientAccumulation;
+  plan.training.precision = precision(job.training.precision);
+  plan.world.size = job.cluster.numGpus();
+  plan.world.gpusPerNode = job.cluster.gpusPerNode;
+  plan.strategy.zero = static_cast<int>(s.zero);
+  plan.strategy.offload = offload(s.offload);
+  plan.strategy.checkpointing = checkpointing(s.checkpointing);
+  plan.strategy.checkpointLayers = s.checkpointLayers;
+  if (facts.bucketBytes)
+    plan.strategy.bucketBytes = facts.bucketBytes;
+  if (facts.prefetchDepth)
+    plan.strategy.prefetchDepth = static_cast<int>(facts.prefetchDepth);
+  plan.predicted.peakMemoryBytes = facts.estimate->peakBytes;
+  plan.predicted.stepSeconds = facts.estimate->stepSeconds;
+  plan.predicted.tokensPerSecond = facts.estimate->tokensPerSecond;
+
+  std::string error;
+  std::string text = planner::writePlan(
+      plan, llvm::formatv("{0}", llvm::json::Value(std::move(*schedule))).str(), error);
+  if (text.empty())
+    return "the emitted plan does not pass the runtime's validation: " + error;
+  os << text;
   return "";
 }
 
