@@ -34,6 +34,8 @@ struct Engine::Unit {
   at::Tensor master, expAvg, expAvgSq; // (optLen)
   at::Tensor stepTensor;               // fused AdamW's step counter
   at::Tensor grad;                     // (padded) ZeRO 0/1
+  bool gradFresh = false; // grad holds last step's values: the first
+                          // gradient of this step is copied, not added
   at::Tensor gradShard;                // (shardLen) ZeRO 1-3
   at::Tensor microGrad;                // (padded) ZeRO 2/3, transient
   at::Tensor hostGrad, hostParamOut;   // (optLen) offload staging
@@ -269,15 +271,24 @@ void Engine::accumulateGrads(int u, const std::vector<at::Tensor> &leafGrads) {
   for (int o : unitOwners(m_, u)) {
     Unit &O = *units_[o];
     at::Tensor target = O.grad;
+    // ZeRO 0/1: the step's first gradient of a unit overwrites the buffer
+    // (no zeroing pass over it, no read of zeros).
+    bool fresh = false;
     if (plan_.strategy.zero >= 2) {
       if (!O.microGrad.defined())
         O.microGrad = at::zeros({O.padded}, O.gradShard.options());
       target = O.microGrad;
+    } else {
+      fresh = O.gradFresh;
+      O.gradFresh = false;
     }
     for (const ParamDesc &d : O.layout.params) {
       const at::Tensor &g = leafGrads[i++];
+      at::Tensor dst = target.narrow(0, d.offset, d.numel()).view(d.shape);
       if (g.defined())
-        target.narrow(0, d.offset, d.numel()).view(d.shape).add_(g);
+        fresh ? dst.copy_(g) : dst.add_(g);
+      else if (fresh)
+        dst.zero_();
     }
   }
   SWIFT_ASSERT(i == leafGrads.size(), "gradient count mismatch");
@@ -320,13 +331,13 @@ void Engine::finishPending() {
   pending_.clear();
 }
 
-void Engine::publish(Unit &U) {
+void Engine::publish(Unit &U, bool written) {
   // The updated partition, in the compute dtype, to where forward reads it.
   const int zero = plan_.strategy.zero;
   at::Tensor src = U.hostParamOut.defined() ? U.hostParamOut : U.master;
   at::Tensor dst =
       zero == 3 ? U.shard : U.full.narrow(0, U.optOffset, U.optLen);
-  if (src.data_ptr() != dst.data_ptr())
+  if (!written && src.data_ptr() != dst.data_ptr())
     dst.copy_(src, /*non_blocking=*/true);
   if (zero == 1 || zero == 2)
     pending_.push_back(comm_.allGather(dst, U.full));
@@ -342,6 +353,7 @@ void Engine::optimizerStep() {
   const double bc2 = 1.0 - std::pow(o.beta2, double(t));
   const bool offload = plan_.strategy.offload != Offload::None;
   auto gradOf = [&](Unit &U) { return zero == 0 ? U.grad : U.gradShard; };
+  std::vector<bool> written(units_.size(), false);
 
   if (offload) {
     // Pipelined: all gradient downloads are queued at once; the host
@@ -371,12 +383,30 @@ void Engine::optimizerStep() {
       publish(U);
     }
   } else {
+    // bf16-mixed on CUDA: one kernel per unit does AdamW and writes the bf16
+    // copy forward reads (no separate publish pass).
     bool fused = false;
+    if (useFusedAdamW())
+      for (size_t i = 0; i < units_.size(); ++i) {
+        Unit &U = *units_[i];
+        at::Tensor dst =
+            zero == 3 ? U.shard : U.full.narrow(0, U.optOffset, U.optLen);
+        const bool toDst = dst.scalar_type() == at::kBFloat16 &&
+                           dst.device() == U.master.device();
+        fused = fusedAdamwFp32(U.master, gradOf(U), U.expAvg, U.expAvgSq,
+                               toDst ? &dst : nullptr, o.lr, o.beta1, o.beta2,
+                               o.eps, o.weightDecay, scale, bc1, bc2);
+        SWIFT_ASSERT(fused || i == 0, "fused AdamW took unit 0 but not ", i);
+        if (!fused)
+          break;
+        written[i] = toDst;
+      }
 #if SWIFT_TORCH_AT_LEAST(2, 1)
-    fused = device_.is_cuda() && useFusedAdamW() &&
-            units_[0]->master.scalar_type() == at::kFloat &&
-            gradDtype_ == at::kFloat;
-    if (fused) {
+    const bool torchFused = !fused && device_.is_cuda() && useFusedAdamW() &&
+                            units_[0]->master.scalar_type() == at::kFloat &&
+                            gradDtype_ == at::kFloat;
+    fused = fused || torchFused;
+    if (torchFused) {
       std::vector<at::Tensor> p, g, m, v, steps;
       for (auto &U : units_) {
         // The fused kernel reads the step count; it does not advance it.
@@ -417,8 +447,8 @@ void Engine::optimizerStep() {
   }
 
   if (!offload)
-    for (auto &U : units_)
-      publish(*U);
+    for (size_t i = 0; i < units_.size(); ++i)
+      publish(*units_[i], written[i]);
   finishPending();
 }
 
@@ -428,8 +458,9 @@ double Engine::step(const std::vector<at::Tensor> &microBatches) {
   SWIFT_ASSERT(int64_t(microBatches.size()) == G, "expected ", G,
                " micro-batches");
   for (auto &U : units_) {
-    if (U->grad.defined())
-      U->grad.zero_();
+    // Overwritten by the first gradient (accumulateGrads); its padding
+    // past the last parameter is never written and stays zero.
+    U->gradFresh = U->grad.defined();
     if (U->gradShard.defined())
       U->gradShard.zero_();
   }
@@ -452,6 +483,11 @@ double Engine::step(const std::vector<at::Tensor> &microBatches) {
     x.backward();
   }
   finishPending();
+  for (auto &U : units_)
+    if (U->gradFresh) { // a unit no backward reached: its gradient is zero
+      U->grad.zero_();
+      U->gradFresh = false;
+    }
   optimizerStep();
   ++steps_;
   return lossSum.item<double>() / double(G);

@@ -175,12 +175,15 @@ struct RopeFn : torch::autograd::Function<RopeFn> {
 
 } // namespace
 
-bool useFusedKernels(const at::Tensor &x) {
-  static const bool off = [] {
+bool useFusedKernels(const at::Tensor &x, const char *op) {
+  static const std::string env = [] {
     const char *e = std::getenv("SWIFT_KERNELS");
-    return e && std::string(e) == "0";
+    return "," + std::string(e ? e : "") + ",";
   }();
-  return !off && kernelsFor(x);
+  if (env == ",0," || (*op && env.find(",-" + std::string(op) + ",") !=
+                                  std::string::npos))
+    return false;
+  return kernelsFor(x);
 }
 
 at::Tensor opRmsNorm(const at::Tensor &x, const at::Tensor &w, double eps) {
@@ -232,6 +235,27 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
     for (int64_t s = 0; s < T; s += chunkTokens) {
       const int64_t n = std::min(chunkTokens, T - s);
       at::Tensor hc = hd.narrow(0, s, n), tc = targets.narrow(0, s, n);
+#ifdef SWIFT_WITH_KERNELS
+      if (useFusedKernels(hd, "loss")) {
+        // One kernel per chunk: the loss of each row, and (with gradients)
+        // the logits gradient written over the logits: the chunk's (n, V)
+        // logits in the compute dtype are the only vocabulary-sized tensor.
+        at::Tensor lg = at::mm(hc, wd.t());
+        at::Tensor rows = at::empty({n}, lg.options().dtype(at::kFloat));
+        at::Tensor tcc = tc.contiguous();
+        SWIFT_KERNEL(cuda::crossEntropyRows(
+            lg.data_ptr(), tcc.data_ptr<int64_t>(), rows.data_ptr<float>(), n,
+            V, wantGrads ? float(1.0 / double(T)) : 0.f,
+            lg.scalar_type() == at::kBFloat16, stream()));
+        lossSum.add_(rows.sum());
+        if (wantGrads) {
+          at::Tensor dhc = dh.narrow(0, s, n);
+          at::mm_out(dhc, lg, wd);
+          dw.addmm_(lg.t(), hc);
+        }
+        continue;
+      }
+#endif
       // (n, V) fp32: the only vocabulary-sized tensors, one chunk at a time.
       at::Tensor logits = at::mm(hc, wd.t()).to(at::kFloat);
       at::Tensor lse = at::logsumexp(logits, 1);
@@ -270,12 +294,40 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
   return outs[0];
 }
 
+bool fusedAdamwFp32(at::Tensor &param, const at::Tensor &grad,
+                    at::Tensor &expAvg, at::Tensor &expAvgSq, at::Tensor *out,
+                    double lr, double beta1, double beta2, double eps,
+                    double weightDecay, double gradScale, double bc1,
+                    double bc2) {
+#ifdef SWIFT_WITH_KERNELS
+  auto fp32 = [](const at::Tensor &t) {
+    return t.scalar_type() == at::kFloat && t.is_contiguous();
+  };
+  if (useFusedKernels(param, "adamw") && fp32(param) && fp32(grad) && fp32(expAvg) &&
+      fp32(expAvgSq) &&
+      (!out || (out->scalar_type() == at::kBFloat16 && out->is_contiguous() &&
+                out->numel() == param.numel()))) {
+    SWIFT_KERNEL(cuda::adamwFp32(
+        param.data_ptr<float>(), grad.data_ptr<float>(),
+        expAvg.data_ptr<float>(), expAvgSq.data_ptr<float>(),
+        out ? out->data_ptr() : nullptr, param.numel(), float(lr),
+        float(beta1), float(beta2), float(eps), float(weightDecay),
+        float(gradScale), float(bc1), float(std::sqrt(bc2)), stream()));
+    return true;
+  }
+#endif
+  (void)param, (void)grad, (void)expAvg, (void)expAvgSq, (void)out, (void)lr,
+      (void)beta1, (void)beta2, (void)eps, (void)weightDecay, (void)gradScale,
+      (void)bc1, (void)bc2;
+  return false;
+}
+
 bool fusedAdamwBf16(at::Tensor &param, const at::Tensor &grad,
                     at::Tensor &expAvg, at::Tensor &expAvgSq, double lr,
                     double beta1, double beta2, double eps, double weightDecay,
                     double gradScale, double bc1, double bc2) {
 #ifdef SWIFT_WITH_KERNELS
-  if (useFusedKernels(param) && param.scalar_type() == at::kBFloat16 &&
+  if (useFusedKernels(param, "adamw") && param.scalar_type() == at::kBFloat16 &&
       grad.scalar_type() == at::kBFloat16 &&
       expAvg.scalar_type() == at::kFloat &&
       expAvgSq.scalar_type() == at::kFloat && param.is_contiguous() &&

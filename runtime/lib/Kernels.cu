@@ -145,6 +145,86 @@ __global__ void ropeKernel(const T *x, const T *cosT, const T *sinT, T *out,
   }
 }
 
+/// (max, sum of exp(x - max)) pairs, combined over the block.
+__device__ void blockMaxSum(float &m, float &s) {
+  __shared__ float ms[kThreads / 32], ss[kThreads / 32];
+  auto combine = [](float &m, float &s, float m2, float s2) {
+    const float M = fmaxf(m, m2);
+    if (M == -INFINITY)
+      return; // both empty
+    s = (m == -INFINITY ? 0.f : s * __expf(m - M)) +
+        (m2 == -INFINITY ? 0.f : s2 * __expf(m2 - M));
+    m = M;
+  };
+  for (int o = 16; o > 0; o >>= 1) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, m, o),
+                s2 = __shfl_xor_sync(0xffffffffu, s, o);
+    combine(m, s, m2, s2);
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) {
+    ms[warp] = m;
+    ss[warp] = s;
+  }
+  __syncthreads();
+  m = -INFINITY;
+  s = 0.f;
+  for (int w = 0; w < kThreads / 32; ++w) // every thread combines all warps
+    combine(m, s, ms[w], ss[w]);
+  __syncthreads();
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    crossEntropyRowsKernel(T *logits, const int64_t *targets, float *lossRows,
+                           int64_t vocab, float gradScale) {
+  T *x = logits + int64_t(blockIdx.x) * vocab;
+  float m = -INFINITY, s = 0.f;
+  for (int64_t j = threadIdx.x; j < vocab; j += kThreads) {
+    const float v = ld(x, j);
+    if (v > m) {
+      s = (m == -INFINITY ? 0.f : s * __expf(m - v)) + 1.f;
+      m = v;
+    } else {
+      s += __expf(v - m);
+    }
+  }
+  blockMaxSum(m, s);
+  const float lse = m + logf(s);
+  const int64_t t = targets[blockIdx.x];
+  // Read the target's logit before any thread overwrites the row.
+  const float xt = ld(x, t);
+  if (threadIdx.x == 0)
+    lossRows[blockIdx.x] = lse - xt;
+  if (gradScale == 0.f)
+    return;
+  __syncthreads();
+  for (int64_t j = threadIdx.x; j < vocab; j += kThreads) {
+    const float p = __expf(ld(x, j) - lse) - (j == t ? 1.f : 0.f);
+    x[j] = cvt<T>(p * gradScale);
+  }
+}
+
+__global__ void adamwFp32Kernel(float *p, const float *g, float *m, float *v,
+                                __nv_bfloat16 *out, int64_t n, float lr,
+                                float beta1, float beta2, float eps,
+                                float weightDecay, float gradScale, float bc1,
+                                float bc2Sqrt) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float gr = g[i] * gradScale;
+    float w = p[i] * (1.f - lr * weightDecay);
+    const float mi = beta1 * m[i] + (1.f - beta1) * gr;
+    const float vi = beta2 * v[i] + (1.f - beta2) * gr * gr;
+    m[i] = mi;
+    v[i] = vi;
+    w -= (lr / bc1) * mi / (sqrtf(vi) / bc2Sqrt + eps);
+    p[i] = w;
+    if (out)
+      out[i] = __float2bfloat16(w);
+  }
+}
+
 __global__ void adamwBf16Kernel(__nv_bfloat16 *p, const __nv_bfloat16 *g,
                                 float *m, float *v, int64_t n, float lr,
                                 float beta1, float beta2, float eps,
@@ -263,6 +343,34 @@ int ropeApply(const void *x, const void *cos, const void *sin, void *out,
     ropeKernel<float><<<gridFor(rows * half, 256), 256, 0, s>>>(
         (const float *)x, (const float *)cos, (const float *)sin, (float *)out,
         rows, seq, heads, half, sign);
+  return done();
+}
+
+int crossEntropyRows(void *logits, const int64_t *targets, float *lossRows,
+                     int64_t rows, int64_t vocab, float gradScale, bool bf16,
+                     void *stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  if (rows == 0)
+    return 0;
+  if (bf16)
+    crossEntropyRowsKernel<bf><<<rows, kThreads, 0, s>>>(
+        (bf *)logits, targets, lossRows, vocab, gradScale);
+  else
+    crossEntropyRowsKernel<float><<<rows, kThreads, 0, s>>>(
+        (float *)logits, targets, lossRows, vocab, gradScale);
+  return done();
+}
+
+int adamwFp32(float *param, const float *grad, float *expAvg, float *expAvgSq,
+              void *outBf16, int64_t n, float lr, float beta1, float beta2,
+              float eps, float weightDecay, float gradScale, float bc1,
+              float bc2Sqrt, void *stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  if (n == 0)
+    return 0;
+  adamwFp32Kernel<<<gridFor(n, 256), 256, 0, s>>>(
+      param, grad, expAvg, expAvgSq, (bf *)outBf16, n, lr, beta1, beta2, eps,
+      weightDecay, gradScale, bc1, bc2Sqrt);
   return done();
 }
 

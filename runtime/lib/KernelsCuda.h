@@ -40,6 +40,22 @@ int ropeApply(const void *x, const void *cos, const void *sin, void *out,
               int64_t batch, int64_t seq, int64_t heads, int64_t headDim,
               bool inverse, bool bf16, void *stream);
 
+/// Cross-entropy of each row of `logits` (rows, V) against targets (rows)
+/// int64: lossRows[r] = logsumexp(row) - row[target] in fp32. With
+/// `gradScale` != 0 the row is overwritten in place by its gradient
+/// (softmax - onehot) * gradScale, rounded once to the logits' dtype.
+int crossEntropyRows(void *logits, const int64_t *targets, float *lossRows,
+                     int64_t rows, int64_t vocab, float gradScale, bool bf16,
+                     void *stream);
+
+/// AdamW for fp32 master weights, gradients and states (bf16-mixed); when
+/// `out` is set, also writes the updated weights there in bf16 (the
+/// publish copy, fused).
+int adamwFp32(float *param, const float *grad, float *expAvg, float *expAvgSq,
+              void *outBf16, int64_t n, float lr, float beta1, float beta2,
+              float eps, float weightDecay, float gradScale, float bc1,
+              float bc2Sqrt, void *stream);
+
 /// AdamW for bf16 parameters and gradients with fp32 states (pure bf16):
 /// the update is computed in fp32 and the parameter rounded once.
 int adamwBf16(void *param, const void *grad, float *expAvg, float *expAvgSq,

@@ -112,12 +112,12 @@ namespace {
 // The fused kernels on CUDA, the op chains they replace elsewhere (CPU keeps
 // the math CI has always checked).
 at::Tensor rmsNorm(const at::Tensor &x, const at::Tensor &w, double eps) {
-  return useFusedKernels(x) ? fusedRmsNorm(x, w, eps) : opRmsNorm(x, w, eps);
+  return useFusedKernels(x, "norm") ? fusedRmsNorm(x, w, eps) : opRmsNorm(x, w, eps);
 }
 
 /// x: (B, S, H, D); rotates the two halves of D (HF's rotate_half layout).
 at::Tensor applyRope(const at::Tensor &x, const Rope &rope) {
-  return useFusedKernels(x) ? fusedRope(x, rope.cos, rope.sin)
+  return useFusedKernels(x, "rope") ? fusedRope(x, rope.cos, rope.sin)
                             : opRope(x, rope.cos, rope.sin);
 }
 
@@ -160,7 +160,7 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
   h = rmsNorm(x1, w.postNorm, m.rmsNormEps);
   at::Tensor gate = at::linear(h, w.gate), up = at::linear(h, w.up);
   TensorFn swiglu = [](const std::vector<at::Tensor> &in) {
-    return std::vector<at::Tensor>{useFusedKernels(in[0])
+    return std::vector<at::Tensor>{useFusedKernels(in[0], "swiglu")
                                        ? fusedSwiglu(in[0], in[1])
                                        : opSwiglu(in[0], in[1])};
   };

@@ -73,7 +73,8 @@ private:
   void release(int u);
   void reduceBucket(int b);
   void optimizerStep();
-  void publish(Unit &U);
+  /// `written`: the optimizer kernel already wrote the compute-dtype copy.
+  void publish(Unit &U, bool written = false);
   void finishPending();
 
   const Plan &plan_;

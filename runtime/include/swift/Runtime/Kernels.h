@@ -21,8 +21,9 @@
 namespace swift::rt {
 
 /// True when `x` is on CUDA, the kernels were compiled in and SWIFT_KERNELS
-/// is not "0".
-bool useFusedKernels(const at::Tensor &x);
+/// does not turn `op` off: "0" turns all off, a comma list of "-op" names
+/// (norm, swiglu, rope, loss, adamw) those ops, for measuring each alone.
+bool useFusedKernels(const at::Tensor &x, const char *op = "");
 
 /// RMSNorm over the last dim, HF rounding: bf16(x * rstd) * w.
 at::Tensor fusedRmsNorm(const at::Tensor &x, const at::Tensor &w, double eps);
@@ -44,6 +45,15 @@ at::Tensor fusedRope(const at::Tensor &x, const at::Tensor &cos,
 at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
                               const at::Tensor &targets,
                               int64_t chunkTokens = 0);
+
+/// bf16-mixed AdamW step on CUDA for fp32 master/grads/states; writes the
+/// updated weights in bf16 to `out` too when given (the publish copy). False
+/// when not available.
+bool fusedAdamwFp32(at::Tensor &param, const at::Tensor &grad,
+                    at::Tensor &expAvg, at::Tensor &expAvgSq, at::Tensor *out,
+                    double lr, double beta1, double beta2, double eps,
+                    double weightDecay, double gradScale, double bc1,
+                    double bc2);
 
 /// Pure-bf16 AdamW step on CUDA for bf16 params/grads with fp32 states;
 /// false when not available (the caller falls back to tensor ops).

@@ -10,6 +10,8 @@
 #include <ATen/ATen.h>
 #include <torch/version.h>
 
+#include <cstdlib>
+
 #define SWIFT_TORCH_AT_LEAST(major, minor)                                     \
   (TORCH_VERSION_MAJOR > (major) ||                                            \
    (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
@@ -25,7 +27,9 @@ inline at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k,
   const int64_t nh = q.size(1), nkv = k.size(1);
 #if SWIFT_TORCH_AT_LEAST(2, 5)
   // GQA inside the kernel: no expanded copies of k and v (flash on CUDA).
-  if (q.is_cuda())
+  // SWIFT_SDPA_EXPAND=1 keeps the copies (for comparisons).
+  static const bool expand = std::getenv("SWIFT_SDPA_EXPAND") != nullptr;
+  if (q.is_cuda() && !expand)
     return at::scaled_dot_product_attention(
         q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true,
         /*scale=*/std::nullopt, /*enable_gqa=*/nkv != nh);
