@@ -34,11 +34,12 @@ struct Engine::Unit {
   at::Tensor master, expAvg, expAvgSq; // (optLen)
   at::Tensor stepTensor;               // fused AdamW's step counter
   at::Tensor grad;                     // (padded) ZeRO 0/1
-  bool gradFresh = false; // grad holds last step's values: the first
-                          // gradient of this step is copied, not added
   at::Tensor gradShard;                // (shardLen) ZeRO 1-3
   at::Tensor microGrad;                // (padded) ZeRO 2/3, transient
   at::Tensor hostGrad, hostParamOut;   // (optLen) offload staging
+  // `grad` still holds last step's values: the step's first gradient is
+  // copied into it, not added.
+  bool gradFresh = false;
 };
 
 struct Engine::MicroBatch {
@@ -428,9 +429,9 @@ void Engine::optimizerStep() {
     if (!fused)
       for (auto &U : units_) {
         // Pure bf16 on CUDA: one kernel (bf16 params/grads, fp32 states).
-        if (fusedAdamwBf16(U->master, gradOf(*U), U->expAvg, U->expAvgSq,
-                           o.lr, o.beta1, o.beta2, o.eps, o.weightDecay, scale,
-                           bc1, bc2))
+        if (fusedAdamwBf16(U->master, gradOf(*U), U->expAvg, U->expAvgSq, o.lr,
+                           o.beta1, o.beta2, o.eps, o.weightDecay, scale, bc1,
+                           bc2))
           continue;
         at::Tensor g = gradOf(*U).to(at::kFloat) * scale;
         // The update is computed in fp32 even for a bf16 master (pure bf16),

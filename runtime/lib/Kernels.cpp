@@ -51,8 +51,8 @@ struct RmsNormFn : torch::autograd::Function<RmsNormFn> {
       y = at::empty_like(x);
       rstd = at::empty({R}, x.options().dtype(at::kFloat));
       SWIFT_KERNEL(cuda::rmsNormForward(x.data_ptr(), wc.data_ptr(),
-                                        y.data_ptr(), rstd.data_ptr<float>(),
-                                        R, C, float(eps), isBf16(x), stream()));
+                                        y.data_ptr(), rstd.data_ptr<float>(), R,
+                                        C, float(eps), isBf16(x), stream()));
     }
 #endif
     if (!y.defined()) {
@@ -77,7 +77,8 @@ struct RmsNormFn : torch::autograd::Function<RmsNormFn> {
       dy = dy.to(x.scalar_type());
       dx = at::empty_like(x);
       const int blocks = cuda::rmsNormBackwardBlocks(R);
-      at::Tensor partial = at::empty({blocks, C}, x.options().dtype(at::kFloat));
+      at::Tensor partial =
+          at::empty({blocks, C}, x.options().dtype(at::kFloat));
       SWIFT_KERNEL(cuda::rmsNormBackward(
           dy.data_ptr(), x.data_ptr(), wc.data_ptr(), rstd.data_ptr<float>(),
           dx.data_ptr(), partial.data_ptr<float>(), R, C, blocks, isBf16(x),
@@ -127,18 +128,17 @@ struct SwigluFn : torch::autograd::Function<SwigluFn> {
     if (kernelsFor(g) && u.scalar_type() == g.scalar_type()) {
       dy = dy.to(g.scalar_type());
       at::Tensor dg = at::empty_like(g), du = at::empty_like(u);
-      SWIFT_KERNEL(cuda::swigluBackward(dy.data_ptr(), g.data_ptr(),
-                                        u.data_ptr(), dg.data_ptr(),
-                                        du.data_ptr(), g.numel(), isBf16(g),
-                                        stream()));
+      SWIFT_KERNEL(cuda::swigluBackward(
+          dy.data_ptr(), g.data_ptr(), u.data_ptr(), dg.data_ptr(),
+          du.data_ptr(), g.numel(), isBf16(g), stream()));
       return {dg, du};
     }
 #endif
     at::Tensor gf = g.to(at::kFloat), s = at::sigmoid(gf),
                dyf = dy.to(at::kFloat);
     at::Tensor du = (dyf * at::silu(g).to(at::kFloat)).to(u.scalar_type());
-    at::Tensor dg = (dyf * u.to(at::kFloat) * s * (1 + gf * (1 - s)))
-                        .to(g.scalar_type());
+    at::Tensor dg =
+        (dyf * u.to(at::kFloat) * s * (1 + gf * (1 - s))).to(g.scalar_type());
     return {dg, du};
   }
 };
@@ -149,10 +149,9 @@ at::Tensor ropeRotate(const at::Tensor &x, const at::Tensor &cos,
   if (kernelsFor(x) && cos.scalar_type() == x.scalar_type()) {
     at::Tensor xc = x.contiguous(), c = cos.contiguous(), s = sin.contiguous();
     at::Tensor out = at::empty_like(xc);
-    SWIFT_KERNEL(cuda::ropeApply(xc.data_ptr(), c.data_ptr(), s.data_ptr(),
-                                 out.data_ptr(), x.size(0), x.size(1),
-                                 x.size(2), x.size(3), inverse, isBf16(x),
-                                 stream()));
+    SWIFT_KERNEL(cuda::ropeApply(
+        xc.data_ptr(), c.data_ptr(), s.data_ptr(), out.data_ptr(), x.size(0),
+        x.size(1), x.size(2), x.size(3), inverse, isBf16(x), stream()));
     return out;
   }
 #endif
@@ -180,8 +179,8 @@ bool useFusedKernels(const at::Tensor &x, const char *op) {
     const char *e = std::getenv("SWIFT_KERNELS");
     return "," + std::string(e ? e : "") + ",";
   }();
-  if (env == ",0," || (*op && env.find(",-" + std::string(op) + ",") !=
-                                  std::string::npos))
+  if (env == ",0," ||
+      (*op && env.find(",-" + std::string(op) + ",") != std::string::npos))
     return false;
   return kernelsFor(x);
 }
@@ -221,8 +220,8 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
   const int64_t T = h.size(0), V = w.size(0);
   if (chunkTokens <= 0)
     chunkTokens = std::max<int64_t>(1, (int64_t(1) << 28) / V);
-  const bool wantGrads = at::GradMode::is_enabled() &&
-                         (h.requires_grad() || w.requires_grad());
+  const bool wantGrads =
+      at::GradMode::is_enabled() && (h.requires_grad() || w.requires_grad());
   at::Tensor hd = h.detach(), wd = w.detach();
   at::Tensor lossSum = at::zeros({}, hd.options().dtype(at::kFloat));
   at::Tensor dh, dw;
@@ -303,16 +302,16 @@ bool fusedAdamwFp32(at::Tensor &param, const at::Tensor &grad,
   auto fp32 = [](const at::Tensor &t) {
     return t.scalar_type() == at::kFloat && t.is_contiguous();
   };
-  if (useFusedKernels(param, "adamw") && fp32(param) && fp32(grad) && fp32(expAvg) &&
-      fp32(expAvgSq) &&
+  if (useFusedKernels(param, "adamw") && fp32(param) && fp32(grad) &&
+      fp32(expAvg) && fp32(expAvgSq) &&
       (!out || (out->scalar_type() == at::kBFloat16 && out->is_contiguous() &&
                 out->numel() == param.numel()))) {
     SWIFT_KERNEL(cuda::adamwFp32(
         param.data_ptr<float>(), grad.data_ptr<float>(),
         expAvg.data_ptr<float>(), expAvgSq.data_ptr<float>(),
-        out ? out->data_ptr() : nullptr, param.numel(), float(lr),
-        float(beta1), float(beta2), float(eps), float(weightDecay),
-        float(gradScale), float(bc1), float(std::sqrt(bc2)), stream()));
+        out ? out->data_ptr() : nullptr, param.numel(), float(lr), float(beta1),
+        float(beta2), float(eps), float(weightDecay), float(gradScale),
+        float(bc1), float(std::sqrt(bc2)), stream()));
     return true;
   }
 #endif
@@ -355,9 +354,10 @@ double maxAbs(const at::Tensor &t) {
 
 /// Runs f and g on fresh leaves of `inputs` with the same random output
 /// gradient; compares outputs and every input gradient.
-KernelCheck compare(const std::string &name, const std::vector<at::Tensor> &in,
-                    const std::function<at::Tensor(std::vector<at::Tensor> &)> &f,
-                    const std::function<at::Tensor(std::vector<at::Tensor> &)> &g) {
+KernelCheck
+compare(const std::string &name, const std::vector<at::Tensor> &in,
+        const std::function<at::Tensor(std::vector<at::Tensor> &)> &f,
+        const std::function<at::Tensor(std::vector<at::Tensor> &)> &g) {
   auto leaves = [&] {
     std::vector<at::Tensor> l;
     for (const at::Tensor &t : in)
@@ -374,7 +374,8 @@ KernelCheck compare(const std::string &name, const std::vector<at::Tensor> &in,
   auto add = [&](const at::Tensor &x, const at::Tensor &y) {
     if (!x.defined() || !y.defined())
       return;
-    c.maxAbsDiff = std::max(c.maxAbsDiff, maxAbs(x.to(at::kFloat) - y.to(at::kFloat)));
+    c.maxAbsDiff =
+        std::max(c.maxAbsDiff, maxAbs(x.to(at::kFloat) - y.to(at::kFloat)));
     c.maxAbsRef = std::max(c.maxAbsRef, maxAbs(y.to(at::kFloat)));
   };
   add(ya, yb);
@@ -394,10 +395,10 @@ std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
   std::vector<KernelCheck> out;
   at::Tensor x = at::randn({B, S, C}, opt), w = 1 + 0.1 * at::randn({C}, opt);
   out.push_back(compare(
-      "rmsnorm", {x, w},
-      [](auto &v) { return fusedRmsNorm(v[0], v[1], 1e-5); },
+      "rmsnorm", {x, w}, [](auto &v) { return fusedRmsNorm(v[0], v[1], 1e-5); },
       [](auto &v) { return opRmsNorm(v[0], v[1], 1e-5); }));
-  at::Tensor g = at::randn({B, S, 4 * C}, opt), u = at::randn({B, S, 4 * C}, opt);
+  at::Tensor g = at::randn({B, S, 4 * C}, opt),
+             u = at::randn({B, S, 4 * C}, opt);
   out.push_back(compare(
       "swiglu", {g, u}, [](auto &v) { return fusedSwiglu(v[0], v[1]); },
       [](auto &v) { return opSwiglu(v[0], v[1]); }));
@@ -405,15 +406,15 @@ std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
   at::Tensor ang = at::rand({S, D / 2}, opt.dtype(at::kFloat)) * 6.28;
   at::Tensor cs = ang.cos().to(dtype), sn = ang.sin().to(dtype);
   out.push_back(compare(
-      "rope", {q},
-      [&](auto &v) { return fusedRope(v[0], cs, sn); },
+      "rope", {q}, [&](auto &v) { return fusedRope(v[0], cs, sn); },
       [&](auto &v) { return opRope(v[0], cs, sn); }));
-  at::Tensor h = at::randn({B * S, C}, opt),
-             lm = 0.02 * at::randn({V, C}, opt);
+  at::Tensor h = at::randn({B * S, C}, opt), lm = 0.02 * at::randn({V, C}, opt);
   at::Tensor t = at::randint(0, V, {B * S}, opt.dtype(at::kLong));
   out.push_back(compare(
       "linear_cross_entropy", {h, lm},
-      [&](auto &v) { return linearCrossEntropy(v[0], v[1], t, small ? 5 : 300); },
+      [&](auto &v) {
+        return linearCrossEntropy(v[0], v[1], t, small ? 5 : 300);
+      },
       [&](auto &v) {
         return at::cross_entropy_loss(at::linear(v[0], v[1]).to(at::kFloat), t);
       }));

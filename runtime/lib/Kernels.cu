@@ -13,6 +13,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 namespace swift::rt::cuda {
 namespace {
 
@@ -22,7 +24,8 @@ __device__ __forceinline__ float ld(const __nv_bfloat16 *p, int64_t i) {
 }
 template <typename T> __device__ __forceinline__ T cvt(float v);
 template <> __device__ __forceinline__ float cvt<float>(float v) { return v; }
-template <> __device__ __forceinline__ __nv_bfloat16 cvt<__nv_bfloat16>(float v) {
+template <>
+__device__ __forceinline__ __nv_bfloat16 cvt<__nv_bfloat16>(float v) {
   return __float2bfloat16(v);
 }
 /// Rounds through the storage dtype (identity for float).
@@ -34,6 +37,31 @@ template <> __device__ __forceinline__ float round<__nv_bfloat16>(float v) {
 }
 
 constexpr int kThreads = 256;
+
+// 16-byte accesses (8 bf16) for the bf16 hot paths: several loads in flight
+// per thread instead of 2-byte ones.
+struct alignas(16) Bf8 {
+  __nv_bfloat162 h[4];
+};
+__device__ __forceinline__ void load8(const __nv_bfloat16 *p, float (&f)[8]) {
+  const Bf8 v = *reinterpret_cast<const Bf8 *>(p);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float2 t = __bfloat1622float2(v.h[i]);
+    f[2 * i] = t.x;
+    f[2 * i + 1] = t.y;
+  }
+}
+__device__ __forceinline__ void store8(__nv_bfloat16 *p, const float (&f)[8]) {
+  Bf8 v;
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    v.h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+  *reinterpret_cast<Bf8 *>(p) = v;
+}
+__device__ __forceinline__ float roundBf(float v) {
+  return __bfloat162float(__float2bfloat16(v));
+}
 
 /// Sum over the block; every thread gets the result. All threads must call.
 __device__ float blockSum(float v) {
@@ -118,8 +146,8 @@ __global__ void swigluForwardKernel(const T *g, const T *u, T *out, int64_t n) {
 }
 
 template <typename T>
-__global__ void swigluBackwardKernel(const T *dy, const T *g, const T *u,
-                                     T *dg, T *du, int64_t n) {
+__global__ void swigluBackwardKernel(const T *dy, const T *g, const T *u, T *dg,
+                                     T *du, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const float a = ld(g, i), s = sigmoid(a), d = ld(dy, i);
@@ -138,7 +166,8 @@ __global__ void ropeKernel(const T *x, const T *cosT, const T *sinT, T *out,
     const int64_t row = i / half, k = i % half;
     const int64_t pos = (row / heads) % seq; // rows are (B, S, H)
     const int64_t b1 = row * 2 * half + k, b2 = b1 + half;
-    const float c = ld(cosT, pos * half + k), s = sign * ld(sinT, pos * half + k);
+    const float c = ld(cosT, pos * half + k),
+                s = sign * ld(sinT, pos * half + k);
     const float x1 = ld(x, b1), x2 = ld(x, b2);
     out[b1] = cvt<T>(x1 * c - x2 * s);
     out[b2] = cvt<T>(x2 * c + x1 * s);
@@ -225,6 +254,145 @@ __global__ void adamwFp32Kernel(float *p, const float *g, float *m, float *v,
   }
 }
 
+// Vectorized bf16 variants: same arithmetic and rounding as the scalar
+// kernels above, 8 elements per access. Callers check 16-byte alignment and
+// sizes divisible by 8.
+
+__global__ void __launch_bounds__(kThreads)
+    rmsNormForwardBf8(const __nv_bfloat16 *x, const __nv_bfloat16 *w,
+                      __nv_bfloat16 *y, float *rstd, int64_t cols, float eps) {
+  const int64_t base = int64_t(blockIdx.x) * cols, n8 = cols / 8;
+  float f[8], g[8];
+  float ss = 0.f;
+  for (int64_t j = threadIdx.x; j < n8; j += kThreads) {
+    load8(x + base + 8 * j, f);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      ss += f[i] * f[i];
+  }
+  const float r = rsqrtf(blockSum(ss) / float(cols) + eps);
+  if (threadIdx.x == 0)
+    rstd[blockIdx.x] = r;
+  for (int64_t j = threadIdx.x; j < n8; j += kThreads) {
+    load8(x + base + 8 * j, f);
+    load8(w + 8 * j, g);
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      f[i] = roundBf(f[i] * r) * g[i];
+    store8(y + base + 8 * j, f);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    rmsNormBackwardBf8(const __nv_bfloat16 *dy, const __nv_bfloat16 *x,
+                       const __nv_bfloat16 *w, const float *rstd,
+                       __nv_bfloat16 *dx, float *dwPartial, int64_t rows,
+                       int64_t cols) {
+  extern __shared__ float4 dwAcc4[]; // (cols / 4): thread-owned 8-column runs
+  const int64_t n8 = cols / 8;
+  for (int64_t j = threadIdx.x; j < n8; j += kThreads)
+    dwAcc4[2 * j] = dwAcc4[2 * j + 1] = make_float4(0.f, 0.f, 0.f, 0.f);
+  float fx[8], fg[8], fw[8];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t base = row * cols;
+    const float r = rstd[row];
+    float dot = 0.f;
+    for (int64_t j = threadIdx.x; j < n8; j += kThreads) {
+      load8(x + base + 8 * j, fx);
+      load8(dy + base + 8 * j, fg);
+      load8(w + 8 * j, fw);
+      float4 a = dwAcc4[2 * j], b = dwAcc4[2 * j + 1];
+      float acc[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const float xh = fx[i] * r;
+        dot += fg[i] * fw[i] * xh;
+        acc[i] += fg[i] * roundBf(xh);
+      }
+      dwAcc4[2 * j] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+      dwAcc4[2 * j + 1] = make_float4(acc[4], acc[5], acc[6], acc[7]);
+    }
+    dot = blockSum(dot) / float(cols);
+    for (int64_t j = threadIdx.x; j < n8; j += kThreads) {
+      load8(x + base + 8 * j, fx);
+      load8(dy + base + 8 * j, fg);
+      load8(w + 8 * j, fw);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        fx[i] = r * (fg[i] * fw[i] - fx[i] * r * dot);
+      store8(dx + base + 8 * j, fx);
+    }
+  }
+  float4 *out =
+      reinterpret_cast<float4 *>(dwPartial + int64_t(blockIdx.x) * cols);
+  for (int64_t j = threadIdx.x; j < n8; j += kThreads) {
+    out[2 * j] = dwAcc4[2 * j];
+    out[2 * j + 1] = dwAcc4[2 * j + 1];
+  }
+}
+
+__global__ void swigluForwardBf8(const __nv_bfloat16 *g, const __nv_bfloat16 *u,
+                                 __nv_bfloat16 *out, int64_t n8) {
+  float fg[8], fu[8];
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n8;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    load8(g + 8 * i, fg);
+    load8(u + 8 * i, fu);
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+      fg[k] = roundBf(fg[k] * sigmoid(fg[k])) * fu[k];
+    store8(out + 8 * i, fg);
+  }
+}
+
+__global__ void swigluBackwardBf8(const __nv_bfloat16 *dy,
+                                  const __nv_bfloat16 *g,
+                                  const __nv_bfloat16 *u, __nv_bfloat16 *dg,
+                                  __nv_bfloat16 *du, int64_t n8) {
+  float fd[8], fg[8], fu[8];
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n8;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    load8(dy + 8 * i, fd);
+    load8(g + 8 * i, fg);
+    load8(u + 8 * i, fu);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      const float a = fg[k], s = sigmoid(a), d = fd[k];
+      fg[k] = d * fu[k] * s * (1.f + a * (1.f - s)); // dg
+      fu[k] = d * roundBf(a * s);                    // du
+    }
+    store8(dg + 8 * i, fg);
+    store8(du + 8 * i, fu);
+  }
+}
+
+__global__ void ropeBf8(const __nv_bfloat16 *x, const __nv_bfloat16 *cosT,
+                        const __nv_bfloat16 *sinT, __nv_bfloat16 *out,
+                        int64_t rows, int64_t seq, int64_t heads, int64_t half,
+                        float sign) {
+  const int64_t per = half / 8, total = rows * per;
+  float a[8], b[8], c[8], s[8];
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t row = i / per, k = (i % per) * 8;
+    const int64_t pos = (row / heads) % seq; // rows are (B, S, H)
+    const int64_t b1 = row * 2 * half + k, b2 = b1 + half;
+    load8(x + b1, a);
+    load8(x + b2, b);
+    load8(cosT + pos * half + k, c);
+    load8(sinT + pos * half + k, s);
+    float o1[8], o2[8];
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      const float sn = sign * s[q];
+      o1[q] = a[q] * c[q] - b[q] * sn;
+      o2[q] = b[q] * c[q] + a[q] * sn;
+    }
+    store8(out + b1, o1);
+    store8(out + b2, o2);
+  }
+}
+
 __global__ void adamwBf16Kernel(__nv_bfloat16 *p, const __nv_bfloat16 *g,
                                 float *m, float *v, int64_t n, float lr,
                                 float beta1, float beta2, float eps,
@@ -251,6 +419,13 @@ int gridFor(int64_t n, int threads) {
 
 int done() { return int(cudaGetLastError()); }
 
+bool aligned16(const void *p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+template <typename... P> bool aligned16(const void *p, P... rest) {
+  return aligned16(p) && aligned16(rest...);
+}
+
 } // namespace
 
 using bf = __nv_bfloat16;
@@ -261,7 +436,10 @@ int rmsNormForward(const void *x, const void *w, void *y, float *rstd,
   auto s = static_cast<cudaStream_t>(stream);
   if (rows == 0)
     return 0;
-  if (bf16)
+  if (bf16 && cols % 8 == 0 && aligned16(x, w, y))
+    rmsNormForwardBf8<<<rows, kThreads, 0, s>>>((const bf *)x, (const bf *)w,
+                                                (bf *)y, rstd, cols, eps);
+  else if (bf16)
     rmsNormForwardKernel<bf><<<rows, kThreads, 0, s>>>(
         (const bf *)x, (const bf *)w, (bf *)y, rstd, cols, eps);
   else
@@ -279,18 +457,24 @@ int rmsNormBackward(const void *dy, const void *x, const void *w,
                     int64_t cols, int blocks, bool bf16, void *stream) {
   auto s = static_cast<cudaStream_t>(stream);
   const size_t smem = size_t(cols) * sizeof(float);
+  const bool vec = bf16 && cols % 8 == 0 && aligned16(dy, x, w, dx, dwPartial);
   if (smem > 48 * 1024) {
-    auto k = bf16 ? (const void *)rmsNormBackwardKernel<bf>
-                  : (const void *)rmsNormBackwardKernel<float>;
+    auto k = vec    ? (const void *)rmsNormBackwardBf8
+             : bf16 ? (const void *)rmsNormBackwardKernel<bf>
+                    : (const void *)rmsNormBackwardKernel<float>;
     cudaError_t e = cudaFuncSetAttribute(
         k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
     if (e != cudaSuccess)
       return int(e);
   }
-  if (bf16)
+  if (vec)
+    rmsNormBackwardBf8<<<blocks, kThreads, smem, s>>>(
+        (const bf *)dy, (const bf *)x, (const bf *)w, rstd, (bf *)dx, dwPartial,
+        rows, cols);
+  else if (bf16)
     rmsNormBackwardKernel<bf><<<blocks, kThreads, smem, s>>>(
-        (const bf *)dy, (const bf *)x, (const bf *)w, rstd, (bf *)dx,
-        dwPartial, rows, cols);
+        (const bf *)dy, (const bf *)x, (const bf *)w, rstd, (bf *)dx, dwPartial,
+        rows, cols);
   else
     rmsNormBackwardKernel<float><<<blocks, kThreads, smem, s>>>(
         (const float *)dy, (const float *)x, (const float *)w, rstd,
@@ -303,7 +487,10 @@ int swigluForward(const void *g, const void *u, void *out, int64_t n, bool bf16,
   auto s = static_cast<cudaStream_t>(stream);
   if (n == 0)
     return 0;
-  if (bf16)
+  if (bf16 && n % 8 == 0 && aligned16(g, u, out))
+    swigluForwardBf8<<<gridFor(n / 8, 256), 256, 0, s>>>(
+        (const bf *)g, (const bf *)u, (bf *)out, n / 8);
+  else if (bf16)
     swigluForwardKernel<bf><<<gridFor(n, 256), 256, 0, s>>>(
         (const bf *)g, (const bf *)u, (bf *)out, n);
   else
@@ -317,7 +504,11 @@ int swigluBackward(const void *dy, const void *g, const void *u, void *dg,
   auto s = static_cast<cudaStream_t>(stream);
   if (n == 0)
     return 0;
-  if (bf16)
+  if (bf16 && n % 8 == 0 && aligned16(dy, g, u, dg, du))
+    swigluBackwardBf8<<<gridFor(n / 8, 256), 256, 0, s>>>(
+        (const bf *)dy, (const bf *)g, (const bf *)u, (bf *)dg, (bf *)du,
+        n / 8);
+  else if (bf16)
     swigluBackwardKernel<bf><<<gridFor(n, 256), 256, 0, s>>>(
         (const bf *)dy, (const bf *)g, (const bf *)u, (bf *)dg, (bf *)du, n);
   else
@@ -335,7 +526,11 @@ int ropeApply(const void *x, const void *cos, const void *sin, void *out,
   if (rows * half == 0)
     return 0;
   const float sign = inverse ? -1.f : 1.f;
-  if (bf16)
+  if (bf16 && half % 8 == 0 && aligned16(x, cos, sin, out))
+    ropeBf8<<<gridFor(rows * half / 8, 256), 256, 0, s>>>(
+        (const bf *)x, (const bf *)cos, (const bf *)sin, (bf *)out, rows, seq,
+        heads, half, sign);
+  else if (bf16)
     ropeKernel<bf><<<gridFor(rows * half, 256), 256, 0, s>>>(
         (const bf *)x, (const bf *)cos, (const bf *)sin, (bf *)out, rows, seq,
         heads, half, sign);
@@ -382,8 +577,8 @@ int adamwBf16(void *param, const void *grad, float *expAvg, float *expAvgSq,
   if (n == 0)
     return 0;
   adamwBf16Kernel<<<gridFor(n, 256), 256, 0, s>>>(
-      (bf *)param, (const bf *)grad, expAvg, expAvgSq, n, lr, beta1, beta2,
-      eps, weightDecay, gradScale, bc1, bc2Sqrt);
+      (bf *)param, (const bf *)grad, expAvg, expAvgSq, n, lr, beta1, beta2, eps,
+      weightDecay, gradScale, bc1, bc2Sqrt);
   return done();
 }
 

@@ -112,13 +112,14 @@ namespace {
 // The fused kernels on CUDA, the op chains they replace elsewhere (CPU keeps
 // the math CI has always checked).
 at::Tensor rmsNorm(const at::Tensor &x, const at::Tensor &w, double eps) {
-  return useFusedKernels(x, "norm") ? fusedRmsNorm(x, w, eps) : opRmsNorm(x, w, eps);
+  return useFusedKernels(x, "norm") ? fusedRmsNorm(x, w, eps)
+                                    : opRmsNorm(x, w, eps);
 }
 
 /// x: (B, S, H, D); rotates the two halves of D (HF's rotate_half layout).
 at::Tensor applyRope(const at::Tensor &x, const Rope &rope) {
   return useFusedKernels(x, "rope") ? fusedRope(x, rope.cos, rope.sin)
-                            : opRope(x, rope.cos, rope.sin);
+                                    : opRope(x, rope.cos, rope.sin);
 }
 
 } // namespace
