@@ -59,7 +59,8 @@ struct Row {
 
 std::vector<Row> loadRows() {
   std::vector<Row> rows;
-  for (const char *file : {"h200_hf_public.jsonl", "h200_hf_extra.jsonl"}) {
+  for (const char *file :
+       {"h200_hf_public.jsonl", "h200_hf_extra.jsonl", "h200_hf_probe.jsonl"}) {
     std::ifstream in(std::string(SWIFT_CALIBRATION_DIR) + "/" + file);
     EXPECT_TRUE(in.good()) << file;
     for (std::string line; std::getline(in, line);) {
