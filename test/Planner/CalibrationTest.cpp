@@ -163,3 +163,42 @@ TEST(Calibration, StepTimeWithinBoundsOnWorldOneRows) {
 }
 
 } // namespace
+
+namespace {
+
+// swift-run itself on the H200 (benchmarks/runtime/side_by_side.sh, one
+// micro-batch per step, ZeRO-0 on one GPU): the swift-run backend must
+// predict its peak within 5% and its step time within 15%.
+TEST(Calibration, SwiftRunRowsWithinBounds) {
+  mlir::MLIRContext context;
+  std::ifstream in(std::string(SWIFT_CALIBRATION_DIR) + "/h200_swiftrun.jsonl");
+  ASSERT_TRUE(in.good());
+  int rows = 0;
+  for (std::string line; std::getline(in, line); ++rows) {
+    auto r = nlohmann::json::parse(line);
+    std::string model = r["model"];
+    if (model == "llama3-8b") // hf_baseline.py's name for the 8B shape
+      model = "llama3.1-8b";
+    int64_t B = r["micro_batch"], S = r["seq"];
+    PricedJob p = priceJob(
+        context, {"model=" + model, "backend=swift-run", "cluster.gpu=h200",
+                  "cluster.gpus_per_node=1",
+                  "training.sequence_length=" + std::to_string(S),
+                  "training.global_batch_size=" + std::to_string(B),
+                  "training.micro_batch_size=" + std::to_string(B),
+                  "training.precision=" + r["precision"].get<std::string>(),
+                  "strategy.checkpointing=" + r["checkpointing"].get<std::string>(),
+                  "strategy.zero=0", "strategy.offload=none"});
+    double peak = r["swift_peak_bytes"], tokens = r["swift_tokens_per_s"];
+    double memoryError = (p.estimate.memory.peakBytes - peak) / peak;
+    double speedError = (p.estimate.time.tokensPerSecond - tokens) / tokens;
+    std::printf("  swift-run %-34s peak %+5.1f%%  tokens/s %+5.1f%%\n",
+                r["config"].get<std::string>().c_str(), 100 * memoryError,
+                100 * speedError);
+    EXPECT_LE(std::abs(memoryError), 0.05) << r["config"];
+    EXPECT_LE(std::abs(speedError), 0.15) << r["config"];
+  }
+  EXPECT_EQ(rows, 4);
+}
+
+} // namespace

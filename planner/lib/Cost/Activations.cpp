@@ -3,9 +3,9 @@
 // Each rule names the tensors a real implementation keeps from an op's
 // forward to its backward. The HF rules were read off PyTorch 2.11 +
 // transformers 5.17 with saved_tensors_hooks on an H200
-// (benchmarks/calibration/hf_memory_trace.py; docs/cost-model-hf.md).
-// swift-run composes the same LibTorch ops today, so it shares the bf16
-// rules; fused kernels will get rules of their own.
+// (benchmarks/calibration/hf_memory_trace.py; docs/cost-model-hf.md). The
+// fused rules are swift-run's CUDA kernels (runtime/lib/Kernels.cu,
+// docs/runtime.md): they keep what the math needs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,10 +21,12 @@ Exec execution(const TrainingSetup &setup, const Strategy &strategy) {
     return Exec::Lora;
   if (setup.precision == Precision::Fp32)
     return Exec::Fp32;
-  // FSDP2 (ZeRO-2/3 on HF), DeepSpeed and swift-run compute with bf16
-  // parameters; plain HF bf16-mixed keeps fp32 parameters and autocasts.
+  if (setup.backend == Backend::SwiftRun)
+    return Exec::Fused;
+  // FSDP2 (ZeRO-2/3 on HF) and DeepSpeed compute with bf16 parameters;
+  // plain HF bf16-mixed keeps fp32 parameters and autocasts.
   if (setup.precision == Precision::Bf16 || strategy.zero >= 2 ||
-      setup.backend != Backend::HF)
+      setup.backend == Backend::DeepSpeed)
     return Exec::Bf16;
   return Exec::Autocast;
 }
@@ -70,6 +72,13 @@ private:
   void rmsnorm(const OpProfile &op) {
     double width = op.inputWidth(seq);
     double groups = op.weightElements ? width / op.weightElements : 1;
+    if (exec == Exec::Fused) {
+      // The (bf16) input, shared with whoever else keeps it, and one fp32
+      // rstd per row.
+      keep(op.inputValue, 2 * width);
+      bytes.perToken += 4 * groups;
+      return;
+    }
     // HF LlamaRMSNorm: x.to(fp32) is kept by pow() and by the multiply with
     // rsqrt (one fp32 tensor), plus rsqrt itself; weight * x_normed keeps
     // x_normed for the weight's gradient (not when the weight is frozen).
@@ -88,6 +97,8 @@ private:
 
   void linear(const OpProfile &op) {
     double in = op.inFeatures;
+    if (exec == Exec::Fused && op.name == "lm_head")
+      return; // fused with the loss: its gradients exist after the forward
     if (exec == Exec::Lora) {
       // Base frozen: its backward needs only the weight. peft casts the
       // input to the fp32 adapter's dtype for lora_A (kept), and lora_B
@@ -122,12 +133,25 @@ private:
   void siluMul(const OpProfile &op) {
     double width = op.outputWidth(seq);
     int e = exec == Exec::Fp32 ? 4 : 2;
+    if (exec == Exec::Fused) {
+      // The fused backward recomputes silu(gate) from gate and up.
+      keep(op.inputValue, e * width);
+      bytes.perToken += e * width; // up
+      return;
+    }
     // HF: act_fn(gate) keeps gate; (silu * up) keeps both factors.
     bytes.perToken += 3 * e * width;
   }
 
   void crossEntropy(const OpProfile &op) {
     double vocab = op.inputWidth(seq);
+    if (exec == Exec::Fused) {
+      // The fused linear + loss computes its gradients in the forward: one
+      // fp32 loss per token survives to backward (the logits never do; dh
+      // and dW are counted with the loss, see Memory.cpp).
+      bytes.perToken += 4;
+      return;
+    }
     // HF ForCausalLMLoss upcasts the logits and log_softmax keeps its fp32
     // output.
     bytes.perToken += 4 * vocab;

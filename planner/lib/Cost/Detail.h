@@ -12,7 +12,8 @@ enum class Exec {
   Autocast, // HF: fp32 params under torch.autocast(bf16); fp32 residual stream
   Bf16,     // bf16 params (pure bf16, FSDP2's param_dtype, DeepSpeed, swift-run)
   Fp32,     // HF: fp32 everything
-  Lora      // HF + peft: frozen bf16 base, fp32 adapters
+  Lora,     // HF + peft: frozen bf16 base, fp32 adapters
+  Fused     // swift-run on CUDA: fused RMSNorm/SwiGLU/RoPE, fused linear+loss
 };
 
 Exec execution(const TrainingSetup &setup, const Strategy &strategy);

@@ -48,8 +48,9 @@ struct Activations {
   double recompute = 0;     // one layer's saved tensors during its backward
   double layerWeightCopies = 0; // autocast copies of one layer's weights
   double head = 0;          // final norm, lm_head, loss saved tensors
-  double logitsBytes = 0;   // bf16 logits [T, V]
-  double fp32Logits = 0;    // one fp32 [T, V] tensor
+  double logitsBytes = 0;   // bf16 logits [T, V] the loop holds in `out`
+  double lossForward = 0;   // temporaries inside the loss's forward
+  double lossBackward = 0;  // temporaries of the loss's backward
   double finalHidden = 0;   // final norm output held by the CausalLM frame
   double kvCache = 0;       // DynamicCache of the step (use_cache)
   bool kvShared = false;    // cache entries are the tensors SDPA saved
@@ -95,8 +96,21 @@ Activations hfActivations(const ModelProfile &m, const TrainingSetup &setup,
   if (checkpointed < L) // saved by each linear until its backward
     a.layers += (L - checkpointed) * layer.weightCopies;
   a.head = T * head.perToken + head.weightCopies;
-  a.logitsBytes = 2 * T * m.vocabSize;
-  a.fp32Logits = 4 * T * m.vocabSize;
+  if (exec == Exec::Fused) {
+    // Fused linear + cross-entropy over chunks of 2^28 / V tokens: one
+    // chunk's bf16 logits (overwritten by their gradient) in flight, and the
+    // input and weight gradients (bf16) kept from the head's forward to its
+    // backward.
+    double chunkTokens = std::min(T, std::floor(double(1 << 28) / m.vocabSize));
+    a.lossForward = 2 * chunkTokens * m.vocabSize;
+    a.head += 2 * T * m.hiddenSize + 2.0 * m.vocabSize * m.hiddenSize;
+  } else {
+    // HF: the loop holds the bf16 logits; the loss upcasts them (fp32) and
+    // log_softmax's backward holds its incoming gradient and its result.
+    a.logitsBytes = 2 * T * m.vocabSize;
+    a.lossForward = 4 * T * m.vocabSize;
+    a.lossBackward = 8 * T * m.vocabSize;
+  }
   // The final norm's output stays referenced by the CausalLM frame while the
   // loss runs, unless it is the bf16 tensor lm_head already saved.
   a.finalHidden = exec == Exec::Bf16 ? 0 : T * m.hiddenSize * act;
@@ -154,7 +168,7 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
        {"outputs", outNew},
        {"activations", a.layers + a.head + a.finalHidden +
                            (autocastCheckpointed ? L * a.layerWeightCopies : 0)},
-       {"loss_temporaries", a.fp32Logits},
+       {"loss_temporaries", a.lossForward},
        {"gathered_parameters", sharded.forward}});
   candidates.push_back(fwd);
 
@@ -163,7 +177,7 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   loss.parts.insert(loss.parts.end(),
                     {{"outputs", outBackward},
                      {"activations", a.layers + a.head},
-                     {"loss_temporaries", 2 * a.fp32Logits},
+                     {"loss_temporaries", a.lossBackward},
                      {"gathered_parameters", sharded.lossBackward},
                      {"workspace", a.workspace}});
   candidates.push_back(loss);
@@ -391,7 +405,9 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
   } else {
     st.parameters = e * P;
   }
-  double optimizerBytes = (pureBf16 ? 2 + 8 : 12) * optimizerElems;
+  // AdamW's fp32 exp_avg and exp_avg_sq, plus an fp32 master copy unless
+  // the parameters themselves are the (bf16) master.
+  double optimizerBytes = (pureBf16 ? 8 : 12) * optimizerElems;
   if (s.offload == Offload::None)
     st.optimizer = optimizerBytes;
   else

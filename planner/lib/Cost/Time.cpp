@@ -40,6 +40,11 @@ constexpr double kOverlapNorm = 4;
 // the efficiencies above were measured at.
 constexpr double kHalfEfficiencyTokens = 512;
 constexpr double kReferenceTokens = 8192;
+// Likewise for a narrow weight (a GQA k/v projection of two heads): the
+// efficiency ~ d / (d + kHalfEfficiencyWidth) over its smaller dimension,
+// relative to the 2048-wide layers of the calibration models.
+constexpr double kHalfEfficiencyWidth = 128;
+constexpr double kReferenceWidth = 2048;
 // NCCL reaches ~80% of a link's bandwidth on large messages.
 constexpr double kBusEfficiency = 0.8;
 // Overlapped collectives slow the compute they hide under by this fraction
@@ -95,9 +100,22 @@ Rates ratesOf(const Hardware &hw) {
 double elementwiseBytesPerToken(const std::vector<OpProfile> &ops,
                                 int64_t seq, Exec exec, int64_t rank) {
   bool fp32Stream = exec == Exec::Autocast || exec == Exec::Fp32;
+  bool fused = exec == Exec::Fused;
   double bytes = 0;
   for (const OpProfile &op : ops) {
     double w = op.inputWidth(seq);
+    if (fused) {
+      // One kernel per op and direction, bf16 in and out: RMSNorm reads x
+      // and writes y, backward reads x, dy and writes dx; RoPE and SwiGLU
+      // likewise; the fused loss writes and rereads each chunk's logits.
+      switch (op.kind) {
+      case OpKind::RMSNorm: bytes += 10 * w; continue;
+      case OpKind::Rope: bytes += 8 * w; continue;
+      case OpKind::SiluMul: bytes += 14 * op.outputWidth(seq); continue;
+      case OpKind::CrossEntropy: bytes += 8 * w; continue;
+      default: break;
+      }
+    }
     switch (op.kind) {
     case OpKind::RMSNorm:
       // upcast, pow, mean, mul, mul, downcast, weight mul (fp32 passes).
@@ -136,6 +154,7 @@ double elementwiseBytesPerToken(const std::vector<OpProfile> &ops,
 /// Autograd nodes per decoder layer of HF eager (traced).
 double nodesPerLayer(Exec exec) {
   switch (exec) {
+  case Exec::Fused: return 30;
   case Exec::Autocast: return 94;
   case Exec::Lora: return 163;
   default: return 83;
@@ -159,8 +178,13 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
     for (const OpProfile &op : ops) {
       double flops = forward ? op.forwardFlops
                              : (frozen ? op.backwardFlopsFrozen : op.backwardFlops);
-      if (op.kind == OpKind::Linear)
-        t += flops / mm;
+      if (op.kind == OpKind::Linear) {
+        double width = std::min(op.inFeatures, op.outFeatures);
+        double narrow = std::min(1.0, (width / (width + kHalfEfficiencyWidth)) /
+                                          (kReferenceWidth /
+                                           (kReferenceWidth + kHalfEfficiencyWidth)));
+        t += flops / (mm * narrow);
+      }
       else if (op.kind == OpKind::Attention)
         t += flops / attn;
     }
