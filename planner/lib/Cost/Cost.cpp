@@ -93,9 +93,6 @@ std::string unsupportedReason(const ModelProfile &model,
   case Backend::SwiftRun:
     if (setup.method != Method::Full)
       return "swift-run trains full models only (LoRA/QLoRA: use backend hf)";
-    if (s.checkpointing == Checkpointing::Selective)
-      return "swift-run recomputes whole layers; use full (with "
-             "checkpoint_layers for the first k)";
     break;
   }
   return "";

@@ -65,6 +65,20 @@ struct Activations {
   double tiedEmbeddingGradient = 0; // dense embedding grad meeting the tied one
 };
 
+/// Bytes per token selective checkpointing does not keep: the attention
+/// core's output and log-sum-exp, and the SwiGLU product (down_proj's input).
+double selectivelyRecomputedBytes(const std::vector<OpProfile> &layer,
+                                  int64_t seq, int act) {
+  double bytes = 0;
+  for (const OpProfile &op : layer) {
+    if (op.kind == OpKind::Attention)
+      bytes += act * op.heads * op.headDim + 4.0 * op.heads;
+    if (op.kind == OpKind::SiluMul)
+      bytes += act * op.outputWidth(seq);
+  }
+  return bytes;
+}
+
 double tokens(const ModelProfile &m, const Strategy &s) {
   return double(s.microBatchSize) * m.sequenceLength;
 }
@@ -85,13 +99,20 @@ Activations hfActivations(const ModelProfile &m, const TrainingSetup &setup,
   SavedBytes head = savedBytes(m.head, m.sequenceLength, exec, setup.loraRank);
   int64_t L = m.numLayers;
   int64_t checkpointed = s.checkpointedLayers(L);
-  // Non-reentrant checkpointing keeps each layer's input and, during that
-  // layer's backward, everything its recomputed forward saves.
-  a.layers = checkpointed * T * m.hiddenSize * act +
-             (L - checkpointed) * T * layer.perToken;
-  a.recompute = checkpointed ? T * layer.perToken : 0;
+  // Full checkpointing keeps each layer's input and, during that layer's
+  // backward, everything its recomputed forward saves. Selective
+  // checkpointing (swift-run) drops only what the attention core and the
+  // SwiGLU product keep, and recomputes just those.
+  double keptPerToken = m.hiddenSize * act;
+  double recomputedPerToken = layer.perToken;
+  if (s.checkpointing == Checkpointing::Selective) {
+    recomputedPerToken = selectivelyRecomputedBytes(m.layer, m.sequenceLength, act);
+    keptPerToken = layer.perToken - recomputedPerToken;
+  }
+  a.layers = checkpointed * T * keptPerToken + (L - checkpointed) * T * layer.perToken;
+  a.recompute = checkpointed ? T * recomputedPerToken : 0;
   a.perLayer = T * layer.perToken + layer.weightCopies;
-  a.perCheckpointedLayer = T * m.hiddenSize * act;
+  a.perCheckpointedLayer = T * keptPerToken;
   a.layerWeightCopies = layer.weightCopies;
   if (checkpointed < L) // saved by each linear until its backward
     a.layers += (L - checkpointed) * layer.weightCopies;

@@ -203,7 +203,20 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
               (L * layerEw + headEw) / 3;
   c.backward = L * layerBwd + opSeconds(m.head, false) + opSeconds(m.embed, false) +
                2 * (L * layerEw + headEw) / 3;
-  c.recompute = s.checkpointedLayers(L) * (layerFwd + layerEw / 3);
+  // Recompute: the whole layer's forward, or under selective checkpointing
+  // only the attention core and the SwiGLU product.
+  double recomputePerLayer = layerFwd + layerEw / 3;
+  if (s.checkpointing == Checkpointing::Selective) {
+    recomputePerLayer = 0;
+    for (const OpProfile &op : m.layer) {
+      if (op.kind == OpKind::Attention)
+        recomputePerLayer += s.microBatchSize * op.forwardFlops / attn;
+      if (op.kind == OpKind::SiluMul || op.kind == OpKind::Rope)
+        recomputePerLayer += T * elementwiseBytesPerToken({op}, m.sequenceLength, exec,
+                                                          setup.loraRank) / 3 / hbm;
+    }
+  }
+  c.recompute = s.checkpointedLayers(L) * recomputePerLayer;
   // Host dispatch of every node, forward, backward and recompute, overlapped
   // with the GPU's work.
   double nodes = L * nodesPerLayer(exec);
