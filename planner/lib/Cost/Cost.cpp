@@ -4,20 +4,6 @@
 
 namespace swift::cost {
 
-const char *toString(OpKind kind) {
-  switch (kind) {
-  case OpKind::Embedding: return "embedding";
-  case OpKind::RMSNorm: return "rmsnorm";
-  case OpKind::Linear: return "linear";
-  case OpKind::Rope: return "rope";
-  case OpKind::Attention: return "attention";
-  case OpKind::SiluMul: return "silu_mul";
-  case OpKind::Add: return "add";
-  case OpKind::CrossEntropy: return "cross_entropy";
-  }
-  return "?";
-}
-
 const char *toString(Backend b) {
   switch (b) {
   case Backend::SwiftRun: return "swift-run";

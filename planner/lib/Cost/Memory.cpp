@@ -258,8 +258,6 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   for (const auto &[name, bytes] : peak->parts)
     if (bytes > 0)
       mem.breakdown.push_back({name, static_cast<int64_t>(std::llround(bytes))});
-  mem.staticBytes =
-      static_cast<int64_t>(st.parameters + st.optimizer + st.persistentGradients);
   mem.modelStateBytes = static_cast<int64_t>(std::llround(
       st.parameters + st.gradients + st.persistentGradients + st.optimizer));
   mem.forwardPeakBytes = static_cast<int64_t>(candidates[0].total());

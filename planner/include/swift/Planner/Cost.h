@@ -33,7 +33,6 @@ enum class OpKind {
   Add,
   CrossEntropy
 };
-const char *toString(OpKind kind);
 
 /// A tensor an op keeps for its backward, per sample, at the math level (the
 /// backend adds its implementation's extras). `value` identifies a tensor
@@ -167,11 +166,10 @@ struct MemoryEstimate {
   // Named parts alive at the peak; they sum to peakBytes.
   std::vector<std::pair<std::string, int64_t>> breakdown;
   PeakLocation peak;
-  // Bytes held between steps (model states) and the peak of each phase.
-  int64_t staticBytes = 0;
   // Parameters + gradients + optimizer states on the GPU (the "model
   // states" of the ZeRO paper and DeepSpeed's estimators).
   int64_t modelStateBytes = 0;
+  // The peak of each phase.
   int64_t forwardPeakBytes = 0, backwardPeakBytes = 0, optimizerPeakBytes = 0;
   int64_t hostBytes = 0; // host memory per node the strategy needs
   // Bytes one decoder layer keeps for backward (per micro-batch), without
@@ -196,7 +194,6 @@ struct TimeEstimate {
 struct Estimate {
   MemoryEstimate memory;
   TimeEstimate time;
-  bool fits() const { return memory.peakBytes <= memory.capacityBytes; }
 };
 
 /// Why a backend cannot run a strategy (HF has no ZeRO-1, say); empty when
