@@ -160,6 +160,17 @@ void printJob(raw_ostream &os, const planner::JobSpec &job,
   os << "\n";
 }
 
+/// The decisions of one strategy as JSON attributes (DESIGN.md's keys).
+void writeDecisions(llvm::json::OStream &j, const StrategyFacts &s) {
+  j.attribute("zero", s.zero);
+  j.attribute("offload", s.offload);
+  j.attribute("checkpointing", s.checkpointing);
+  if (s.checkpointLayers >= 0)
+    j.attribute("checkpoint_layers", s.checkpointLayers);
+  j.attribute("micro_batch_size", s.microBatchSize);
+  j.attribute("gradient_accumulation", s.gradientAccumulation);
+}
+
 /// The work and memory of each op of one decoder layer, from `swift.cost`.
 void printLayerOps(raw_ostream &os, ModuleOp module) {
   os << "  one decoder layer, per micro-batch (math-level saved tensors):\n";
@@ -339,13 +350,7 @@ void printJson(raw_ostream &os, const planner::JobSpec &job,
     const EstimateFacts &e = *facts.estimate;
     j.attribute("status", facts.fits ? "fits" : "nothing-fits");
     j.attributeObject("strategy", [&] {
-      j.attribute("zero", s.zero);
-      j.attribute("offload", s.offload);
-      j.attribute("checkpointing", s.checkpointing);
-      if (s.checkpointLayers >= 0)
-        j.attribute("checkpoint_layers", s.checkpointLayers);
-      j.attribute("micro_batch_size", s.microBatchSize);
-      j.attribute("gradient_accumulation", s.gradientAccumulation);
+      writeDecisions(j, s);
       j.attribute("bucket_bytes", facts.bucketBytes);
       j.attribute("prefetch_depth", facts.prefetchDepth);
     });
@@ -386,11 +391,7 @@ void printJson(raw_ostream &os, const planner::JobSpec &job,
       for (const StrategyFacts &a : facts.alternatives)
         j.object([&] {
           j.attribute("strategy", a.text);
-          j.attribute("zero", a.zero);
-          j.attribute("offload", a.offload);
-          j.attribute("checkpointing", a.checkpointing);
-          j.attribute("micro_batch_size", a.microBatchSize);
-          j.attribute("gradient_accumulation", a.gradientAccumulation);
+          writeDecisions(j, a);
           j.attribute("fits", a.fits);
           j.attribute("peak_bytes", a.peakBytes);
           j.attribute("tokens_per_second", a.tokensPerSecond);

@@ -154,23 +154,24 @@ const std::vector<std::string> *allowedKeys(const std::string &path) {
   return it == schema.end() ? nullptr : &it->second;
 }
 
-std::vector<std::string> presetNames(const std::vector<GpuPreset> &t) {
+template <typename Preset>
+std::vector<std::string> presetNames(const std::vector<Preset> &table) {
   std::vector<std::string> out;
-  for (const auto &p : t)
+  for (const Preset &p : table)
     out.push_back(p.name);
   return out;
 }
-std::vector<std::string> presetNames(const std::vector<LinkPreset> &t) {
-  std::vector<std::string> out;
-  for (const auto &p : t)
-    out.push_back(p.name);
-  return out;
-}
-std::vector<std::string> presetNames(const std::vector<ModelPreset> &t) {
-  std::vector<std::string> out;
-  for (const auto &p : t)
-    out.push_back(p.name);
-  return out;
+
+/// "unknown GPU preset 'h300'; did you mean 'h100'? (presets: ...; or ...)"
+template <typename Preset>
+std::string unknownPreset(const std::string &kind, const std::string &name,
+                          const std::vector<Preset> &table,
+                          const std::string &otherwise) {
+  std::vector<std::string> names = presetNames(table);
+  std::string message = "unknown " + kind + " preset '" + name + "'";
+  if (auto close = closestMatch(name, names))
+    message += "; did you mean '" + *close + "'?";
+  return message + " (presets: " + joinList(names) + "; " + otherwise + ")";
 }
 
 std::string join(const std::string &path, const std::string &key) {
@@ -467,13 +468,9 @@ ModelSpec readModel(const Reader &r, const YAML::Node &node) {
     r.fail(node, "model",
            "no such file '" + candidate.string() +
                "' (paths are relative to the job file's directory)");
-  std::string message = "unknown model preset '" + name + "'";
-  if (auto close = closestMatch(name, presetNames(modelPresets())))
-    message += "; did you mean '" + *close + "'?";
-  else
-    message += "; presets: " + joinList(presetNames(modelPresets())) +
-               ", or give a path to a config.json";
-  r.fail(node, "model", message);
+  r.fail(node, "model",
+         unknownPreset("model", name, modelPresets(),
+                       "or a path to an HF config.json, or a mapping of its fields"));
 }
 
 TrainingSpec readTraining(const Reader &r, const YAML::Node &root) {
@@ -530,12 +527,9 @@ TrainingSpec readTraining(const Reader &r, const YAML::Node &root) {
 GpuSpec readGpu(const Reader &r, const YAML::Node &node) {
   const std::string field = "cluster.gpu";
   auto unknown = [&](const YAML::Node &at, const std::string &name) {
-    std::string message = "unknown GPU preset '" + name + "'";
-    if (auto close = closestMatch(name, presetNames(gpuPresets())))
-      message += "; did you mean '" + *close + "'?";
-    message += " (presets: " + joinList(presetNames(gpuPresets())) +
-               "; or a mapping {memory_gib, bf16_tflops, hbm_gbps})";
-    r.fail(at, field, message);
+    r.fail(at, field,
+           unknownPreset("GPU", name, gpuPresets(),
+                         "or a mapping {memory_gib, bf16_tflops, hbm_gbps}"));
   };
   auto fromPreset = [](const GpuPreset &p) {
     return GpuSpec{p.name, p.memoryGiB, p.bf16Tflops, p.hbmGBps,
@@ -580,12 +574,9 @@ GpuSpec readGpu(const Reader &r, const YAML::Node &node) {
 LinkSpec readLink(const Reader &r, const YAML::Node &node,
                   const std::string &field, const std::string &fallback) {
   auto unknown = [&](const YAML::Node &at, const std::string &name) {
-    std::string message = "unknown interconnect preset '" + name + "'";
-    if (auto close = closestMatch(name, presetNames(linkPresets())))
-      message += "; did you mean '" + *close + "'?";
-    message += " (presets: " + joinList(presetNames(linkPresets())) +
-               "; or a mapping {bandwidth_gbps, latency_us})";
-    r.fail(at, field, message);
+    r.fail(at, field,
+           unknownPreset("interconnect", name, linkPresets(),
+                         "or a mapping {bandwidth_gbps, latency_us}"));
   };
   auto fromPreset = [](const LinkPreset &p) {
     return LinkSpec{p.name, p.bandwidthGBps, p.latencyUs};
