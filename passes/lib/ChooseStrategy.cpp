@@ -79,7 +79,7 @@ struct ChooseStrategyPass
           cost::search(buildModelProfile(model, job), trainingSetup(job),
                        hardware(cluster), fixedDecisions(job), options);
       if (!result.error.empty()) {
-        job.emitOpError(result.error);
+        job.emitError(result.error);
         return WalkResult::interrupt();
       }
       Builder b(job);

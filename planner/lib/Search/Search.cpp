@@ -167,8 +167,9 @@ SearchResult search(const ModelProfile &m, const TrainingSetup &setup,
   result.usableBytes = static_cast<int64_t>(
       (hw.memoryBytes - (int64_t(1) << 30)) * (1 - options.memoryMargin));
   if (setup.globalBatchSize % W != 0) {
-    result.error = "global_batch_size " + std::to_string(setup.globalBatchSize) +
-                   " is not divisible by the " + std::to_string(W) +
+    result.error = "training.global_batch_size: " +
+                   std::to_string(setup.globalBatchSize) +
+                   " sequences do not divide evenly over the " + std::to_string(W) +
                    " GPUs; use a multiple of " + std::to_string(W);
     return result;
   }
@@ -179,8 +180,9 @@ SearchResult search(const ModelProfile &m, const TrainingSetup &setup,
       micros.push_back(b);
   if (fixed.microBatchSize) {
     if (perGpu % *fixed.microBatchSize != 0) {
-      result.error = "micro_batch_size " + std::to_string(*fixed.microBatchSize) +
-                     " does not divide the " + std::to_string(perGpu) +
+      result.error = "training.micro_batch_size: " +
+                     std::to_string(*fixed.microBatchSize) + " does not divide the " +
+                     std::to_string(perGpu) +
                      " sequences each GPU gets per step (global_batch_size / GPUs)";
       return result;
     }
@@ -262,7 +264,7 @@ SearchResult search(const ModelProfile &m, const TrainingSetup &setup,
 
   std::vector<Candidate> ranked = searcher.ranked();
   if (ranked.empty()) {
-    result.error = "backend " + std::string(toString(setup.backend)) +
+    result.error = "backend: " + std::string(toString(setup.backend)) +
                    " can run none of the strategies the job allows: " +
                    searcher.firstRefusal;
     return result;
