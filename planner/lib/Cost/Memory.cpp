@@ -339,8 +339,10 @@ MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
     st.parameters = e * P;
     st.optimizer = 2 * e * P; // fused AdamW exp_avg, exp_avg_sq
     st.gradients = e * P;
-    if (N > 1) // DDP's gradient buckets (gradient_as_bucket_view=False)
-      st.gradientBuffers = e * P;
+    // Several GPUs: DDP with gradient_as_bucket_view=True, whose gradients
+    // are views of its buckets (the default, False, adds a gradient-sized
+    // copy). The calibration runs at world > 1 use no DDP wrapper at all,
+    // which holds the same bytes.
     headGrad = e * headGradientElements(m);
     layerGrad = (st.gradients - headGrad) / L;
     if (tiedEmbeddings(m))
