@@ -1,6 +1,10 @@
 """swift-run vs HF transformers eager, side by side (driven by side_by_side.sh).
 
-  side_by_side.py plans DIR         write one swift plan per configuration to DIR
+  side_by_side.py jobs DIR          write one swift-plan job file per configuration
+                                    (make_plans.sh turns them into the committed
+                                    plans/, which carry swift-plan's predictions)
+  side_by_side.py plans DIR         write one swift plan per configuration to DIR:
+                                    the committed plans/NAME.json when present
   side_by_side.py hf OUTFILE        run the HF baseline cases (hf_baseline.py's
                                     run_case) and append their JSON lines
   side_by_side.py table OUT         join swift-metrics.jsonl and hf.jsonl in OUT:
@@ -59,10 +63,35 @@ def flops_per_token(m, S):
     return 6.0 * n + 6.0 * L * C * S
 
 
+PLANNED = os.path.join(HERE, "plans")
+PRESETS = {"llama3-8b": "llama3.1-8b"}  # hf_baseline.py's names -> swift presets
+
+
+def write_jobs(d):
+    os.makedirs(d, exist_ok=True)
+    for name, model, prec, B, S, ckpt, _ in CONFIGS:
+        path = os.path.join(d, name + ".yaml")
+        with open(path, "w") as f:
+            f.write(f"# side_by_side.py: {name}\n"
+                    f"model: {PRESETS.get(model, model)}\n"
+                    f"training: {{sequence_length: {S}, global_batch_size: {B}, "
+                    f"micro_batch_size: {B}, precision: {prec}}}\n"
+                    f"cluster: {{gpu: h200, gpus_per_node: 1}}\n"
+                    f"backend: swift-run\n"
+                    f"strategy: {{zero: 0, offload: none, checkpointing: {ckpt}}}\n")
+        print(path)
+
+
 def write_plans(d):
     os.makedirs(d, exist_ok=True)
     base = json.load(open(TEMPLATE))
     for name, model, prec, B, S, ckpt, _ in CONFIGS:
+        planned = os.path.join(PLANNED, name + ".json")
+        if os.path.exists(planned):  # swift-plan's plan, with its predictions
+            with open(planned) as src, open(os.path.join(d, name + ".json"), "w") as dst:
+                dst.write(src.read())
+            print(os.path.join(d, name + ".json"))
+            continue
         p = json.loads(json.dumps(base))
         p["comment"] = f"side_by_side.py: {name}"
         p["model"].update(attention_qkv_bias=False, attention_o_bias=False, qk_norm=False)
@@ -109,7 +138,8 @@ def table(out):
     hf = {r["config"]: r for r in rows(os.path.join(out, "hf.jsonl"))}
     lines, results = [], []
     hdr = (f"{'configuration':34} {'swift tok/s':>11} {'HF tok/s':>9} {'ratio':>6} "
-           f"{'swift GiB':>9} {'HF GiB':>7} {'ratio':>6} {'swift MFU':>9} {'HF MFU':>7}")
+           f"{'swift GiB':>9} {'HF GiB':>7} {'ratio':>6} {'swift MFU':>9} {'HF MFU':>7} "
+           f"{'plan GiB':>8} {'err':>6} {'plan tok/s':>10} {'err':>6}")
     lines += [hdr, "-" * len(hdr)]
     names = [c[0] for c in CONFIGS] + sorted(k for k in swift if k not in [c[0] for c in CONFIGS])
     for name in names:
@@ -129,17 +159,26 @@ def table(out):
                    swift_mfu=s_tps * fpt / PEAK_FLOPS,
                    swift_losses=[r["loss"] for r in steps],
                    swift_planned_peak_bytes=steps[0].get("planned_peak_memory_bytes"),
+                   swift_planned_tokens_per_s=steps[0].get("planned_tokens_per_second"),
                    hf_tokens_per_s=h_tps, hf_peak_bytes=h_peak,
                    hf_mfu=h_tps * fpt / PEAK_FLOPS if h_tps else None,
                    hf_loss=h.get("loss"), hf_error=h.get("error"))
         res["tokens_ratio"] = s_tps / h_tps if h_tps else None
         res["memory_ratio"] = s_peak / h_peak if h_peak else None
+        # swift-plan's predictions for swift-run (plans/ made by make_plans.sh).
+        p_peak, p_tps = res["swift_planned_peak_bytes"], res["swift_planned_tokens_per_s"]
+        res["planned_peak_error"] = (p_peak - s_peak) / s_peak if p_peak else None
+        res["planned_tokens_error"] = (p_tps - s_tps) / s_tps if p_tps else None
         results.append(res)
         f = lambda v, fmt: format(v, fmt) if v is not None else "-"
         lines.append(f"{name:34} {s_tps:11,.0f} {f(h_tps, '9,.0f')} {f(res['tokens_ratio'], '6.2f')} "
                      f"{s_peak / 2**30:9.2f} {f(h_peak and h_peak / 2**30, '7.2f')} "
                      f"{f(res['memory_ratio'], '6.2f')} {100 * res['swift_mfu']:8.1f}% "
-                     f"{f(res['hf_mfu'] and 100 * res['hf_mfu'], '6.1f')}%")
+                     f"{f(res['hf_mfu'] and 100 * res['hf_mfu'], '6.1f')}% "
+                     f"{f(p_peak and p_peak / 2**30, '8.2f')} "
+                     f"{f(res['planned_peak_error'] and 100 * res['planned_peak_error'], '+5.1f')}% "
+                     f"{f(p_tps, '10,.0f')} "
+                     f"{f(res['planned_tokens_error'] and 100 * res['planned_tokens_error'], '+5.1f')}%")
     # Fused vs unfused runs of one configuration start from the same weights
     # and data: their losses must agree to bf16 rounding.
     main = {r["config"]: r for r in results}
@@ -157,4 +196,4 @@ def table(out):
 
 
 if __name__ == "__main__":
-    {"plans": write_plans, "hf": run_hf, "table": table}[sys.argv[1]](sys.argv[2])
+    {"jobs": write_jobs, "plans": write_plans, "hf": run_hf, "table": table}[sys.argv[1]](sys.argv[2])
