@@ -6,7 +6,9 @@
 # Usage (repo root, on the device): benchmarks/runtime/side_by_side.sh OUTDIR
 # OUTDIR gets (8 files at most, for the device tool): build.log, kernels.txt,
 # swift.log, swift-metrics.jsonl, hf.log, hf.jsonl, results.jsonl, table.txt.
-# SBS_SKIP_HF=1 skips the HF side; SBS_ONLY=SUBSTR runs matching configs only.
+# SBS_SKIP_HF=1 skips the HF side; SBS_ONLY=SUBSTR runs matching configs only;
+# SBS_TRACE=1 also traces one step of each configuration (swift-run --trace)
+# and writes where its GPU time goes to traces.txt (trace_summary.py).
 set -uo pipefail
 OUT=${1:-/tmp/swift-sbs}
 mkdir -p "$OUT"
@@ -60,6 +62,17 @@ if [[ -z ${SBS_SKIP_HF:-} ]]; then
   echo "hf: $((SECONDS - T0)) s"
 fi
 python3 $HERE/side_by_side.py table "$OUT" | tee "$OUT/table.txt"
+if [[ -n ${SBS_TRACE:-} ]]; then
+  for cfg in llama3.2-1b-B4-S2048 llama3.2-3b-B2-S4096-full qwen2.5-0.5b-B4-S2048 \
+             llama3.1-8b-bf16-B1-S4096-full; do
+    [[ -n ${SBS_ONLY:-} && $cfg != *${SBS_ONLY}* ]] && continue
+    timeout 300 build-gpu/bin/swift-run $PLANS/$cfg.json --device cuda --steps 3 \
+      --trace /tmp/trace-$cfg.json >/dev/null 2>>"$OUT/swift.log" || echo "trace $cfg: exit $?"
+    { echo "== $cfg"; python3 $HERE/trace_summary.py /tmp/trace-$cfg.json --top 30; } >>"$OUT/traces.txt" 2>&1
+  done
+  grep -A12 '^==' "$OUT/traces.txt"
+fi
+[[ -n ${SBS_NO_VARIANTS:-} ]] && exit 0
 # The variants come last: a call cut short still printed the main table.
 # Each optimization's effect on the 1B: one fused op off at a time (see
 # runtime/include/swift/Runtime/Kernels.h), all off, all off with the old

@@ -17,6 +17,7 @@
 #include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/TorchCompat.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -31,7 +32,7 @@ struct Engine::Unit {
   bool resident = false;
   Pending gatherPending;
   at::Tensor shard;                    // (shardLen) ZeRO-3 params
-  at::Tensor master, expAvg, expAvgSq; // (optLen)
+  at::Tensor master, expAvg, expAvgSq; // (optLen); bf16 states in pure bf16
   at::Tensor stepTensor;               // fused AdamW's step counter
   at::Tensor grad;                     // (padded) ZeRO 0/1
   at::Tensor gradShard;                // (shardLen) ZeRO 1-3
@@ -136,8 +137,10 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device)
                                  : U->full.narrow(0, U->optOffset, U->optLen);
       else
         U->master = part.clone();
-      U->expAvg = at::zeros({U->optLen}, onDevice.dtype(at::kFloat));
-      U->expAvgSq = at::zeros({U->optLen}, onDevice.dtype(at::kFloat));
+      // AdamW's moments in the parameters' dtype: fp32 in bf16-mixed and
+      // fp32, bf16 in pure bf16 (as torch.optim.AdamW keeps them there).
+      U->expAvg = at::zeros({U->optLen}, onDevice.dtype(U->master.dtype()));
+      U->expAvgSq = at::zeros({U->optLen}, onDevice.dtype(U->master.dtype()));
       U->stepTensor = at::zeros({}, onDevice.dtype(at::kFloat));
     }
     if (st.zero <= 1)
@@ -184,7 +187,7 @@ std::vector<at::Tensor> Engine::makeLeaves(int u, bool requiresGrad) {
   std::vector<at::Tensor> leaves;
   for (int o : unitOwners(m_, u)) {
     const Unit &O = *units_[o];
-    for (const ParamDesc &d : O.layout.params) {
+    for (const LeafDesc &d : O.layout.leaves) {
       at::Tensor v = O.full.narrow(0, d.offset, d.numel()).view(d.shape);
       leaves.push_back(requiresGrad ? v.detach().requires_grad_(true) : v);
     }
@@ -283,7 +286,7 @@ void Engine::accumulateGrads(int u, const std::vector<at::Tensor> &leafGrads) {
       fresh = O.gradFresh;
       O.gradFresh = false;
     }
-    for (const ParamDesc &d : O.layout.params) {
+    for (const LeafDesc &d : O.layout.leaves) {
       const at::Tensor &g = leafGrads[i++];
       at::Tensor dst = target.narrow(0, d.offset, d.numel()).view(d.shape);
       if (g.defined())
@@ -428,20 +431,28 @@ void Engine::optimizerStep() {
 #endif
     if (!fused)
       for (auto &U : units_) {
-        // Pure bf16 on CUDA: one kernel (bf16 params/grads, fp32 states).
+        // Pure bf16 on CUDA: one kernel (bf16 params, grads and states).
         if (fusedAdamwBf16(U->master, gradOf(*U), U->expAvg, U->expAvgSq, o.lr,
                            o.beta1, o.beta2, o.eps, o.weightDecay, scale, bc1,
                            bc2))
           continue;
+        // The update is computed in fp32 even for bf16 parameters and states
+        // (pure bf16); each stored value is rounded once, and the step uses
+        // the moments as stored, as the CUDA kernel does.
         at::Tensor g = gradOf(*U).to(at::kFloat) * scale;
-        // The update is computed in fp32 even for a bf16 master (pure bf16),
-        // then rounded once.
         at::Tensor p = U->master.to(at::kFloat);
+        at::Tensor m = U->expAvg.to(at::kFloat), v = U->expAvgSq.to(at::kFloat);
         p.mul_(1.0 - o.lr * o.weightDecay);
-        U->expAvg.mul_(o.beta1).add_(g, 1.0 - o.beta1);
-        U->expAvgSq.mul_(o.beta2).addcmul_(g, g, 1.0 - o.beta2);
-        at::Tensor denom = U->expAvgSq.sqrt().div_(std::sqrt(bc2)).add_(o.eps);
-        p.addcdiv_(U->expAvg, denom, -o.lr / bc1);
+        m.mul_(o.beta1).add_(g, 1.0 - o.beta1);
+        v.mul_(o.beta2).addcmul_(g, g, 1.0 - o.beta2);
+        if (!m.is_same(U->expAvg)) {
+          U->expAvg.copy_(m);
+          U->expAvgSq.copy_(v);
+          m = U->expAvg.to(at::kFloat);
+          v = U->expAvgSq.to(at::kFloat);
+        }
+        at::Tensor denom = v.sqrt().div_(std::sqrt(bc2)).add_(o.eps);
+        p.addcdiv_(m, denom, -o.lr / bc1);
         if (!p.is_same(U->master))
           U->master.copy_(p);
       }
@@ -492,6 +503,31 @@ double Engine::step(const std::vector<at::Tensor> &microBatches) {
   optimizerStep();
   ++steps_;
   return lossSum.item<double>() / double(G);
+}
+
+Engine::StateBytes Engine::stateBytes() const {
+  StateBytes b;
+  std::vector<const void *> seen; // views of one storage count once
+  auto add = [&](int64_t &kind, const at::Tensor &t) {
+    if (!t.defined() || !t.has_storage() || t.storage().nbytes() == 0)
+      return;
+    const void *p = t.storage().data();
+    if (std::find(seen.begin(), seen.end(), p) != seen.end())
+      return;
+    seen.push_back(p);
+    (t.device() == device_ ? kind : b.host) += int64_t(t.storage().nbytes());
+  };
+  for (const auto &U : units_) {
+    add(b.parameters, plan_.strategy.zero == 3 ? U->shard : U->full);
+    add(b.gradients, U->grad);
+    add(b.gradients, U->gradShard);
+    add(b.optimizer, U->master); // no-op where it is the parameters
+    add(b.optimizer, U->expAvg);
+    add(b.optimizer, U->expAvgSq);
+    add(b.host, U->hostGrad);
+    add(b.host, U->hostParamOut);
+  }
+  return b;
 }
 
 std::vector<std::pair<std::string, at::Tensor>> Engine::parameters() {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #ifdef SWIFT_WITH_KERNELS
 #include "KernelsCuda.h"
@@ -102,44 +103,58 @@ struct RmsNormFn : torch::autograd::Function<RmsNormFn> {
   }
 };
 
+/// (..., 2 I) -> rows, I.
+std::pair<int64_t, int64_t> packedRowsCols(const at::Tensor &gateUp) {
+  const int64_t I = gateUp.size(-1) / 2;
+  SWIFT_ASSERT(2 * I == gateUp.size(-1), "swiglu: odd packed width ",
+               gateUp.size(-1));
+  return {I == 0 ? 0 : gateUp.numel() / (2 * I), I};
+}
+
+std::vector<int64_t> halfLastDim(const at::Tensor &gateUp) {
+  std::vector<int64_t> shape = gateUp.sizes().vec();
+  shape.back() /= 2;
+  return shape;
+}
+
 struct SwigluFn : torch::autograd::Function<SwigluFn> {
-  static at::Tensor forward(AutogradContext *ctx, at::Tensor g, at::Tensor u) {
-    g = g.contiguous();
-    u = u.contiguous();
+  static at::Tensor forward(AutogradContext *ctx, at::Tensor gu) {
+    gu = gu.contiguous();
+    auto [rows, I] = packedRowsCols(gu);
     at::Tensor out;
 #ifdef SWIFT_WITH_KERNELS
-    if (kernelsFor(g) && u.scalar_type() == g.scalar_type()) {
-      out = at::empty_like(g);
-      SWIFT_KERNEL(cuda::swigluForward(g.data_ptr(), u.data_ptr(),
-                                       out.data_ptr(), g.numel(), isBf16(g),
-                                       stream()));
+    if (kernelsFor(gu)) {
+      out = at::empty(halfLastDim(gu), gu.options());
+      SWIFT_KERNEL(cuda::swigluForward(gu.data_ptr(), out.data_ptr(), rows, I,
+                                       isBf16(gu), stream()));
     }
 #endif
     if (!out.defined())
-      out = at::silu(g) * u;
-    ctx->save_for_backward({g, u});
+      out = opSwiglu(gu);
+    ctx->save_for_backward({gu});
     return out;
   }
 
   static variable_list backward(AutogradContext *ctx, variable_list grads) {
-    auto saved = ctx->get_saved_variables();
-    at::Tensor g = saved[0], u = saved[1], dy = grads[0].contiguous();
+    at::Tensor gu = ctx->get_saved_variables()[0];
+    at::Tensor dy = grads[0].contiguous().to(gu.scalar_type());
+    auto [rows, I] = packedRowsCols(gu);
 #ifdef SWIFT_WITH_KERNELS
-    if (kernelsFor(g) && u.scalar_type() == g.scalar_type()) {
-      dy = dy.to(g.scalar_type());
-      at::Tensor dg = at::empty_like(g), du = at::empty_like(u);
-      SWIFT_KERNEL(cuda::swigluBackward(
-          dy.data_ptr(), g.data_ptr(), u.data_ptr(), dg.data_ptr(),
-          du.data_ptr(), g.numel(), isBf16(g), stream()));
-      return {dg, du};
+    if (kernelsFor(gu)) {
+      at::Tensor dgu = at::empty_like(gu);
+      SWIFT_KERNEL(cuda::swigluBackward(dy.data_ptr(), gu.data_ptr(),
+                                        dgu.data_ptr(), rows, I, isBf16(gu),
+                                        stream()));
+      return {dgu};
     }
 #endif
+    at::Tensor g = gu.narrow(-1, 0, I), u = gu.narrow(-1, I, I);
     at::Tensor gf = g.to(at::kFloat), s = at::sigmoid(gf),
                dyf = dy.to(at::kFloat);
-    at::Tensor du = (dyf * at::silu(g).to(at::kFloat)).to(u.scalar_type());
+    at::Tensor du = (dyf * at::silu(g).to(at::kFloat)).to(gu.scalar_type());
     at::Tensor dg =
-        (dyf * u.to(at::kFloat) * s * (1 + gf * (1 - s))).to(g.scalar_type());
-    return {dg, du};
+        (dyf * u.to(at::kFloat) * s * (1 + gf * (1 - s))).to(gu.scalar_type());
+    return {at::cat({dg, du}, -1)};
   }
 };
 
@@ -172,6 +187,73 @@ struct RopeFn : torch::autograd::Function<RopeFn> {
   }
 };
 
+struct QkvRopeFn : torch::autograd::Function<QkvRopeFn> {
+  static variable_list forward(AutogradContext *ctx, at::Tensor qkv,
+                               at::Tensor cos, at::Tensor sin, int64_t nh,
+                               int64_t nkv) {
+    const int64_t B = qkv.size(0), S = qkv.size(1),
+                  D = qkv.size(2) / (nh + 2 * nkv);
+    SWIFT_ASSERT(D * (nh + 2 * nkv) == qkv.size(2) && D % 2 == 0, "qkv width ",
+                 qkv.size(2), " is not (", nh, " + 2 * ", nkv,
+                 ") heads of an even head_dim");
+    ctx->save_for_backward({cos, sin});
+    ctx->saved_data["nh"] = nh;
+    ctx->saved_data["nkv"] = nkv;
+    at::Tensor q = at::empty({B, S, nh, D}, qkv.options()),
+               k = at::empty({B, S, nkv, D}, qkv.options()),
+               v = at::empty({B, S, nkv, D}, qkv.options());
+#ifdef SWIFT_WITH_KERNELS
+    if (kernelsFor(qkv) && cos.scalar_type() == qkv.scalar_type()) {
+      at::Tensor src = qkv.contiguous(), c = cos.contiguous(),
+                 s = sin.contiguous();
+      SWIFT_KERNEL(cuda::qkvRope(src.data_ptr(), q.data_ptr(), k.data_ptr(),
+                                 v.data_ptr(), c.data_ptr(), s.data_ptr(), B, S,
+                                 nh, nkv, D, /*backward=*/false, isBf16(qkv),
+                                 stream()));
+      return {q, k, v};
+    }
+#endif
+    auto p = opQkvRope(qkv, cos, sin, nh, nkv);
+    q.copy_(p[0]);
+    k.copy_(p[1]);
+    v.copy_(p[2]);
+    return {q, k, v};
+  }
+
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor &cos = saved[0], &sin = saved[1];
+    const int64_t nh = ctx->saved_data["nh"].toInt(),
+                  nkv = ctx->saved_data["nkv"].toInt();
+    at::Tensor any = grads[0].defined()   ? grads[0]
+                     : grads[1].defined() ? grads[1]
+                                          : grads[2];
+    const int64_t B = any.size(0), S = any.size(1), D = any.size(3);
+    auto gradOr0 = [&](int i, int64_t heads) {
+      return grads[i].defined() ? grads[i].contiguous().to(cos.scalar_type())
+                                : at::zeros({B, S, heads, D},
+                                            any.options().dtype(cos.dtype()));
+    };
+    at::Tensor dq = gradOr0(0, nh), dk = gradOr0(1, nkv), dv = gradOr0(2, nkv);
+#ifdef SWIFT_WITH_KERNELS
+    if (kernelsFor(dq)) {
+      at::Tensor dqkv = at::empty({B, S, (nh + 2 * nkv) * D}, dq.options());
+      at::Tensor c = cos.contiguous(), s = sin.contiguous();
+      SWIFT_KERNEL(cuda::qkvRope(dqkv.data_ptr(), dq.data_ptr(), dk.data_ptr(),
+                                 dv.data_ptr(), c.data_ptr(), s.data_ptr(), B,
+                                 S, nh, nkv, D, /*backward=*/true, isBf16(dq),
+                                 stream()));
+      return {dqkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    }
+#endif
+    // A rotation's transpose is the rotation by the opposite angle.
+    at::Tensor dqkv = at::cat({opRope(dq, cos, -sin).flatten(2),
+                               opRope(dk, cos, -sin).flatten(2), dv.flatten(2)},
+                              -1);
+    return {dqkv, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 } // namespace
 
 bool useFusedKernels(const at::Tensor &x, const char *op) {
@@ -191,8 +273,20 @@ at::Tensor opRmsNorm(const at::Tensor &x, const at::Tensor &w, double eps) {
   return (xf * r).to(x.scalar_type()) * w;
 }
 
-at::Tensor opSwiglu(const at::Tensor &gate, const at::Tensor &up) {
-  return at::silu(gate) * up;
+at::Tensor opSwiglu(const at::Tensor &gateUp) {
+  const int64_t I = gateUp.size(-1) / 2;
+  return at::silu(gateUp.narrow(-1, 0, I)) * gateUp.narrow(-1, I, I);
+}
+
+std::vector<at::Tensor> opQkvRope(const at::Tensor &qkv, const at::Tensor &cos,
+                                  const at::Tensor &sin, int64_t nh,
+                                  int64_t nkv) {
+  const int64_t B = qkv.size(0), S = qkv.size(1),
+                D = qkv.size(2) / (nh + 2 * nkv);
+  auto p = qkv.split_with_sizes({nh * D, nkv * D, nkv * D}, -1);
+  return {opRope(p[0].view({B, S, nh, D}), cos, sin),
+          opRope(p[1].view({B, S, nkv, D}), cos, sin),
+          p[2].view({B, S, nkv, D})};
 }
 
 at::Tensor opRope(const at::Tensor &x, const at::Tensor &cos,
@@ -207,12 +301,18 @@ at::Tensor opRope(const at::Tensor &x, const at::Tensor &cos,
 at::Tensor fusedRmsNorm(const at::Tensor &x, const at::Tensor &w, double eps) {
   return RmsNormFn::apply(x, w, eps);
 }
-at::Tensor fusedSwiglu(const at::Tensor &gate, const at::Tensor &up) {
-  return SwigluFn::apply(gate, up);
+at::Tensor fusedSwiglu(const at::Tensor &gateUp) {
+  return SwigluFn::apply(gateUp);
 }
 at::Tensor fusedRope(const at::Tensor &x, const at::Tensor &cos,
                      const at::Tensor &sin) {
   return RopeFn::apply(x, cos, sin);
+}
+std::vector<at::Tensor> fusedQkvRope(const at::Tensor &qkv,
+                                     const at::Tensor &cos,
+                                     const at::Tensor &sin, int64_t nh,
+                                     int64_t nkv) {
+  return QkvRopeFn::apply(qkv, cos, sin, nh, nkv);
 }
 
 at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
@@ -326,15 +426,14 @@ bool fusedAdamwBf16(at::Tensor &param, const at::Tensor &grad,
                     double beta1, double beta2, double eps, double weightDecay,
                     double gradScale, double bc1, double bc2) {
 #ifdef SWIFT_WITH_KERNELS
-  if (useFusedKernels(param, "adamw") && param.scalar_type() == at::kBFloat16 &&
-      grad.scalar_type() == at::kBFloat16 &&
-      expAvg.scalar_type() == at::kFloat &&
-      expAvgSq.scalar_type() == at::kFloat && param.is_contiguous() &&
-      grad.is_contiguous() && expAvg.is_contiguous() &&
-      expAvgSq.is_contiguous()) {
+  auto bf16 = [](const at::Tensor &t) {
+    return t.scalar_type() == at::kBFloat16 && t.is_contiguous();
+  };
+  if (useFusedKernels(param, "adamw") && bf16(param) && bf16(grad) &&
+      bf16(expAvg) && bf16(expAvgSq)) {
     SWIFT_KERNEL(cuda::adamwBf16(
-        param.data_ptr(), grad.data_ptr(), expAvg.data_ptr<float>(),
-        expAvgSq.data_ptr<float>(), param.numel(), float(lr), float(beta1),
+        param.data_ptr(), grad.data_ptr(), expAvg.data_ptr(),
+        expAvgSq.data_ptr(), param.numel(), float(lr), float(beta1),
         float(beta2), float(eps), float(weightDecay), float(gradScale),
         float(bc1), float(std::sqrt(bc2)), stream()));
     return true;
@@ -397,17 +496,25 @@ std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
   out.push_back(compare(
       "rmsnorm", {x, w}, [](auto &v) { return fusedRmsNorm(v[0], v[1], 1e-5); },
       [](auto &v) { return opRmsNorm(v[0], v[1], 1e-5); }));
-  at::Tensor g = at::randn({B, S, 4 * C}, opt),
-             u = at::randn({B, S, 4 * C}, opt);
+  at::Tensor gu = at::randn({B, S, 8 * C}, opt);
   out.push_back(compare(
-      "swiglu", {g, u}, [](auto &v) { return fusedSwiglu(v[0], v[1]); },
-      [](auto &v) { return opSwiglu(v[0], v[1]); }));
+      "swiglu", {gu}, [](auto &v) { return fusedSwiglu(v[0]); },
+      [](auto &v) { return opSwiglu(v[0]); }));
   at::Tensor q = at::randn({B, S, H, D}, opt);
   at::Tensor ang = at::rand({S, D / 2}, opt.dtype(at::kFloat)) * 6.28;
   at::Tensor cs = ang.cos().to(dtype), sn = ang.sin().to(dtype);
   out.push_back(compare(
       "rope", {q}, [&](auto &v) { return fusedRope(v[0], cs, sn); },
       [&](auto &v) { return opRope(v[0], cs, sn); }));
+  // GQA: 2 kv heads for H query heads.
+  at::Tensor qkv = at::randn({B, S, (H + 4) * D}, opt);
+  auto flat = [](const std::vector<at::Tensor> &p) {
+    return at::cat({p[0].flatten(), p[1].flatten(), p[2].flatten()});
+  };
+  out.push_back(compare(
+      "qkv_rope", {qkv},
+      [&](auto &v) { return flat(fusedQkvRope(v[0], cs, sn, H, 2)); },
+      [&](auto &v) { return flat(opQkvRope(v[0], cs, sn, H, 2)); }));
   at::Tensor h = at::randn({B * S, C}, opt), lm = 0.02 * at::randn({V, C}, opt);
   at::Tensor t = at::randint(0, V, {B * S}, opt.dtype(at::kLong));
   out.push_back(compare(

@@ -136,23 +136,29 @@ __device__ __forceinline__ float sigmoid(float v) {
   return 1.f / (1.f + __expf(-v));
 }
 
+// SwiGLU over the packed gate/up rows: gu (rows, 2 cols), gate first.
 template <typename T>
-__global__ void swigluForwardKernel(const T *g, const T *u, T *out, int64_t n) {
+__global__ void swigluForwardKernel(const T *gu, T *out, int64_t rows,
+                                    int64_t cols) {
+  const int64_t n = rows * cols;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const float a = ld(g, i);
-    out[i] = cvt<T>(round<T>(a * sigmoid(a)) * ld(u, i));
+    const int64_t r = i / cols, c = i % cols, g = r * 2 * cols + c;
+    const float a = ld(gu, g);
+    out[i] = cvt<T>(round<T>(a * sigmoid(a)) * ld(gu, g + cols));
   }
 }
 
 template <typename T>
-__global__ void swigluBackwardKernel(const T *dy, const T *g, const T *u, T *dg,
-                                     T *du, int64_t n) {
+__global__ void swigluBackwardKernel(const T *dy, const T *gu, T *dgu,
+                                     int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const float a = ld(g, i), s = sigmoid(a), d = ld(dy, i);
-    du[i] = cvt<T>(d * round<T>(a * s));
-    dg[i] = cvt<T>(d * ld(u, i) * s * (1.f + a * (1.f - s)));
+    const int64_t r = i / cols, c = i % cols, g = r * 2 * cols + c;
+    const float a = ld(gu, g), s = sigmoid(a), d = ld(dy, i);
+    dgu[g + cols] = cvt<T>(d * round<T>(a * s));
+    dgu[g] = cvt<T>(d * ld(gu, g + cols) * s * (1.f + a * (1.f - s)));
   }
 }
 
@@ -331,38 +337,42 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-__global__ void swigluForwardBf8(const __nv_bfloat16 *g, const __nv_bfloat16 *u,
-                                 __nv_bfloat16 *out, int64_t n8) {
+__global__ void swigluForwardBf8(const __nv_bfloat16 *gu,
+                                 __nv_bfloat16 *out, int64_t rows,
+                                 int64_t cols) {
+  const int64_t per = cols / 8, n8 = rows * per;
   float fg[8], fu[8];
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n8;
        i += int64_t(gridDim.x) * blockDim.x) {
-    load8(g + 8 * i, fg);
-    load8(u + 8 * i, fu);
+    const int64_t r = i / per, c = (i % per) * 8, g = r * 2 * cols + c;
+    load8(gu + g, fg);
+    load8(gu + g + cols, fu);
 #pragma unroll
     for (int k = 0; k < 8; ++k)
       fg[k] = roundBf(fg[k] * sigmoid(fg[k])) * fu[k];
-    store8(out + 8 * i, fg);
+    store8(out + r * cols + c, fg);
   }
 }
 
 __global__ void swigluBackwardBf8(const __nv_bfloat16 *dy,
-                                  const __nv_bfloat16 *g,
-                                  const __nv_bfloat16 *u, __nv_bfloat16 *dg,
-                                  __nv_bfloat16 *du, int64_t n8) {
+                                  const __nv_bfloat16 *gu, __nv_bfloat16 *dgu,
+                                  int64_t rows, int64_t cols) {
+  const int64_t per = cols / 8, n8 = rows * per;
   float fd[8], fg[8], fu[8];
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n8;
        i += int64_t(gridDim.x) * blockDim.x) {
-    load8(dy + 8 * i, fd);
-    load8(g + 8 * i, fg);
-    load8(u + 8 * i, fu);
+    const int64_t r = i / per, c = (i % per) * 8, g = r * 2 * cols + c;
+    load8(dy + r * cols + c, fd);
+    load8(gu + g, fg);
+    load8(gu + g + cols, fu);
 #pragma unroll
     for (int k = 0; k < 8; ++k) {
       const float a = fg[k], s = sigmoid(a), d = fd[k];
       fg[k] = d * fu[k] * s * (1.f + a * (1.f - s)); // dg
       fu[k] = d * roundBf(a * s);                    // du
     }
-    store8(dg + 8 * i, fg);
-    store8(du + 8 * i, fu);
+    store8(dgu + g, fg);
+    store8(dgu + g + cols, fu);
   }
 }
 
@@ -393,21 +403,137 @@ __global__ void ropeBf8(const __nv_bfloat16 *x, const __nv_bfloat16 *cosT,
   }
 }
 
+/// Where head h of token t lives in the separate q/k/v tensors, and whether
+/// it is rotated (q and k heads) or copied (v heads).
+template <typename T>
+__device__ __forceinline__ T *qkvHead(T *q, T *k, T *v, int64_t t, int64_t h,
+                                      int64_t nh, int64_t nkv, int64_t dim,
+                                      bool &rotate) {
+  rotate = h < nh + nkv;
+  if (h < nh)
+    return q + (t * nh + h) * dim;
+  if (h < nh + nkv)
+    return k + (t * nkv + h - nh) * dim;
+  return v + (t * nkv + h - nh - nkv) * dim;
+}
+
+template <typename T>
+__global__ void qkvRopeKernel(T *qkv, T *q, T *k, T *v, const T *cosT,
+                              const T *sinT, int64_t tokens, int64_t seq,
+                              int64_t nh, int64_t nkv, int64_t half,
+                              bool backward) {
+  const int64_t heads = nh + 2 * nkv, total = tokens * heads * half;
+  const float sign = backward ? -1.f : 1.f;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = i % half, th = i / half, h = th % heads, t = th / heads;
+    bool rotate;
+    T *sep = qkvHead(q, k, v, t, h, nh, nkv, 2 * half, rotate);
+    T *packed = qkv + th * 2 * half;
+    const T *src = backward ? sep : packed;
+    T *dst = backward ? packed : sep;
+    const float x1 = ld(src, j), x2 = ld(src, j + half);
+    if (!rotate) {
+      dst[j] = cvt<T>(x1);
+      dst[j + half] = cvt<T>(x2);
+      continue;
+    }
+    const int64_t pos = (t % seq) * half + j;
+    const float c = ld(cosT, pos), s = sign * ld(sinT, pos);
+    dst[j] = cvt<T>(x1 * c - x2 * s);
+    dst[j + half] = cvt<T>(x2 * c + x1 * s);
+  }
+}
+
+__global__ void qkvRopeBf8(__nv_bfloat16 *qkv, __nv_bfloat16 *q,
+                           __nv_bfloat16 *k, __nv_bfloat16 *v,
+                           const __nv_bfloat16 *cosT,
+                           const __nv_bfloat16 *sinT, int64_t tokens,
+                           int64_t seq, int64_t nh, int64_t nkv, int64_t half,
+                           bool backward) {
+  const int64_t heads = nh + 2 * nkv, per = half / 8,
+                total = tokens * heads * per;
+  const float sign = backward ? -1.f : 1.f;
+  float a[8], b[8], c[8], s[8];
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = (i % per) * 8, th = i / per, h = th % heads,
+                  t = th / heads;
+    bool rotate;
+    __nv_bfloat16 *sep = qkvHead(q, k, v, t, h, nh, nkv, 2 * half, rotate);
+    __nv_bfloat16 *packed = qkv + th * 2 * half;
+    const __nv_bfloat16 *src = backward ? sep : packed;
+    __nv_bfloat16 *dst = backward ? packed : sep;
+    load8(src + j, a);
+    load8(src + j + half, b);
+    if (rotate) {
+      const int64_t pos = (t % seq) * half + j;
+      load8(cosT + pos, c);
+      load8(sinT + pos, s);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const float x1 = a[e], x2 = b[e], sn = sign * s[e];
+        a[e] = x1 * c[e] - x2 * sn;
+        b[e] = x2 * c[e] + x1 * sn;
+      }
+    }
+    store8(dst + j, a);
+    store8(dst + j + half, b);
+  }
+}
+
+// Pure-bf16 AdamW: parameters, gradients and both moments in bf16; the
+// arithmetic in fp32, each stored value rounded once (to nearest even).
+__device__ __forceinline__ void adamwBf16Math(float &w, float gr, float &m,
+                                              float &v, float lr, float beta1,
+                                              float beta2, float eps,
+                                              float weightDecay, float bc1,
+                                              float bc2Sqrt) {
+  w *= 1.f - lr * weightDecay;
+  m = beta1 * m + (1.f - beta1) * gr;
+  v = beta2 * v + (1.f - beta2) * gr * gr;
+  // The step uses the moments as stored (rounded), as a bf16 torch AdamW.
+  m = roundBf(m);
+  v = roundBf(v);
+  w -= (lr / bc1) * m / (sqrtf(v) / bc2Sqrt + eps);
+}
+
 __global__ void adamwBf16Kernel(__nv_bfloat16 *p, const __nv_bfloat16 *g,
-                                float *m, float *v, int64_t n, float lr,
-                                float beta1, float beta2, float eps,
+                                __nv_bfloat16 *m, __nv_bfloat16 *v, int64_t n,
+                                float lr, float beta1, float beta2, float eps,
                                 float weightDecay, float gradScale, float bc1,
                                 float bc2Sqrt) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const float gr = __bfloat162float(g[i]) * gradScale;
-    float w = __bfloat162float(p[i]) * (1.f - lr * weightDecay);
-    const float mi = beta1 * m[i] + (1.f - beta1) * gr;
-    const float vi = beta2 * v[i] + (1.f - beta2) * gr * gr;
-    m[i] = mi;
-    v[i] = vi;
-    w -= (lr / bc1) * mi / (sqrtf(vi) / bc2Sqrt + eps);
+    float w = __bfloat162float(p[i]), mi = __bfloat162float(m[i]),
+          vi = __bfloat162float(v[i]);
+    adamwBf16Math(w, __bfloat162float(g[i]) * gradScale, mi, vi, lr, beta1,
+                  beta2, eps, weightDecay, bc1, bc2Sqrt);
+    m[i] = __float2bfloat16(mi);
+    v[i] = __float2bfloat16(vi);
     p[i] = __float2bfloat16(w);
+  }
+}
+
+__global__ void adamwBf16Bf8(__nv_bfloat16 *p, const __nv_bfloat16 *g,
+                             __nv_bfloat16 *m, __nv_bfloat16 *v, int64_t n8,
+                             float lr, float beta1, float beta2, float eps,
+                             float weightDecay, float gradScale, float bc1,
+                             float bc2Sqrt) {
+  float fw[8], fg[8], fm[8], fv[8];
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n8;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    load8(p + 8 * i, fw);
+    load8(g + 8 * i, fg);
+    load8(m + 8 * i, fm);
+    load8(v + 8 * i, fv);
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      adamwBf16Math(fw[e], fg[e] * gradScale, fm[e], fv[e], lr, beta1, beta2,
+                    eps, weightDecay, bc1, bc2Sqrt);
+    store8(m + 8 * i, fm);
+    store8(v + 8 * i, fv);
+    store8(p + 8 * i, fw);
   }
 }
 
@@ -482,39 +608,39 @@ int rmsNormBackward(const void *dy, const void *x, const void *w,
   return done();
 }
 
-int swigluForward(const void *g, const void *u, void *out, int64_t n, bool bf16,
-                  void *stream) {
+int swigluForward(const void *gu, void *out, int64_t rows, int64_t cols,
+                  bool bf16, void *stream) {
   auto s = static_cast<cudaStream_t>(stream);
+  const int64_t n = rows * cols;
   if (n == 0)
     return 0;
-  if (bf16 && n % 8 == 0 && aligned16(g, u, out))
-    swigluForwardBf8<<<gridFor(n / 8, 256), 256, 0, s>>>(
-        (const bf *)g, (const bf *)u, (bf *)out, n / 8);
+  if (bf16 && cols % 8 == 0 && aligned16(gu, out))
+    swigluForwardBf8<<<gridFor(n / 8, 256), 256, 0, s>>>((const bf *)gu,
+                                                         (bf *)out, rows, cols);
   else if (bf16)
     swigluForwardKernel<bf><<<gridFor(n, 256), 256, 0, s>>>(
-        (const bf *)g, (const bf *)u, (bf *)out, n);
+        (const bf *)gu, (bf *)out, rows, cols);
   else
     swigluForwardKernel<float><<<gridFor(n, 256), 256, 0, s>>>(
-        (const float *)g, (const float *)u, (float *)out, n);
+        (const float *)gu, (float *)out, rows, cols);
   return done();
 }
 
-int swigluBackward(const void *dy, const void *g, const void *u, void *dg,
-                   void *du, int64_t n, bool bf16, void *stream) {
+int swigluBackward(const void *dy, const void *gu, void *dgu, int64_t rows,
+                   int64_t cols, bool bf16, void *stream) {
   auto s = static_cast<cudaStream_t>(stream);
+  const int64_t n = rows * cols;
   if (n == 0)
     return 0;
-  if (bf16 && n % 8 == 0 && aligned16(dy, g, u, dg, du))
+  if (bf16 && cols % 8 == 0 && aligned16(dy, gu, dgu))
     swigluBackwardBf8<<<gridFor(n / 8, 256), 256, 0, s>>>(
-        (const bf *)dy, (const bf *)g, (const bf *)u, (bf *)dg, (bf *)du,
-        n / 8);
+        (const bf *)dy, (const bf *)gu, (bf *)dgu, rows, cols);
   else if (bf16)
     swigluBackwardKernel<bf><<<gridFor(n, 256), 256, 0, s>>>(
-        (const bf *)dy, (const bf *)g, (const bf *)u, (bf *)dg, (bf *)du, n);
+        (const bf *)dy, (const bf *)gu, (bf *)dgu, rows, cols);
   else
     swigluBackwardKernel<float><<<gridFor(n, 256), 256, 0, s>>>(
-        (const float *)dy, (const float *)g, (const float *)u, (float *)dg,
-        (float *)du, n);
+        (const float *)dy, (const float *)gu, (float *)dgu, rows, cols);
   return done();
 }
 
@@ -538,6 +664,30 @@ int ropeApply(const void *x, const void *cos, const void *sin, void *out,
     ropeKernel<float><<<gridFor(rows * half, 256), 256, 0, s>>>(
         (const float *)x, (const float *)cos, (const float *)sin, (float *)out,
         rows, seq, heads, half, sign);
+  return done();
+}
+
+int qkvRope(void *qkv, void *q, void *k, void *v, const void *cos,
+            const void *sin, int64_t batch, int64_t seq, int64_t nh,
+            int64_t nkv, int64_t headDim, bool backward, bool bf16,
+            void *stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  const int64_t tokens = batch * seq, half = headDim / 2,
+                work = tokens * (nh + 2 * nkv) * half;
+  if (work == 0)
+    return 0;
+  if (bf16 && half % 8 == 0 && aligned16(qkv, q, k, v, cos, sin))
+    qkvRopeBf8<<<gridFor(work / 8, 256), 256, 0, s>>>(
+        (bf *)qkv, (bf *)q, (bf *)k, (bf *)v, (const bf *)cos, (const bf *)sin,
+        tokens, seq, nh, nkv, half, backward);
+  else if (bf16)
+    qkvRopeKernel<bf><<<gridFor(work, 256), 256, 0, s>>>(
+        (bf *)qkv, (bf *)q, (bf *)k, (bf *)v, (const bf *)cos, (const bf *)sin,
+        tokens, seq, nh, nkv, half, backward);
+  else
+    qkvRopeKernel<float><<<gridFor(work, 256), 256, 0, s>>>(
+        (float *)qkv, (float *)q, (float *)k, (float *)v, (const float *)cos,
+        (const float *)sin, tokens, seq, nh, nkv, half, backward);
   return done();
 }
 
@@ -569,16 +719,21 @@ int adamwFp32(float *param, const float *grad, float *expAvg, float *expAvgSq,
   return done();
 }
 
-int adamwBf16(void *param, const void *grad, float *expAvg, float *expAvgSq,
+int adamwBf16(void *param, const void *grad, void *expAvg, void *expAvgSq,
               int64_t n, float lr, float beta1, float beta2, float eps,
               float weightDecay, float gradScale, float bc1, float bc2Sqrt,
               void *stream) {
   auto s = static_cast<cudaStream_t>(stream);
   if (n == 0)
     return 0;
-  adamwBf16Kernel<<<gridFor(n, 256), 256, 0, s>>>(
-      (bf *)param, (const bf *)grad, expAvg, expAvgSq, n, lr, beta1, beta2, eps,
-      weightDecay, gradScale, bc1, bc2Sqrt);
+  if (n % 8 == 0 && aligned16(param, grad, expAvg, expAvgSq))
+    adamwBf16Bf8<<<gridFor(n / 8, 256), 256, 0, s>>>(
+        (bf *)param, (const bf *)grad, (bf *)expAvg, (bf *)expAvgSq, n / 8, lr,
+        beta1, beta2, eps, weightDecay, gradScale, bc1, bc2Sqrt);
+  else
+    adamwBf16Kernel<<<gridFor(n, 256), 256, 0, s>>>(
+        (bf *)param, (const bf *)grad, (bf *)expAvg, (bf *)expAvgSq, n, lr,
+        beta1, beta2, eps, weightDecay, gradScale, bc1, bc2Sqrt);
   return done();
 }
 

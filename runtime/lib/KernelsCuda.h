@@ -26,12 +26,13 @@ int rmsNormBackwardBlocks(int64_t rows);
 /// Largest `cols` the backward's shared-memory accumulator takes.
 constexpr int64_t kRmsNormMaxCols = 12288;
 
-/// out = silu(g) * u elementwise (n elements).
-int swigluForward(const void *g, const void *u, void *out, int64_t n, bool bf16,
-                  void *stream);
-/// dg, du from dy.
-int swigluBackward(const void *dy, const void *g, const void *u, void *dg,
-                   void *du, int64_t n, bool bf16, void *stream);
+/// out (rows, cols) = silu(g) * u of the packed gu (rows, 2 cols): g the
+/// first `cols` of each row, u the last.
+int swigluForward(const void *gu, void *out, int64_t rows, int64_t cols,
+                  bool bf16, void *stream);
+/// dgu (rows, 2 cols), packed like gu, from dy (rows, cols).
+int swigluBackward(const void *dy, const void *gu, void *dgu, int64_t rows,
+                   int64_t cols, bool bf16, void *stream);
 
 /// Rotary on x (B, S, H, D) contiguous with tables cos, sin (S, D/2) in the
 /// same dtype: out = [x1 c - x2 s, x2 c + x1 s]. `inverse` rotates by -angle
@@ -39,6 +40,15 @@ int swigluBackward(const void *dy, const void *g, const void *u, void *dg,
 int ropeApply(const void *x, const void *cos, const void *sin, void *out,
               int64_t batch, int64_t seq, int64_t heads, int64_t headDim,
               bool inverse, bool bf16, void *stream);
+
+/// The packed projection qkv (B, S, (nh + 2 nkv) D) and q (B, S, nh, D),
+/// k, v (B, S, nkv, D): forward reads qkv and writes q and k rotated, v
+/// copied; `backward` reads dq, dk, dv from q, k, v and writes the packed
+/// gradient into qkv (q and k rotated by -angle). Tables (S, D/2).
+int qkvRope(void *qkv, void *q, void *k, void *v, const void *cos,
+            const void *sin, int64_t batch, int64_t seq, int64_t nh,
+            int64_t nkv, int64_t headDim, bool backward, bool bf16,
+            void *stream);
 
 /// Cross-entropy of each row of `logits` (rows, V) against targets (rows)
 /// int64: lossRows[r] = logsumexp(row) - row[target] in fp32. With
@@ -56,9 +66,9 @@ int adamwFp32(float *param, const float *grad, float *expAvg, float *expAvgSq,
               float eps, float weightDecay, float gradScale, float bc1,
               float bc2Sqrt, void *stream);
 
-/// AdamW for bf16 parameters and gradients with fp32 states (pure bf16):
-/// the update is computed in fp32 and the parameter rounded once.
-int adamwBf16(void *param, const void *grad, float *expAvg, float *expAvgSq,
+/// AdamW for bf16 parameters, gradients and states (pure bf16): the update
+/// is computed in fp32; parameter and states are rounded once each.
+int adamwBf16(void *param, const void *grad, void *expAvg, void *expAvgSq,
               int64_t n, float lr, float beta1, float beta2, float eps,
               float weightDecay, float gradScale, float bc1, float bc2Sqrt,
               void *stream);

@@ -13,23 +13,41 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
+
 #include <cstdlib>
 
 namespace swift::rt {
 
-int64_t ParamDesc::numel() const {
+namespace {
+int64_t product(const std::vector<int64_t> &shape) {
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;
   return n;
 }
+} // namespace
+
+int64_t ParamDesc::numel() const { return product(shape); }
+int64_t LeafDesc::numel() const { return product(shape); }
 
 UnitLayout unitLayout(const ModelConfig &m, int unit) {
   const int64_t C = m.hiddenSize, D = m.headDim, I = m.intermediateSize,
                 V = m.vocabSize, Q = m.numHeads * D, KV = m.numKvHeads * D;
   UnitLayout l;
-  auto add = [&](std::string name, std::vector<int64_t> shape, Init init) {
+  // `stack`: one leaf with the previous parameter (same trailing dims).
+  auto add = [&](std::string name, std::vector<int64_t> shape, Init init,
+                 bool stack = false) {
     ParamDesc d{std::move(name), std::move(shape), init, l.numel};
+    if (stack) {
+      LeafDesc &prev = l.leaves.back();
+      SWIFT_ASSERT(std::equal(prev.shape.begin() + 1, prev.shape.end(),
+                              d.shape.begin() + 1, d.shape.end()),
+                   "cannot stack ", d.name, " on the previous leaf");
+      prev.shape[0] += d.shape[0];
+    } else {
+      l.leaves.push_back(LeafDesc{d.shape, d.offset});
+    }
     l.numel += d.numel();
     l.params.push_back(std::move(d));
   };
@@ -44,12 +62,12 @@ UnitLayout unitLayout(const ModelConfig &m, int unit) {
     std::string p = "layers." + std::to_string(unit - 1) + ".";
     add(p + "input_layernorm.weight", {C}, Init::Ones);
     add(p + "self_attn.q_proj.weight", {Q, C}, Init::Normal);
-    add(p + "self_attn.k_proj.weight", {KV, C}, Init::Normal);
-    add(p + "self_attn.v_proj.weight", {KV, C}, Init::Normal);
+    add(p + "self_attn.k_proj.weight", {KV, C}, Init::Normal, true);
+    add(p + "self_attn.v_proj.weight", {KV, C}, Init::Normal, true);
     if (m.qkvBias) {
       add(p + "self_attn.q_proj.bias", {Q}, Init::Zeros);
-      add(p + "self_attn.k_proj.bias", {KV}, Init::Zeros);
-      add(p + "self_attn.v_proj.bias", {KV}, Init::Zeros);
+      add(p + "self_attn.k_proj.bias", {KV}, Init::Zeros, true);
+      add(p + "self_attn.v_proj.bias", {KV}, Init::Zeros, true);
     }
     if (m.qkNorm) {
       add(p + "self_attn.q_norm.weight", {D}, Init::Ones);
@@ -60,7 +78,7 @@ UnitLayout unitLayout(const ModelConfig &m, int unit) {
       add(p + "self_attn.o_proj.bias", {C}, Init::Zeros);
     add(p + "post_attention_layernorm.weight", {C}, Init::Ones);
     add(p + "mlp.gate_proj.weight", {I, C}, Init::Normal);
-    add(p + "mlp.up_proj.weight", {I, C}, Init::Normal);
+    add(p + "mlp.up_proj.weight", {I, C}, Init::Normal, true);
     add(p + "mlp.down_proj.weight", {C, I}, Init::Normal);
   }
   SWIFT_ASSERT(l.numel == unitParameterCount(m, unit),
@@ -73,14 +91,9 @@ DecoderWeights bindDecoder(const ModelConfig &m,
   DecoderWeights w;
   size_t i = 0;
   w.inputNorm = views[i++];
-  w.q = views[i++];
-  w.k = views[i++];
-  w.v = views[i++];
-  if (m.qkvBias) {
-    w.qBias = views[i++];
-    w.kBias = views[i++];
-    w.vBias = views[i++];
-  }
+  w.qkv = views[i++];
+  if (m.qkvBias)
+    w.qkvBias = views[i++];
   if (m.qkNorm) {
     w.qNorm = views[i++];
     w.kNorm = views[i++];
@@ -89,8 +102,7 @@ DecoderWeights bindDecoder(const ModelConfig &m,
   if (m.oBias)
     w.oBias = views[i++];
   w.postNorm = views[i++];
-  w.gate = views[i++];
-  w.up = views[i++];
+  w.gateUp = views[i++];
   w.down = views[i++];
   SWIFT_ASSERT(i == views.size(), "decoder binding consumed ", i, " of ",
                views.size());
@@ -122,35 +134,54 @@ at::Tensor applyRope(const at::Tensor &x, const Rope &rope) {
                                     : opRope(x, rope.cos, rope.sin);
 }
 
+/// q, k (rotated) and v of the packed projection (B, S, (NH + 2 NKV) D).
+std::vector<at::Tensor> qkvRope(const at::Tensor &qkv, const Rope &rope,
+                                int64_t nh, int64_t nkv) {
+  return useFusedKernels(qkv, "rope")
+             ? fusedQkvRope(qkv, rope.cos, rope.sin, nh, nkv)
+             : opQkvRope(qkv, rope.cos, rope.sin, nh, nkv);
+}
+
+at::Tensor swiglu(const at::Tensor &gateUp) {
+  return useFusedKernels(gateUp, "swiglu") ? fusedSwiglu(gateUp)
+                                           : opSwiglu(gateUp);
+}
+
 } // namespace
 
 at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
                           const at::Tensor &x, const Rope &rope,
                           bool selective) {
-  const int64_t B = x.size(0), S = x.size(1), D = m.headDim;
+  // One GEMM for q, k, v and one for gate, up: their weights are adjacent
+  // in the unit's flat buffer (unitLayout stacks them into one leaf).
   at::Tensor h = rmsNorm(x, w.inputNorm, m.rmsNormEps);
-  at::Tensor q = at::linear(h, w.q, w.qBias).view({B, S, m.numHeads, D});
-  at::Tensor k = at::linear(h, w.k, w.kBias).view({B, S, m.numKvHeads, D});
-  at::Tensor v = at::linear(h, w.v, w.vBias).view({B, S, m.numKvHeads, D});
+  at::Tensor qkv = at::linear(h, w.qkv, w.qkvBias); // (B, S, Q + 2 KV)
 
   // Attention core: q/k norm, rotary, softmax(QK^T)V. Under selective
-  // checkpointing only its inputs are kept; its internals (normed/rotated
-  // q, k, the GQA-expanded k, v, the S x S probabilities on the math path)
-  // are recomputed in backward.
+  // checkpointing only the packed projection is kept; its internals (rotated
+  // q, k, the S x S probabilities on the math path) are recomputed in
+  // backward.
   TensorFn core = [&m, rope](const std::vector<at::Tensor> &in) {
-    at::Tensor q = in[0], k = in[1], v = in[2];
-    if (m.qkNorm) {
-      q = rmsNorm(q, in[3], m.rmsNormEps);
-      k = rmsNorm(k, in[4], m.rmsNormEps);
+    const at::Tensor &qkv = in[0];
+    const int64_t B = qkv.size(0), S = qkv.size(1), D = m.headDim,
+                  NH = m.numHeads, NKV = m.numKvHeads;
+    at::Tensor q, k, v;
+    if (m.qkNorm) { // the norm sits between projection and rotary
+      auto p = qkv.split_with_sizes({NH * D, NKV * D, NKV * D}, -1);
+      q = applyRope(rmsNorm(p[0].view({B, S, NH, D}), in[1], m.rmsNormEps),
+                    rope);
+      k = applyRope(rmsNorm(p[1].view({B, S, NKV, D}), in[2], m.rmsNormEps),
+                    rope);
+      v = p[2].view({B, S, NKV, D});
+    } else {
+      auto p = qkvRope(qkv, rope, NH, NKV);
+      q = p[0], k = p[1], v = p[2];
     }
-    q = applyRope(q, rope).transpose(1, 2); // (B, NH, S, D)
-    k = applyRope(k, rope).transpose(1, 2); // (B, NKV, S, D)
-    at::Tensor a = compat::causalAttention(q, k, v.transpose(1, 2));
-    const int64_t B = a.size(0), S = a.size(2);
-    return std::vector<at::Tensor>{
-        a.transpose(1, 2).reshape({B, S, a.size(1) * a.size(3)})};
+    at::Tensor a = compat::causalAttention(q.transpose(1, 2), k.transpose(1, 2),
+                                           v.transpose(1, 2));
+    return std::vector<at::Tensor>{a.transpose(1, 2).reshape({B, S, NH * D})};
   };
-  std::vector<at::Tensor> coreIn = {q, k, v};
+  std::vector<at::Tensor> coreIn = {qkv};
   if (m.qkNorm) {
     coreIn.push_back(w.qNorm);
     coreIn.push_back(w.kNorm);
@@ -159,15 +190,12 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
   at::Tensor x1 = x + at::linear(attn, w.o, w.oBias);
 
   h = rmsNorm(x1, w.postNorm, m.rmsNormEps);
-  at::Tensor gate = at::linear(h, w.gate), up = at::linear(h, w.up);
-  TensorFn swiglu = [](const std::vector<at::Tensor> &in) {
-    return std::vector<at::Tensor>{useFusedKernels(in[0], "swiglu")
-                                       ? fusedSwiglu(in[0], in[1])
-                                       : opSwiglu(in[0], in[1])};
+  at::Tensor gateUp = at::linear(h, w.gateUp); // (B, S, 2 I)
+  TensorFn act = [](const std::vector<at::Tensor> &in) {
+    return std::vector<at::Tensor>{swiglu(in[0])};
   };
-  at::Tensor act =
-      selective ? recompute(swiglu, {gate, up})[0] : swiglu({gate, up})[0];
-  return x1 + at::linear(act, w.down);
+  at::Tensor a = selective ? recompute(act, {gateUp})[0] : act({gateUp})[0];
+  return x1 + at::linear(a, w.down);
 }
 
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids) {

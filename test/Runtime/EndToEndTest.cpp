@@ -30,6 +30,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <regex>
 #include <sstream>
 
 using nlohmann::json;
@@ -235,6 +236,31 @@ TEST(Precision, PureBf16Zero3WorldFourMatchesWorldOne) {
   expectSameLosses(runPlan(one, "--steps 5"),
                    runPlan(four, "--steps 5 --nproc-per-node 4"), 1e-3,
                    "pure bf16");
+}
+
+int64_t stateBytes(const Result &r, const std::string &kind) {
+  std::smatch m;
+  std::regex re(kind + " ([0-9]+) B");
+  if (!std::regex_search(r.output, m, re))
+    return -1;
+  return std::stoll(m[1]);
+}
+
+TEST(Precision, PureBf16KeepsAdamWStatesInBf16) {
+  // bf16-mixed: fp32 master + two fp32 moments (12 B per element); pure
+  // bf16: two bf16 moments and no master (4 B). Parameters: 2 B both.
+  json mixed = tinyPlan(0, 1), pure = tinyPlan(0, 1);
+  mixed["training"]["precision"] = "bf16-mixed";
+  pure["training"]["precision"] = "bf16";
+  Result a = runPlan(mixed, "--steps 1"), b = runPlan(pure, "--steps 1");
+  ASSERT_EQ(a.exitCode, 0) << a.output;
+  ASSERT_EQ(b.exitCode, 0) << b.output;
+  const int64_t params = stateBytes(b, "parameters");
+  ASSERT_GT(params, 0) << b.output;
+  EXPECT_EQ(stateBytes(a, "parameters"), params);
+  EXPECT_EQ(stateBytes(a, "optimizer"), 6 * params);
+  EXPECT_EQ(stateBytes(b, "optimizer"), 2 * params);
+  EXPECT_EQ(stateBytes(b, "gradients"), params); // bf16 gradients
 }
 
 TEST(Accumulation, MicroBatchSplitDoesNotChangeTheStep) {

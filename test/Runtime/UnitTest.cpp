@@ -58,6 +58,22 @@ TEST(Layout, TablesAreContiguousAndMatchTheCount) {
         off += d.numel();
       }
       EXPECT_EQ(off, l.numel);
+      // Leaves tile the same range; stacked ones hold whole parameters.
+      off = 0;
+      for (const LeafDesc &d : l.leaves) {
+        EXPECT_EQ(d.offset, off);
+        off += d.numel();
+      }
+      EXPECT_EQ(off, l.numel);
+      if (u >= 1 && u <= m.numLayers) {
+        const int64_t C = m.hiddenSize,
+                      qkv = (m.numHeads + 2 * m.numKvHeads) * m.headDim;
+        EXPECT_EQ(l.leaves[1].shape, (std::vector<int64_t>{qkv, C}));
+        EXPECT_EQ(l.leaves.size(),
+                  l.params.size() - (m.qkvBias ? 4 : 2) - 1); // qkv, b, gate/up
+        EXPECT_EQ(l.leaves[l.leaves.size() - 2].shape,
+                  (std::vector<int64_t>{2 * m.intermediateSize, C}));
+      }
     }
   }
 }
@@ -108,7 +124,7 @@ TEST(Model, DecoderIsCausal) {
   at::manual_seed(2);
   at::Tensor flat = at::randn({l.numel}) * 0.1;
   std::vector<at::Tensor> views;
-  for (const ParamDesc &d : l.params)
+  for (const LeafDesc &d : l.leaves)
     views.push_back(flat.narrow(0, d.offset, d.numel()).view(d.shape));
   DecoderWeights w = bindDecoder(m, views);
   Rope rope = makeRope(m, 6, at::TensorOptions());

@@ -402,10 +402,10 @@ MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup
 }
 
 /// swift-run's engine (runtime/include/swift/Runtime/Engine.h): bf16
-/// compute parameters (ZeRO-3: shards plus gathered units), an fp32
-/// optimizer partition (master, exp_avg, exp_avg_sq), fp32 gradient
-/// accumulators (ZeRO-0/1: full; ZeRO-1-3: the reduced shard; ZeRO-2/3: one
-/// unit's micro-batch gradient in flight).
+/// compute parameters (ZeRO-3: shards plus gathered units), the optimizer
+/// partition (fp32 master, exp_avg, exp_avg_sq; pure bf16: bf16 moments
+/// only), gradient accumulators (ZeRO-0/1: full; ZeRO-1-3: the reduced
+/// shard; ZeRO-2/3: one unit's micro-batch gradient in flight).
 MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
                               const Hardware &hw, const Strategy &s, Exec exec) {
   double P = m.parameters, W = hw.worldSize();
@@ -426,13 +426,14 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
   } else {
     st.parameters = e * P;
   }
-  // AdamW's fp32 exp_avg and exp_avg_sq, plus an fp32 master copy unless
-  // the parameters themselves are the (bf16) master.
-  double optimizerBytes = (pureBf16 ? 8 : 12) * optimizerElems;
+  // On the device, AdamW's exp_avg and exp_avg_sq in the parameters' dtype
+  // plus an fp32 master: pure bf16 keeps bf16 moments and updates the bf16
+  // parameters in place (4 B per element), bf16-mixed fp32 master and
+  // moments (12 B). The host optimizer keeps all three in fp32.
   if (s.offload == Offload::None)
-    st.optimizer = optimizerBytes;
+    st.optimizer = (pureBf16 ? 4 : 12) * optimizerElems;
   else
-    st.host = optimizerBytes + (s.zero == 3 ? e * P / W : 0);
+    st.host = 12 * optimizerElems + (s.zero == 3 ? e * P / W : 0);
   // Accumulators live from the engine's start: the full gradient at
   // ZeRO-0/1, the reduced shard at ZeRO-1..3; ZeRO-2/3 add one unit's
   // micro-batch gradient in flight to its reduce-scatter.

@@ -3,7 +3,7 @@
 // swift-run plan.json [--nproc-per-node N] [--steps N] [--data FILE]
 //                     [--device cpu|cuda] [--metrics FILE]
 //                     [--save-params FILE] [--timeout SECONDS]
-//                     [--emit-plan FILE]
+//                     [--emit-plan FILE] [--trace FILE]
 //
 // Exit codes: 0 done; 2 bad input (one line naming file, field, why);
 // 1 a failure while running (a rank died, a collective failed, CUDA error).
@@ -16,6 +16,7 @@
 #include "swift/Runtime/Engine.h"
 #include "swift/Runtime/Launch.h"
 #include "swift/Runtime/Plan.h"
+#include "swift/Runtime/Trace.h"
 
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
@@ -26,6 +27,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -41,16 +43,18 @@ const char *kUsage =
     "FILE]\n"
     "                 [--device cpu|cuda] [--metrics FILE] [--save-params "
     "FILE]\n"
-    "                 [--timeout SECONDS] [--emit-plan FILE]\n"
+    "                 [--timeout SECONDS] [--emit-plan FILE] [--trace FILE]\n"
     "  --emit-plan FILE  write the validated plan with its schedule spelled\n"
     "                    out (derived when the plan has none) and exit\n"
     "  --save-params FILE  after the run, write every parameter (fp32, HF\n"
     "                    order) to FILE, for comparisons\n"
     "  --timeout SECONDS   a rank without progress this long exits (default\n"
-    "                    120 on CPU, 600 on CUDA)\n";
+    "                    120 on CPU, 600 on CUDA)\n"
+    "  --trace FILE        write a Chrome trace (operators, CUDA kernels) of\n"
+    "                    the third step, or the last of fewer (rank 0)\n";
 
 struct Args {
-  std::string plan, data, device, metrics, saveParams, emitPlan;
+  std::string plan, data, device, metrics, saveParams, emitPlan, trace;
   int nproc = 0;
   int64_t steps = 10;
   double timeout = 0; // 0: backend default
@@ -95,6 +99,8 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
       a.metrics = value();
     } else if (s == "--emit-plan") {
       a.emitPlan = value();
+    } else if (s == "--trace") {
+      a.trace = value();
     } else if (s == "--save-params") {
       a.saveParams = value();
     } else if (s == "--timeout") {
@@ -202,11 +208,20 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
               << toString(plan.strategy.checkpointing) << ", "
               << toString(t.precision) << ", device " << device << ", schedule "
               << (plan.scheduleDerived ? "derived" : "from plan") << std::endl;
+  if (lead) {
+    const Engine::StateBytes sb = engine.stateBytes();
+    std::cout << "model states on rank 0: parameters " << sb.parameters
+              << " B, gradients " << sb.gradients << " B, optimizer "
+              << sb.optimizer << " B, host " << sb.host << " B ("
+              << gib(sb.parameters + sb.gradients + sb.optimizer)
+              << " on the device)" << std::endl;
+  }
 
   const double flopsTok = flopsPerToken(plan.model, t.sequenceLength);
   const double peak = peakFlops(device);
   const int64_t tokensPerStep = t.globalBatchSize * t.sequenceLength;
   const char *fault = std::getenv("SWIFT_FAULT_KILL"); // "rank:step", tests
+  StepTrace trace;
   double sumRate = 0;
   int64_t rated = 0;
   auto runStart = std::chrono::steady_clock::now();
@@ -219,9 +234,15 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
           s * t.globalBatchSize + (k * env.world + env.rank) * t.microBatchSize,
           t.microBatchSize));
     resetPeakMemory(device);
+    const bool traced =
+        lead && !a.trace.empty() && s == std::min<int64_t>(2, a.steps - 1);
+    if (traced)
+      trace.start(device);
     auto t0 = std::chrono::steady_clock::now();
     double loss = engine.step(micro);
     deviceSynchronize(device);
+    if (traced)
+      trace.stop(a.trace);
     double dt =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
             .count();

@@ -8,10 +8,11 @@
 //                        keep pointing at the same storage object).
 //     shard     (P/W)    ZeRO-3 only: compute-dtype parameter shard; on the
 //                        host (pinned) with offload "optimizer+params".
-//     master, expAvg, expAvgSq (N_opt): the optimizer partition, fp32
-//                        (bf16 master for pure bf16 without offload); on
-//                        the host (pinned) with any offload. N_opt = P at
-//                        ZeRO-0, P/W otherwise.
+//     master, expAvg, expAvgSq (N_opt): the optimizer partition, fp32;
+//                        pure bf16 without offload: bf16 moments and no
+//                        master (the bf16 parameters are updated in place).
+//                        On the host (pinned) with any offload. N_opt = P
+//                        at ZeRO-0, P/W otherwise.
 //     grad      ZeRO 0/1: (P) accumulator over micro-batches, grad dtype.
 //     gradShard ZeRO 1-3: (P/W) reduced gradient shard, grad dtype.
 //     microGrad ZeRO 2/3: (P) this micro-batch's gradient, alive from the
@@ -53,6 +54,14 @@ public:
   std::vector<std::pair<std::string, at::Tensor>> parameters();
 
   int64_t stepsDone() const { return steps_; }
+
+  /// Bytes of model state this rank holds, by kind; on the device unless
+  /// `host` (offloaded, pinned). ZeRO-3 parameters count their shard (the
+  /// gathered units come and go); ZeRO-2/3 gradients their reduced shard.
+  struct StateBytes {
+    int64_t parameters = 0, gradients = 0, optimizer = 0, host = 0;
+  };
+  StateBytes stateBytes() const;
 
 private:
   struct Unit;

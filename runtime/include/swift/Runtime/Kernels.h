@@ -27,12 +27,21 @@ bool useFusedKernels(const at::Tensor &x, const char *op = "");
 
 /// RMSNorm over the last dim, HF rounding: bf16(x * rstd) * w.
 at::Tensor fusedRmsNorm(const at::Tensor &x, const at::Tensor &w, double eps);
-/// silu(gate) * up.
-at::Tensor fusedSwiglu(const at::Tensor &gate, const at::Tensor &up);
+/// silu(gate) * up of the packed gate/up projection (..., 2 I), gate in the
+/// first half of each row; returns (..., I). Its gradient is packed the same
+/// way, so the weight gradient of gate/up is one GEMM.
+at::Tensor fusedSwiglu(const at::Tensor &gateUp);
 /// Rotary embedding of x (B, S, H, D) with tables (S, D/2); returns
 /// (B, S, H, D) contiguous.
 at::Tensor fusedRope(const at::Tensor &x, const at::Tensor &cos,
                      const at::Tensor &sin);
+/// Splits the packed q/k/v projection (B, S, (nh + 2 nkv) D) into q, k
+/// (rotated) and v, each (B, S, heads, D) contiguous, in one pass; the
+/// backward writes the packed gradient in one pass (no split, no cat).
+std::vector<at::Tensor> fusedQkvRope(const at::Tensor &qkv,
+                                     const at::Tensor &cos,
+                                     const at::Tensor &sin, int64_t nh,
+                                     int64_t nkv);
 
 /// Mean cross-entropy of softmax(h W^T) against targets, h: (T, C), W: (V, C),
 /// targets: (T) int64, computed `chunkTokens` rows at a time (fp32 softmax).
@@ -55,19 +64,23 @@ bool fusedAdamwFp32(at::Tensor &param, const at::Tensor &grad,
                     double weightDecay, double gradScale, double bc1,
                     double bc2);
 
-/// Pure-bf16 AdamW step on CUDA for bf16 params/grads with fp32 states;
-/// false when not available (the caller falls back to tensor ops).
+/// Pure-bf16 AdamW step on CUDA: bf16 params, grads and states, the update
+/// computed in fp32 and each stored value rounded once; false when not
+/// available (the caller falls back to tensor ops).
 bool fusedAdamwBf16(at::Tensor &param, const at::Tensor &grad,
                     at::Tensor &expAvg, at::Tensor &expAvgSq, double lr,
                     double beta1, double beta2, double eps, double weightDecay,
                     double gradScale, double bc1, double bc2);
 
 /// The plain LibTorch op chains the fused ops replace (what Model.cpp runs
-/// on CPU). opRope takes x (B, S, H, D) like fusedRope.
+/// on CPU), with the same signatures.
 at::Tensor opRmsNorm(const at::Tensor &x, const at::Tensor &w, double eps);
-at::Tensor opSwiglu(const at::Tensor &gate, const at::Tensor &up);
+at::Tensor opSwiglu(const at::Tensor &gateUp);
 at::Tensor opRope(const at::Tensor &x, const at::Tensor &cos,
                   const at::Tensor &sin);
+std::vector<at::Tensor> opQkvRope(const at::Tensor &qkv, const at::Tensor &cos,
+                                  const at::Tensor &sin, int64_t nh,
+                                  int64_t nkv);
 
 /// One comparison of a fused op with its op chain on random inputs: the
 /// largest |fused - reference| over the output and every input gradient,

@@ -30,27 +30,38 @@ struct ParamDesc {
   int64_t numel() const;
 };
 
+/// One tensor the unit's forward differentiates: a parameter, or several
+/// adjacent ones that one GEMM consumes together (q/k/v projections, their
+/// biases, gate/up), stacked along dim 0. Their gradient is then one GEMM's
+/// output too, written once into the flat gradient buffer.
+struct LeafDesc {
+  std::vector<int64_t> shape;
+  int64_t offset = 0; // in elements, within the unit's flat buffer
+  int64_t numel() const;
+};
+
 struct UnitLayout {
   std::vector<ParamDesc> params; // table order == flat order
+  std::vector<LeafDesc> leaves;  // the same range, parameters merged
   int64_t numel = 0;             // == unitParameterCount(model, unit)
 };
 
 /// The descriptor table of one unit.
 UnitLayout unitLayout(const ModelConfig &m, int unit);
 
-/// Views of a decoder layer's parameters (undefined when absent).
+/// Views of a decoder layer's leaves (undefined when absent).
 struct DecoderWeights {
-  at::Tensor inputNorm;           // (C)
-  at::Tensor q, k, v;             // (NH*D, C), (NKV*D, C), (NKV*D, C)
-  at::Tensor qBias, kBias, vBias; // (NH*D), (NKV*D), (NKV*D)   qkv_bias
-  at::Tensor qNorm, kNorm;        // (D), (D)                     qk_norm
-  at::Tensor o;                   // (C, NH*D)
-  at::Tensor oBias;               // (C)                          o_bias
-  at::Tensor postNorm;            // (C)
-  at::Tensor gate, up;            // (I, C)
-  at::Tensor down;                // (C, I)
+  at::Tensor inputNorm;    // (C)
+  at::Tensor qkv;          // (Q + 2 KV, C): q_proj, k_proj, v_proj stacked
+  at::Tensor qkvBias;      // (Q + 2 KV)                      qkv_bias
+  at::Tensor qNorm, kNorm; // (D), (D)                      qk_norm
+  at::Tensor o;            // (C, Q)
+  at::Tensor oBias;        // (C)                           o_bias
+  at::Tensor postNorm;     // (C)
+  at::Tensor gateUp;       // (2 I, C): gate_proj over up_proj
+  at::Tensor down;         // (C, I)
 };
-/// Binds `views` (one per descriptor, table order) to names.
+/// Binds `views` (one per LeafDesc, in order) to names.
 DecoderWeights bindDecoder(const ModelConfig &m,
                            const std::vector<at::Tensor> &views);
 
