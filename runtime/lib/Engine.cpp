@@ -197,14 +197,15 @@ std::vector<at::Tensor> Engine::makeLeaves(int u, bool requiresGrad) {
 
 at::Tensor Engine::computeUnit(int u, const at::Tensor &x,
                                const std::vector<at::Tensor> &leaves,
-                               const MicroBatch &mb) {
+                               const MicroBatch &mb, bool forBackward) {
   if (u == 0)
     return embeddingForward(leaves[0], mb.inputs);
   if (u == m_.numLayers + 1) // [norm, lm_head or the tied table]
     return headLoss(m_, x, leaves[0], leaves[1], mb.targets);
   bool selective =
       plan_.schedule.units[u].checkpoint == Checkpointing::Selective;
-  return decoderForward(m_, bindDecoder(m_, leaves), x, rope_, selective);
+  return decoderForward(m_, bindDecoder(m_, leaves), x, rope_, selective,
+                        forBackward);
 }
 
 at::Tensor Engine::unitForward(int u, const at::Tensor &x, MicroBatch &mb) {
@@ -255,7 +256,7 @@ Engine::unitBackward(int u, std::vector<at::Tensor> &&grads, MicroBatch &mb,
     at::AutoGradMode enable(true);
     at::Tensor xIn = xSaved.detach().requires_grad_(true);
     inputs = makeLeaves(u, true);
-    out = computeUnit(u, xIn, inputs, mb);
+    out = computeUnit(u, xIn, inputs, mb, /*forBackward=*/true);
     inputs.insert(inputs.begin(), xIn);
   }
   std::vector<at::Tensor> g = differentiate({out}, {grads[0]}, inputs);

@@ -254,6 +254,29 @@ struct QkvRopeFn : torch::autograd::Function<QkvRopeFn> {
   }
 };
 
+struct ResidualLinearFn : torch::autograd::Function<ResidualLinearFn> {
+  static at::Tensor forward(AutogradContext *ctx, at::Tensor x, at::Tensor a,
+                            at::Tensor w, bool value) {
+    ctx->save_for_backward({a, w});
+    if (!value)
+      return at::empty(x.sizes(), x.options());
+    const int64_t C = x.size(-1);
+    return at::addmm(x.reshape({-1, C}), a.reshape({-1, a.size(-1)}), w.t())
+        .view(x.sizes());
+  }
+
+  static variable_list backward(AutogradContext *ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const at::Tensor &a = saved[0], &w = saved[1];
+    at::Tensor dy = grads[0];
+    at::Tensor dy2 = dy.reshape({-1, dy.size(-1)}).to(a.scalar_type());
+    at::Tensor a2 = a.reshape({-1, a.size(-1)});
+    at::Tensor da = at::mm(dy2, w).view(a.sizes());
+    at::Tensor dw = at::mm(dy2.t(), a2);
+    return {dy, da, dw, at::Tensor()};
+  }
+};
+
 } // namespace
 
 bool useFusedKernels(const at::Tensor &x, const char *op) {
@@ -313,6 +336,11 @@ std::vector<at::Tensor> fusedQkvRope(const at::Tensor &qkv,
                                      const at::Tensor &sin, int64_t nh,
                                      int64_t nkv) {
   return QkvRopeFn::apply(qkv, cos, sin, nh, nkv);
+}
+
+at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
+                          const at::Tensor &w, bool value) {
+  return ResidualLinearFn::apply(x, a, w, value);
 }
 
 at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,

@@ -240,6 +240,46 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// 16-byte accesses: each thread streams 8 logits per load, twice (the
+// max/sum pass, then the gradient pass).
+__global__ void __launch_bounds__(kThreads)
+    crossEntropyRowsBf8(__nv_bfloat16 *logits, const int64_t *targets,
+                        float *lossRows, int64_t vocab, float gradScale) {
+  __nv_bfloat16 *x = logits + int64_t(blockIdx.x) * vocab;
+  const int64_t n8 = vocab / 8;
+  float m = -INFINITY, s = 0.f, f[8];
+  for (int64_t j = threadIdx.x; j < n8; j += kThreads) {
+    load8(x + 8 * j, f);
+    float cm = f[0];
+#pragma unroll
+    for (int e = 1; e < 8; ++e)
+      cm = fmaxf(cm, f[e]);
+    const float M = fmaxf(m, cm);
+    float cs = 0.f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      cs += __expf(f[e] - M);
+    s = (m == -INFINITY ? 0.f : s * __expf(m - M)) + cs;
+    m = M;
+  }
+  blockMaxSum(m, s);
+  const float lse = m + logf(s);
+  const int64_t t = targets[blockIdx.x];
+  const float xt = __bfloat162float(x[t]);
+  if (threadIdx.x == 0)
+    lossRows[blockIdx.x] = lse - xt;
+  if (gradScale == 0.f)
+    return;
+  __syncthreads(); // every thread has read x[t]
+  for (int64_t j = threadIdx.x; j < n8; j += kThreads) {
+    load8(x + 8 * j, f);
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      f[e] = (__expf(f[e] - lse) - (8 * j + e == t ? 1.f : 0.f)) * gradScale;
+    store8(x + 8 * j, f);
+  }
+}
+
 __global__ void adamwFp32Kernel(float *p, const float *g, float *m, float *v,
                                 __nv_bfloat16 *out, int64_t n, float lr,
                                 float beta1, float beta2, float eps,
@@ -697,7 +737,10 @@ int crossEntropyRows(void *logits, const int64_t *targets, float *lossRows,
   auto s = static_cast<cudaStream_t>(stream);
   if (rows == 0)
     return 0;
-  if (bf16)
+  if (bf16 && vocab % 8 == 0 && aligned16(logits))
+    crossEntropyRowsBf8<<<rows, kThreads, 0, s>>>((bf *)logits, targets,
+                                                  lossRows, vocab, gradScale);
+  else if (bf16)
     crossEntropyRowsKernel<bf><<<rows, kThreads, 0, s>>>(
         (bf *)logits, targets, lossRows, vocab, gradScale);
   else

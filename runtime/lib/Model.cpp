@@ -151,7 +151,7 @@ at::Tensor swiglu(const at::Tensor &gateUp) {
 
 at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
                           const at::Tensor &x, const Rope &rope,
-                          bool selective) {
+                          bool selective, bool forBackward) {
   // One GEMM for q, k, v and one for gate, up: their weights are adjacent
   // in the unit's flat buffer (unitLayout stacks them into one leaf).
   at::Tensor h = rmsNorm(x, w.inputNorm, m.rmsNormEps);
@@ -187,7 +187,9 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
     coreIn.push_back(w.kNorm);
   }
   at::Tensor attn = selective ? recompute(core, coreIn)[0] : core(coreIn)[0];
-  at::Tensor x1 = x + at::linear(attn, w.o, w.oBias);
+  // Residual adds in the GEMMs' epilogues (addmm) where there is no bias.
+  at::Tensor x1 = w.oBias.defined() ? x + at::linear(attn, w.o, w.oBias)
+                                    : residualLinear(x, attn, w.o);
 
   h = rmsNorm(x1, w.postNorm, m.rmsNormEps);
   at::Tensor gateUp = at::linear(h, w.gateUp); // (B, S, 2 I)
@@ -195,7 +197,7 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
     return std::vector<at::Tensor>{swiglu(in[0])};
   };
   at::Tensor a = selective ? recompute(act, {gateUp})[0] : act({gateUp})[0];
-  return x1 + at::linear(a, w.down);
+  return residualLinear(x1, a, w.down, /*value=*/!forBackward);
 }
 
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids) {

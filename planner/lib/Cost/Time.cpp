@@ -175,13 +175,24 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
   double small = fill(T) / fill(kReferenceTokens);
   double mm = rates.matmul * small, attn = rates.attention, hbm = rates.elementwise;
   bool frozen = setup.method != Method::Full;
+  // swift-run stacks the linears that read one value (q/k/v, gate/up) into
+  // one GEMM: a narrow k/v projection runs at the stacked width.
+  auto gemmOutFeatures = [&](const std::vector<OpProfile> &ops, const OpProfile &op) {
+    if (exec != Exec::Fused || op.inputValue < 0)
+      return op.outFeatures;
+    int64_t n = 0;
+    for (const OpProfile &o : ops)
+      if (o.kind == OpKind::Linear && o.inputValue == op.inputValue)
+        n += o.outFeatures;
+    return n;
+  };
   auto opSeconds = [&](const std::vector<OpProfile> &ops, bool forward) {
     double t = 0;
     for (const OpProfile &op : ops) {
       double flops = forward ? op.forwardFlops
                              : (frozen ? op.backwardFlopsFrozen : op.backwardFlops);
       if (op.kind == OpKind::Linear) {
-        double width = std::min(op.inFeatures, op.outFeatures);
+        double width = std::min(op.inFeatures, gemmOutFeatures(ops, op));
         double narrow = std::min(1.0, (width / (width + kHalfEfficiencyWidth)) /
                                           (kReferenceWidth /
                                            (kReferenceWidth + kHalfEfficiencyWidth)));
@@ -208,6 +219,15 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
   // Recompute: the whole layer's forward, or under selective checkpointing
   // only the attention core and the SwiGLU product.
   double recomputePerLayer = layerFwd + layerEw / 3;
+  if (exec == Exec::Fused) {
+    // swift-run recomputes a layer only to differentiate it: the last GEMM
+    // (down_proj), whose output backward never reads, is skipped.
+    auto last = std::find_if(m.layer.rbegin(), m.layer.rend(), [](const OpProfile &op) {
+      return op.kind == OpKind::Linear;
+    });
+    if (last != m.layer.rend())
+      recomputePerLayer -= opSeconds({*last}, true);
+  }
   if (s.checkpointing == Checkpointing::Selective) {
     recomputePerLayer = 0;
     for (const OpProfile &op : m.layer) {

@@ -72,9 +72,11 @@ private:
                                        MicroBatch &mb, const at::Tensor &xSaved,
                                        at::Tensor out,
                                        std::vector<at::Tensor> inputs);
+  /// `forBackward`: a full-checkpointing recompute, differentiated but
+  /// never read (see decoderForward).
   at::Tensor computeUnit(int u, const at::Tensor &x,
                          const std::vector<at::Tensor> &leaves,
-                         const MicroBatch &mb);
+                         const MicroBatch &mb, bool forBackward = false);
   std::vector<at::Tensor> makeLeaves(int u, bool requiresGrad);
   void accumulateGrads(int u, const std::vector<at::Tensor> &leafGrads);
   void gather(int u);

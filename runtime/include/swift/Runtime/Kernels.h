@@ -43,6 +43,15 @@ std::vector<at::Tensor> fusedQkvRope(const at::Tensor &qkv,
                                      const at::Tensor &sin, int64_t nh,
                                      int64_t nkv);
 
+/// x + a W^T, the decoder's residual branches (o_proj, down_proj): one GEMM
+/// whose epilogue adds x (addmm), no separate add kernel. With `value`
+/// false the result is left uninitialized and only the autograd node is
+/// built: full checkpointing recomputes a layer for its backward, which
+/// needs this op's inputs (a, W) but never its output, so the recompute
+/// skips the GEMM. The backward is exact either way.
+at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
+                          const at::Tensor &w, bool value = true);
+
 /// Mean cross-entropy of softmax(h W^T) against targets, h: (T, C), W: (V, C),
 /// targets: (T) int64, computed `chunkTokens` rows at a time (fp32 softmax).
 /// With grad mode on and an input that requires grad, the gradients of h

@@ -73,9 +73,12 @@ Rope makeRope(const ModelConfig &m, int64_t seq, const at::TensorOptions &opt);
 
 /// x: (B, S, C) -> (B, S, C). `selective` recomputes the attention core and
 /// the SwiGLU activation in backward instead of saving their internals.
+/// `forBackward`: the layer is recomputed only to be differentiated (full
+/// checkpointing), so its output value is not computed (the down_proj GEMM
+/// is skipped; the result is uninitialized, its autograd graph exact).
 at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
                           const at::Tensor &x, const Rope &rope,
-                          bool selective);
+                          bool selective, bool forBackward = false);
 
 /// ids: (B, S) int64, table: (V, C) -> (B, S, C).
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids);
