@@ -41,6 +41,9 @@ struct Engine::Unit {
   // `grad` still holds last step's values: the step's first gradient is
   // copied into it, not added.
   bool gradFresh = false;
+  // Per leaf: its gradient is written into the buffer by the GEMM that
+  // computes it (a GradSink), not returned through autograd.
+  std::vector<bool> sunk;
 };
 
 struct Engine::MicroBatch {
@@ -63,6 +66,18 @@ int64_t shardLength(int64_t numel, int64_t world) {
 // Two buckets' worth of units, typically: enough to overlap one reduction
 // with the next unit's backward.
 constexpr size_t kMaxReductionsInFlight = 4;
+
+// Weight gradients written in place by their GEMMs (Kernels.h GradSink);
+// SWIFT_KERNELS=-sink (or 0) returns them through autograd instead, to
+// measure the difference.
+bool useGradSinks() {
+  static const bool on = [] {
+    const char *e = std::getenv("SWIFT_KERNELS");
+    std::string v = "," + std::string(e ? e : "") + ",";
+    return v != ",0," && v.find(",-sink,") == std::string::npos;
+  }();
+  return on;
+}
 
 bool useFusedAdamW() {
   const char *env = std::getenv("SWIFT_ADAMW");
@@ -147,6 +162,10 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device)
       U->grad = at::zeros({U->padded}, onDevice.dtype(gradDtype_));
     if (st.zero >= 1)
       U->gradShard = at::zeros({U->shardLen}, onDevice.dtype(gradDtype_));
+    // The decoder's GEMM weights (the 2-D leaves) take sinks.
+    const bool decoder = u >= 1 && u <= m_.numLayers;
+    for (const LeafDesc &d : U->layout.leaves)
+      U->sunk.push_back(decoder && useGradSinks() && d.shape.size() == 2);
     units_.push_back(std::move(U));
   }
   rope_ =
@@ -195,6 +214,37 @@ std::vector<at::Tensor> Engine::makeLeaves(int u, bool requiresGrad) {
   return leaves;
 }
 
+at::Tensor &Engine::gradTarget(int u, bool &fresh) {
+  Unit &O = *units_[u];
+  fresh = false;
+  if (plan_.strategy.zero >= 2) {
+    if (!O.microGrad.defined())
+      O.microGrad = at::zeros({O.padded}, O.gradShard.options());
+    return O.microGrad;
+  }
+  // ZeRO 0/1: the step's first gradient of a unit overwrites the buffer
+  // (no zeroing pass over it, no read of zeros).
+  fresh = O.gradFresh;
+  return O.grad;
+}
+
+std::vector<GradSink> Engine::makeSinks(int u) {
+  const Unit &U = *units_[u];
+  std::vector<GradSink> sinks(U.layout.leaves.size());
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    if (!U.sunk[i])
+      continue;
+    const LeafDesc d = U.layout.leaves[i];
+    sinks[i] = [this, u, d]() {
+      bool fresh;
+      at::Tensor &target = gradTarget(u, fresh);
+      return std::make_pair(target.narrow(0, d.offset, d.numel()).view(d.shape),
+                            !fresh);
+    };
+  }
+  return sinks;
+}
+
 at::Tensor Engine::computeUnit(int u, const at::Tensor &x,
                                const std::vector<at::Tensor> &leaves,
                                const MicroBatch &mb, bool forBackward) {
@@ -204,8 +254,11 @@ at::Tensor Engine::computeUnit(int u, const at::Tensor &x,
     return headLoss(m_, x, leaves[0], leaves[1], mb.targets);
   bool selective =
       plan_.schedule.units[u].checkpoint == Checkpointing::Selective;
-  return decoderForward(m_, bindDecoder(m_, leaves), x, rope_, selective,
-                        forBackward);
+  const bool grads = !leaves.empty() && leaves.front().requires_grad();
+  return decoderForward(
+      m_,
+      bindDecoder(m_, leaves, grads ? makeSinks(u) : std::vector<GradSink>()),
+      x, rope_, selective, forBackward);
 }
 
 at::Tensor Engine::unitForward(int u, const at::Tensor &x, MicroBatch &mb) {
@@ -275,20 +328,14 @@ void Engine::accumulateGrads(int u, const std::vector<at::Tensor> &leafGrads) {
   size_t i = 0;
   for (int o : unitOwners(m_, u)) {
     Unit &O = *units_[o];
-    at::Tensor target = O.grad;
-    // ZeRO 0/1: the step's first gradient of a unit overwrites the buffer
-    // (no zeroing pass over it, no read of zeros).
-    bool fresh = false;
-    if (plan_.strategy.zero >= 2) {
-      if (!O.microGrad.defined())
-        O.microGrad = at::zeros({O.padded}, O.gradShard.options());
-      target = O.microGrad;
-    } else {
-      fresh = O.gradFresh;
-      O.gradFresh = false;
-    }
-    for (const LeafDesc &d : O.layout.leaves) {
+    bool fresh;
+    at::Tensor target = gradTarget(o, fresh);
+    O.gradFresh = false;
+    for (size_t l = 0; l < O.layout.leaves.size(); ++l) {
+      const LeafDesc &d = O.layout.leaves[l];
       const at::Tensor &g = leafGrads[i++];
+      if (O.sunk[l]) // its GEMM wrote it already
+        continue;
       at::Tensor dst = target.narrow(0, d.offset, d.numel()).view(d.shape);
       if (g.defined())
         fresh ? dst.copy_(g) : dst.add_(g);

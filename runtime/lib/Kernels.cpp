@@ -12,6 +12,7 @@
 
 #ifdef SWIFT_WITH_KERNELS
 #include "KernelsCuda.h"
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
 #define SWIFT_KERNEL(call) SWIFT_CUDA_CHECK(cudaError_t(call))
@@ -254,28 +255,52 @@ struct QkvRopeFn : torch::autograd::Function<QkvRopeFn> {
   }
 };
 
-struct ResidualLinearFn : torch::autograd::Function<ResidualLinearFn> {
-  static at::Tensor forward(AutogradContext *ctx, at::Tensor x, at::Tensor a,
-                            at::Tensor w, bool value) {
-    ctx->save_for_backward({a, w});
-    if (!value)
-      return at::empty(x.sizes(), x.options());
-    const int64_t C = x.size(-1);
-    return at::addmm(x.reshape({-1, C}), a.reshape({-1, a.size(-1)}), w.t())
-        .view(x.sizes());
+/// dst (N, K) = dy^T a (+ dst when `accumulate`), dy (T, N), a (T, K).
+void weightGradInto(const at::Tensor &dst, bool accumulate,
+                    const at::Tensor &dy, const at::Tensor &a) {
+#ifdef SWIFT_WITH_KERNELS
+  if (dst.is_cuda() && dst.scalar_type() == at::kFloat &&
+      dy.scalar_type() == at::kBFloat16 && a.scalar_type() == at::kBFloat16 &&
+      dst.is_contiguous() && dy.is_contiguous() && a.is_contiguous()) {
+    // Row-major dst (N, K) is column-major (K, N) = a^T(K, T) x dy(T, N):
+    // a is column-major (K, T) as stored, dy column-major (N, T), transposed.
+    const int64_t T = a.size(0), K = a.size(1), N = dy.size(1);
+    const float alpha = 1.f, beta = accumulate ? 1.f : 0.f;
+    cublasHandle_t h = at::cuda::getCurrentCUDABlasHandle();
+    cublasStatus_t st =
+        cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, int(K), int(N), int(T),
+                     &alpha, a.data_ptr(), CUDA_R_16BF, int(K), dy.data_ptr(),
+                     CUDA_R_16BF, int(N), &beta, dst.data_ptr(), CUDA_R_32F,
+                     int(K), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    SWIFT_CHECK(st == CUBLAS_STATUS_SUCCESS, "cublasGemmEx (weight gradient ",
+                N, "x", K, " over ", T, " tokens) failed: status ", int(st));
+    return;
   }
+#endif
+  if (dst.scalar_type() == dy.scalar_type()) {
+    if (accumulate)
+      dst.addmm_(dy.t(), a);
+    else
+      at::mm_out(const_cast<at::Tensor &>(dst), dy.t(), a);
+  } else {
+    at::Tensor g = at::mm(dy.t(), a);
+    accumulate ? dst.add_(g) : dst.copy_(g);
+  }
+}
 
-  static variable_list backward(AutogradContext *ctx, variable_list grads) {
-    auto saved = ctx->get_saved_variables();
-    const at::Tensor &a = saved[0], &w = saved[1];
-    at::Tensor dy = grads[0];
-    at::Tensor dy2 = dy.reshape({-1, dy.size(-1)}).to(a.scalar_type());
-    at::Tensor a2 = a.reshape({-1, a.size(-1)});
-    at::Tensor da = at::mm(dy2, w).view(a.sizes());
-    at::Tensor dw = at::mm(dy2.t(), a2);
-    return {dy, da, dw, at::Tensor()};
-  }
-};
+/// W's gradient: into the sink (returns undefined), or returned.
+at::Tensor weightGrad(const at::Tensor &dy2, const at::Tensor &a2,
+                      const GradSink &sink) {
+  if (!sink)
+    return at::mm(dy2.t(), a2);
+  auto [dst, accumulate] = sink();
+  weightGradInto(dst, accumulate, dy2, a2);
+  return at::Tensor();
+}
+
+at::Tensor rows(const at::Tensor &t) {
+  return t.reshape({-1, t.size(-1)}).contiguous();
+}
 
 } // namespace
 
@@ -338,9 +363,68 @@ std::vector<at::Tensor> fusedQkvRope(const at::Tensor &qkv,
   return QkvRopeFn::apply(qkv, cos, sin, nh, nkv);
 }
 
+at::Tensor linear(const at::Tensor &x, const at::Tensor &w,
+                  const at::Tensor &bias, const GradSink &sink) {
+  const bool grad =
+      at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad() ||
+                                     (bias.defined() && bias.requires_grad()));
+  if (!sink || !grad)
+    return at::linear(x, w, bias);
+  std::vector<at::Tensor> outs;
+  {
+    at::NoGradGuard noGrad;
+    outs.push_back(at::linear(x, w, bias));
+  }
+  std::vector<at::Tensor> in{x, w};
+  if (bias.defined())
+    in.push_back(bias);
+  attachBackward(
+      in, outs,
+      [xd = x.detach(), wd = w.detach(), hasBias = bias.defined(),
+       sink](std::vector<at::Tensor> &&grads) mutable {
+        std::vector<at::Tensor> r(hasBias ? 3 : 2);
+        if (grads[0].defined()) {
+          at::Tensor dy = rows(grads[0].to(xd.scalar_type()));
+          r[0] = at::mm(dy, wd).view(xd.sizes());
+          r[1] = weightGrad(dy, rows(xd), sink);
+          if (hasBias)
+            r[2] = dy.sum({0}, /*keepdim=*/false, at::kFloat).to(wd.dtype());
+        }
+        xd = wd = at::Tensor();
+        return r;
+      },
+      "LinearBackward");
+  return outs[0];
+}
+
 at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
-                          const at::Tensor &w, bool value) {
-  return ResidualLinearFn::apply(x, a, w, value);
+                          const at::Tensor &w, bool value,
+                          const GradSink &sink) {
+  std::vector<at::Tensor> outs;
+  {
+    at::NoGradGuard noGrad;
+    outs.push_back(value ? at::addmm(rows(x), rows(a), w.t()).view(x.sizes())
+                         : at::empty(x.sizes(), x.options()));
+  }
+  if (!at::GradMode::is_enabled() ||
+      !(x.requires_grad() || a.requires_grad() || w.requires_grad()))
+    return outs[0];
+  attachBackward(
+      {x, a, w}, outs,
+      [ad = a.detach(), wd = w.detach(),
+       sink](std::vector<at::Tensor> &&grads) mutable {
+        std::vector<at::Tensor> r(3);
+        if (grads[0].defined()) {
+          r[0] = grads[0];
+          at::Tensor dy = rows(grads[0].to(ad.scalar_type()));
+          r[1] = at::mm(dy, wd).view(ad.sizes());
+          r[2] = weightGrad(dy, rows(ad), sink);
+        }
+        ad = wd = at::Tensor();
+        return r;
+      },
+      "ResidualLinearBackward");
+  return outs[0];
 }
 
 at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,

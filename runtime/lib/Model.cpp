@@ -87,10 +87,15 @@ UnitLayout unitLayout(const ModelConfig &m, int unit) {
 }
 
 DecoderWeights bindDecoder(const ModelConfig &m,
-                           const std::vector<at::Tensor> &views) {
+                           const std::vector<at::Tensor> &views,
+                           const std::vector<GradSink> &sinks) {
+  SWIFT_ASSERT(sinks.empty() || sinks.size() == views.size(),
+               "one gradient sink per leaf");
+  auto sinkOf = [&](size_t i) { return sinks.empty() ? GradSink() : sinks[i]; };
   DecoderWeights w;
   size_t i = 0;
   w.inputNorm = views[i++];
+  w.qkvSink = sinkOf(i);
   w.qkv = views[i++];
   if (m.qkvBias)
     w.qkvBias = views[i++];
@@ -98,11 +103,14 @@ DecoderWeights bindDecoder(const ModelConfig &m,
     w.qNorm = views[i++];
     w.kNorm = views[i++];
   }
+  w.oSink = sinkOf(i);
   w.o = views[i++];
   if (m.oBias)
     w.oBias = views[i++];
   w.postNorm = views[i++];
+  w.gateUpSink = sinkOf(i);
   w.gateUp = views[i++];
+  w.downSink = sinkOf(i);
   w.down = views[i++];
   SWIFT_ASSERT(i == views.size(), "decoder binding consumed ", i, " of ",
                views.size());
@@ -150,12 +158,12 @@ at::Tensor swiglu(const at::Tensor &gateUp) {
 } // namespace
 
 at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
-                          const at::Tensor &x, const Rope &rope,
-                          bool selective, bool forBackward) {
+                          const at::Tensor &x, const Rope &rope, bool selective,
+                          bool forBackward) {
   // One GEMM for q, k, v and one for gate, up: their weights are adjacent
   // in the unit's flat buffer (unitLayout stacks them into one leaf).
   at::Tensor h = rmsNorm(x, w.inputNorm, m.rmsNormEps);
-  at::Tensor qkv = at::linear(h, w.qkv, w.qkvBias); // (B, S, Q + 2 KV)
+  at::Tensor qkv = linear(h, w.qkv, w.qkvBias, w.qkvSink); // (B, S, Q+2KV)
 
   // Attention core: q/k norm, rotary, softmax(QK^T)V. Under selective
   // checkpointing only the packed projection is kept; its internals (rotated
@@ -188,16 +196,17 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
   }
   at::Tensor attn = selective ? recompute(core, coreIn)[0] : core(coreIn)[0];
   // Residual adds in the GEMMs' epilogues (addmm) where there is no bias.
-  at::Tensor x1 = w.oBias.defined() ? x + at::linear(attn, w.o, w.oBias)
-                                    : residualLinear(x, attn, w.o);
+  at::Tensor x1 = w.oBias.defined()
+                      ? x + linear(attn, w.o, w.oBias, w.oSink)
+                      : residualLinear(x, attn, w.o, true, w.oSink);
 
   h = rmsNorm(x1, w.postNorm, m.rmsNormEps);
-  at::Tensor gateUp = at::linear(h, w.gateUp); // (B, S, 2 I)
+  at::Tensor gateUp = linear(h, w.gateUp, {}, w.gateUpSink); // (B, S, 2 I)
   TensorFn act = [](const std::vector<at::Tensor> &in) {
     return std::vector<at::Tensor>{swiglu(in[0])};
   };
   at::Tensor a = selective ? recompute(act, {gateUp})[0] : act({gateUp})[0];
-  return residualLinear(x1, a, w.down, /*value=*/!forBackward);
+  return residualLinear(x1, a, w.down, /*value=*/!forBackward, w.downSink);
 }
 
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids) {

@@ -33,7 +33,8 @@ void StepTrace::stop(const std::string &path) {
   try {
     torch::autograd::profiler::disableProfiler()->save(path);
   } catch (const c10::Error &e) {
-    SWIFT_CHECK(false, "--trace ", path, ": this LibTorch cannot write traces (",
+    SWIFT_CHECK(false, "--trace ", path,
+                ": this LibTorch cannot write traces (",
                 e.what_without_backtrace(), ")");
   }
 }

@@ -263,6 +263,19 @@ TEST(Precision, PureBf16KeepsAdamWStatesInBf16) {
   EXPECT_EQ(stateBytes(b, "gradients"), params); // bf16 gradients
 }
 
+TEST(GradSinks, InPlaceWeightGradientsAreTheAutogradOnes) {
+  // The decoder's GEMMs write their weight gradients into the flat buffers
+  // (overwrite on the first micro-batch, add on the next); SWIFT_KERNELS=-sink
+  // returns them through autograd and copies/adds them instead. bf16-mixed:
+  // bf16 GEMM operands into the fp32 buffers; several micro-batches a step.
+  json p = tinyPlan(0, 1);
+  p["training"]["precision"] = "bf16-mixed";
+  ASSERT_GT(p["training"]["gradient_accumulation"].get<int>(), 1);
+  expectSameLosses(runPlan(p, "--steps 4"),
+                   runPlan(p, "--steps 4", "SWIFT_KERNELS=-sink"), kLossTol,
+                   "sinks vs autograd");
+}
+
 TEST(Accumulation, MicroBatchSplitDoesNotChangeTheStep) {
   // Same global batch as 1 x 8 samples or 4 x 2: same step.
   json a = tinyPlan(0, 1), b = tinyPlan(0, 1);

@@ -28,6 +28,7 @@
 #pragma once
 
 #include "swift/Runtime/Comm.h"
+#include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/Model.h"
 #include "swift/Runtime/Plan.h"
 
@@ -78,6 +79,11 @@ private:
                          const std::vector<at::Tensor> &leaves,
                          const MicroBatch &mb, bool forBackward = false);
   std::vector<at::Tensor> makeLeaves(int u, bool requiresGrad);
+  /// Unit u's gradient buffer for this micro-batch (allocated at ZeRO-2/3);
+  /// `fresh`: the step's first gradient overwrites it (ZeRO 0/1).
+  at::Tensor &gradTarget(int u, bool &fresh);
+  /// One GradSink per leaf of unit u (empty where autograd returns it).
+  std::vector<GradSink> makeSinks(int u);
   void accumulateGrads(int u, const std::vector<at::Tensor> &leafGrads);
   void gather(int u);
   void waitGathered(int u);

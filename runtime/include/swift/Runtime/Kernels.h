@@ -15,7 +15,9 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace swift::rt {
@@ -43,14 +45,27 @@ std::vector<at::Tensor> fusedQkvRope(const at::Tensor &qkv,
                                      const at::Tensor &sin, int64_t nh,
                                      int64_t nkv);
 
+/// Where a weight's gradient goes when the GEMM that computes it writes it
+/// in place: a view of the flat gradient buffer in the weight's shape (its
+/// dtype: fp32 in bf16-mixed) and whether to add to what it holds (else
+/// overwrite). Called during backward, when the buffer is known to exist.
+using GradSink = std::function<std::pair<at::Tensor, bool>()>;
+
+/// x W^T + b. With a sink, W's gradient GEMM writes (or adds) straight into
+/// the sink's buffer, fp32 from bf16 operands through cuBLAS, and autograd
+/// gets no gradient for W: no separate gradient tensor, copy or add.
+at::Tensor linear(const at::Tensor &x, const at::Tensor &w,
+                  const at::Tensor &bias, const GradSink &sink = {});
+
 /// x + a W^T, the decoder's residual branches (o_proj, down_proj): one GEMM
 /// whose epilogue adds x (addmm), no separate add kernel. With `value`
 /// false the result is left uninitialized and only the autograd node is
 /// built: full checkpointing recomputes a layer for its backward, which
 /// needs this op's inputs (a, W) but never its output, so the recompute
-/// skips the GEMM. The backward is exact either way.
+/// skips the GEMM. The backward is exact either way. `sink` as in linear.
 at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
-                          const at::Tensor &w, bool value = true);
+                          const at::Tensor &w, bool value = true,
+                          const GradSink &sink = {});
 
 /// Mean cross-entropy of softmax(h W^T) against targets, h: (T, C), W: (V, C),
 /// targets: (T) int64, computed `chunkTokens` rows at a time (fp32 softmax).

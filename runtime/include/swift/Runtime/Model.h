@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/Plan.h"
 
 #include <ATen/ATen.h>
@@ -60,10 +61,15 @@ struct DecoderWeights {
   at::Tensor postNorm;     // (C)
   at::Tensor gateUp;       // (2 I, C): gate_proj over up_proj
   at::Tensor down;         // (C, I)
+  // Where the four GEMM weights' gradients go (Kernels.h); empty: returned
+  // through autograd.
+  GradSink qkvSink, oSink, gateUpSink, downSink;
 };
-/// Binds `views` (one per LeafDesc, in order) to names.
+/// Binds `views` (one per LeafDesc, in order) to names, and `sinks` (empty,
+/// or one per LeafDesc) to the GEMM weights.
 DecoderWeights bindDecoder(const ModelConfig &m,
-                           const std::vector<at::Tensor> &views);
+                           const std::vector<at::Tensor> &views,
+                           const std::vector<GradSink> &sinks = {});
 
 /// Rotary tables for positions 0..S-1, (S, D/2) each, compute dtype.
 struct Rope {
@@ -77,8 +83,8 @@ Rope makeRope(const ModelConfig &m, int64_t seq, const at::TensorOptions &opt);
 /// checkpointing), so its output value is not computed (the down_proj GEMM
 /// is skipped; the result is uninitialized, its autograd graph exact).
 at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
-                          const at::Tensor &x, const Rope &rope,
-                          bool selective, bool forBackward = false);
+                          const at::Tensor &x, const Rope &rope, bool selective,
+                          bool forBackward = false);
 
 /// ids: (B, S) int64, table: (V, C) -> (B, S, C).
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids);
