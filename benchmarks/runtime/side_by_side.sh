@@ -80,9 +80,10 @@ fi
 # SBS_QUICK=1: only the elementwise kernels' switches and the repeat.
 T0=$SECONDS
 if [[ -n ${SBS_QUICK:-} ]]; then
-  for off in -norm -swiglu -rope; do swift llama3.2-1b-B4-S2048 SWIFT_KERNELS=$off; done
+  for off in -sink -norm -swiglu -rope; do swift llama3.2-1b-B4-S2048 SWIFT_KERNELS=$off; done
+  swift llama3.1-8b-bf16-B1-S4096-full SWIFT_KERNELS=-sink
 else
-  for off in -adamw -loss -norm -swiglu -rope; do swift llama3.2-1b-B4-S2048 SWIFT_KERNELS=$off; done
+  for off in -sink -adamw -loss -norm -swiglu -rope; do swift llama3.2-1b-B4-S2048 SWIFT_KERNELS=$off; done
   swift llama3.2-1b-B4-S2048 SWIFT_SDPA_EXPAND=1
   swift llama3.2-1b-B4-S2048 SWIFT_KERNELS=0
   swift llama3.2-1b-B4-S2048 SWIFT_KERNELS=0 SWIFT_LOSS=full

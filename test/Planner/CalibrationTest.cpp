@@ -168,7 +168,7 @@ namespace {
 
 // swift-run itself on the H200 (benchmarks/runtime/side_by_side.sh, one
 // micro-batch per step, ZeRO-0 on one GPU): the swift-run backend must
-// predict its peak within 5% and its step time within 15%.
+// predict its peak within 5% and its step time within 10% (issue 6).
 TEST(Calibration, SwiftRunRowsWithinBounds) {
   mlir::MLIRContext context;
   std::ifstream in(std::string(SWIFT_CALIBRATION_DIR) + "/h200_swiftrun.jsonl");
@@ -196,7 +196,7 @@ TEST(Calibration, SwiftRunRowsWithinBounds) {
                 r["config"].get<std::string>().c_str(), 100 * memoryError,
                 100 * speedError);
     EXPECT_LE(std::abs(memoryError), 0.05) << r["config"];
-    EXPECT_LE(std::abs(speedError), 0.15) << r["config"];
+    EXPECT_LE(std::abs(speedError), 0.10) << r["config"];
   }
   EXPECT_EQ(rows, 4);
 }

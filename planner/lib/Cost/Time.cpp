@@ -25,6 +25,25 @@ namespace {
 constexpr double kMatmulEfficiency = 0.657;
 constexpr double kAttentionEfficiency = 0.404;
 constexpr double kMemoryEfficiency = 0.625;
+// swift-run's own kernels run closer to the hardware than HF eager's op
+// chains: its GEMMs (stacked q/k/v and gate/up, residual epilogues, weight
+// gradients into the buffers) sustain ~700 TFLOP/s on the H200 (the bf16
+// rate benchmarks/runtime/gemm_bench.py measures for these shapes), and
+// its fused memory-bound kernels (RMSNorm, SwiGLU, RoPE, AdamW) move
+// 3.4-3.8 TB/s (benchmarks/runtime/trace_summary.py on the side-by-side
+// runs). Relative factors on the rates above, so measured profiles carry.
+constexpr double kFusedMatmulGain = 0.71 / kMatmulEfficiency;
+constexpr double kFusedMemoryGain = 0.75 / kMemoryEfficiency;
+// Fused attention kernels run slower per FLOP at a small head dim (more
+// softmax work and K/V traffic per FLOP): the rate ~ D / (D + 150),
+// relative to D = 128. Measured with cuDNN SDPA forward+backward on the
+// H200 (benchmarks/runtime/attention_bench.py): D = 64 at 230-257 TFLOP/s,
+// D = 128 at 381-397. Applied to swift-run, which calls that kernel with
+// GQA in it; the HF rows were fitted at one rate over both head dims
+// (kAttentionEfficiency) and get worse with the factor (median 3.2% ->
+// 4.0%), so they keep the flat rate.
+constexpr double kHalfRateHeadDim = 150;
+constexpr double kReferenceHeadDim = 128;
 // Host time per autograd node of eager PyTorch (Python module call,
 // dispatcher, launches) in forward and in backward; swift-run dispatches
 // from C++ with fused ops. Measured on the H200 machine's small-batch rows
@@ -153,6 +172,14 @@ double elementwiseBytesPerToken(const std::vector<OpProfile> &ops,
   return bytes;
 }
 
+double headDimFactor(const OpProfile &attention, Exec exec) {
+  double d = double(attention.headDim);
+  if (d <= 0 || exec != Exec::Fused)
+    return 1;
+  return (d / (d + kHalfRateHeadDim)) /
+         (kReferenceHeadDim / (kReferenceHeadDim + kHalfRateHeadDim));
+}
+
 /// Autograd nodes per decoder layer of HF eager (traced).
 double nodesPerLayer(Exec exec) {
   switch (exec) {
@@ -173,7 +200,10 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
   double T = double(s.microBatchSize) * m.sequenceLength;
   auto fill = [](double tokens) { return tokens / (tokens + kHalfEfficiencyTokens); };
   double small = fill(T) / fill(kReferenceTokens);
-  double mm = rates.matmul * small, attn = rates.attention, hbm = rates.elementwise;
+  const bool fusedExec = exec == Exec::Fused;
+  double mm = rates.matmul * small * (fusedExec ? kFusedMatmulGain : 1.0),
+         attn = rates.attention,
+         hbm = rates.elementwise * (fusedExec ? kFusedMemoryGain : 1.0);
   bool frozen = setup.method != Method::Full;
   // swift-run stacks the linears that read one value (q/k/v, gate/up) into
   // one GEMM: a narrow k/v projection runs at the stacked width.
@@ -199,7 +229,7 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
         t += flops / (mm * narrow);
       }
       else if (op.kind == OpKind::Attention)
-        t += flops / attn;
+        t += flops / (attn * headDimFactor(op, exec));
     }
     return t * s.microBatchSize;
   };
@@ -232,7 +262,8 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
     recomputePerLayer = 0;
     for (const OpProfile &op : m.layer) {
       if (op.kind == OpKind::Attention)
-        recomputePerLayer += s.microBatchSize * op.forwardFlops / attn;
+        recomputePerLayer +=
+            s.microBatchSize * op.forwardFlops / (attn * headDimFactor(op, exec));
       if (op.kind == OpKind::SiluMul || op.kind == OpKind::Rope)
         recomputePerLayer += T * elementwiseBytesPerToken({op}, m.sequenceLength, exec,
                                                           setup.loraRank) / 3 / hbm;
@@ -354,7 +385,8 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
   // through HBM; offloaded it runs on the host cores after the gradients
   // cross PCIe, and the parameters cross back.
   Rates rates = ratesOf(hw);
-  double hbm = rates.elementwise;
+  double hbm = rates.elementwise *
+               (execution(setup, s) == Exec::Fused ? kFusedMemoryGain : 1.0);
   double shard = s.zero == 0 ? trainable : trainable / W;
   if (s.offload == Offload::None) {
     double bytesPerParam = setup.precision == Precision::Bf16 && !frozen ? 14 : 28;

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""bf16 GEMM rates of the decoder's linears in each direction, on the
+side-by-side shapes: forward Y = X W^T, input gradient dX = dY W, weight
+gradient dW = dY^T X (what swift-run and autograd run).
+
+Usage (device): python3 benchmarks/runtime/gemm_bench.py
+"""
+import torch
+
+SHAPES = {  # name: tokens, hidden, qkv width, intermediate
+    "llama3.2-1b B4 S2048": (8192, 2048, 3072, 8192),
+    "llama3.2-3b B2 S4096": (8192, 3072, 5120, 8192),
+    "llama3.1-8b B1 S4096": (4096, 4096, 6144, 14336),
+}
+
+
+def bench(fn, iters=20):
+    for _ in range(3):
+        fn()
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    a.record()
+    for _ in range(iters):
+        fn()
+    b.record()
+    torch.cuda.synchronize()
+    return a.elapsed_time(b) / iters
+
+
+def main():
+    opt = dict(device="cuda", dtype=torch.bfloat16)
+    for name, (T, C, QKV, I) in SHAPES.items():
+        for lin, (n, k) in {"qkv": (QKV, C), "o": (C, C), "gate_up": (2 * I, C),
+                            "down": (C, I)}.items():
+            x = torch.randn(T, k, **opt)
+            w = torch.randn(n, k, **opt)
+            dy = torch.randn(T, n, **opt)
+            dw32 = torch.zeros(n, k, device="cuda", dtype=torch.float32)
+            flops = 2.0 * T * n * k
+            row = []
+            for what, fn in (("fwd", lambda: x @ w.t()), ("dX", lambda: dy @ w),
+                             ("dW", lambda: dy.t() @ x),
+                             ("dW^T", lambda: x.t() @ dy),
+                             ("dW+=fp32", lambda: dw32.add_(dy.t() @ x))):
+                ms = bench(fn)
+                row.append(f"{what} {flops / ms / 1e9:4.0f}")
+            print(f"{name:22} {lin:8} T{T} N{n} K{k}: " + "  ".join(row) + " TFLOP/s",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
