@@ -45,14 +45,12 @@ def init_params(model):
             t = p.to_local() if hasattr(p, "to_local") else p
             t.normal_(0, 0.02)
 
-def run_case(c):
+def build_model(c):
+    """The case's model and optimizer, as every measurement here runs them:
+    returns (model, optimizer, config, autocast)."""
     from transformers import LlamaForCausalLM
     cfg = cfg_of(c["model"])
     mode = c["mode"]  # ddp_mp | bf16 | lora | fsdp
-    B, S, ckpt = c["B"], c["S"], c["ckpt"]
-    torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats()
-    base_alloc = torch.cuda.memory_allocated()
-    t0 = time.time()
     autocast = False
     if mode == "fsdp":
         from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy, CPUOffloadPolicy
@@ -78,14 +76,22 @@ def run_case(c):
             lc = LoraConfig(r=c.get("r", 16), lora_alpha=32, lora_dropout=0.0,
                             target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
             model = get_peft_model(model, lc)
-            if ckpt:
+            if c["ckpt"]:
                 model.enable_input_require_grads()
         autocast = mode == "ddp_mp"
         params = [p for p in model.parameters() if p.requires_grad]
         opt = torch.optim.AdamW(params, lr=1e-5, fused=True)
-    if ckpt:
+    if c["ckpt"]:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.train()
+    return model, opt, cfg, autocast
+
+def run_case(c):
+    B, S = c["B"], c["S"]
+    torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats()
+    base_alloc = torch.cuda.memory_allocated()
+    t0 = time.time()
+    model, opt, cfg, autocast = build_model(c)
     n_params = sum((p.numel() if not hasattr(p, "full_tensor") else p.numel()) for p in model.parameters())
     n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
     torch.cuda.synchronize()

@@ -169,46 +169,11 @@ def hook_graph(root):
     return hs
 
 
-def build(c, world):
-    from transformers import LlamaForCausalLM
-    cfg = hb.cfg_of(c["model"]); mode = c["mode"]
-    autocast = False
-    if mode == "fsdp":
-        from torch.distributed.fsdp import fully_shard, MixedPrecisionPolicy
-        with torch.device("meta"):
-            model = LlamaForCausalLM(cfg)
-        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-        kw = dict(mp_policy=mp, reshard_after_forward=c.get("reshard", True))
-        for layer in model.model.layers:
-            fully_shard(layer, **kw)
-        fully_shard(model, **kw)
-        model.to_empty(device="cuda")
-        hb.init_params(model); hb.fix_rope(model, cfg)
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-5, foreach=True)
-    else:
-        dtype = torch.float32 if mode == "ddp_mp" else torch.bfloat16
-        with torch.device("cuda"):
-            model = LlamaForCausalLM(cfg).to(dtype)
-        if mode == "lora":
-            from peft import LoraConfig, get_peft_model
-            lc = LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0,
-                            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
-            model = get_peft_model(model, lc)
-            if c["ckpt"]:
-                model.enable_input_require_grads()
-        autocast = mode == "ddp_mp"
-        opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5, fused=True)
-    if c["ckpt"]:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    model.train()
-    return model, opt, cfg, autocast
-
-
 def trace_case(c, fout, fev):
     world = c.get("world", 1)
     gc.collect(); torch.cuda.empty_cache(); torch.cuda.reset_peak_memory_stats()
     St.base = torch.cuda.memory_allocated()
-    model, opt, cfg, autocast = build(c, world)
+    model, opt, cfg, autocast = hb.build_model(c)
     B, S = c["B"], c["S"]
     ids = torch.randint(0, cfg.vocab_size, (B, S), device="cuda")
     out = None
