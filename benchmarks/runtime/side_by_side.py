@@ -51,6 +51,15 @@ CONFIGS = [
     ("llama3.1-8b-bf16-B1-S4096-full", "llama3-8b", "bf16", 1, 4096, "full",
      dict(model="llama3-8b", mode="bf16", B=1, S=4096, ckpt=True)),
 ]
+# The same jobs with checkpointing left to swift-plan ("auto": the job sets
+# no strategy.checkpointing), against the HF run of the configuration named
+# last (the user's checkpointed baseline): what swift does when it chooses.
+PLANNER_CHOICE = [
+    ("llama3.2-3b-B2-S4096-planned", "llama3.2-3b", "bf16-mixed", 2, 4096, "auto", None,
+     "llama3.2-3b-B2-S4096-full"),
+    ("llama3.1-8b-bf16-B1-S4096-planned", "llama3-8b", "bf16", 1, 4096, "auto", None,
+     "llama3.1-8b-bf16-B1-S4096-full"),
+]
 
 
 def flops_per_token(m, S):
@@ -69,7 +78,7 @@ PRESETS = {"llama3-8b": "llama3.1-8b"}  # hf_baseline.py's names -> swift preset
 
 def write_jobs(d):
     os.makedirs(d, exist_ok=True)
-    for name, model, prec, B, S, ckpt, _ in CONFIGS:
+    for name, model, prec, B, S, ckpt, *_ in CONFIGS + PLANNER_CHOICE:
         path = os.path.join(d, name + ".yaml")
         with open(path, "w") as f:
             f.write(f"# side_by_side.py: {name}\n"
@@ -78,14 +87,15 @@ def write_jobs(d):
                     f"micro_batch_size: {B}, precision: {prec}}}\n"
                     f"cluster: {{gpu: h200, gpus_per_node: 1}}\n"
                     f"backend: swift-run\n"
-                    f"strategy: {{zero: 0, offload: none, checkpointing: {ckpt}}}\n")
+                    f"strategy: {{zero: 0, offload: none"
+                    + (f", checkpointing: {ckpt}" if ckpt != "auto" else "") + "}\n")
         print(path)
 
 
 def write_plans(d):
     os.makedirs(d, exist_ok=True)
     base = json.load(open(TEMPLATE))
-    for name, model, prec, B, S, ckpt, _ in CONFIGS:
+    for name, model, prec, B, S, ckpt, *_ in CONFIGS + PLANNER_CHOICE:
         planned = os.path.join(PLANNED, name + ".json")
         if os.path.exists(planned):  # swift-plan's plan, with its predictions
             with open(planned) as src, open(os.path.join(d, name + ".json"), "w") as dst:
@@ -98,6 +108,7 @@ def write_plans(d):
         p["model"].update(MODELS[model])
         p["training"].update(sequence_length=S, global_batch_size=B, micro_batch_size=B,
                              gradient_accumulation=1, precision=prec)
+        assert ckpt != "auto", f"{name}: run make_plans.sh (swift-plan chooses checkpointing)"
         p["strategy"].update(zero=0, offload="none", checkpointing=ckpt, checkpoint_layers=-1)
         json.dump(p, open(os.path.join(d, name + ".json"), "w"), indent=1)
         print(os.path.join(d, name + ".json"))
@@ -141,20 +152,27 @@ def table(out):
            f"{'swift GiB':>9} {'HF GiB':>7} {'ratio':>6} {'swift MFU':>9} {'HF MFU':>7} "
            f"{'plan GiB':>8} {'err':>6} {'plan tok/s':>10} {'err':>6}")
     lines += [hdr, "-" * len(hdr)]
-    names = [c[0] for c in CONFIGS] + sorted(k for k in swift if k not in [c[0] for c in CONFIGS])
+    all_cfgs = CONFIGS + PLANNER_CHOICE
+    main_names = [c[0] for c in all_cfgs]
+    names = main_names + sorted(k for k in swift if k not in main_names)
     for name in names:
         steps = swift.get(name, [])
-        cfg = next((c for c in CONFIGS if name.startswith(c[0])), None)
+        cfg = next((c for c in all_cfgs if name == c[0] or name.startswith(c[0] + "/")), None)
         if cfg is None or not steps:
             continue
         fpt = flops_per_token(MODELS[cfg[1]], cfg[4])
         steady = steps[1:] or steps  # the first step warms up
         s_tps = sum(r["tokens"] for r in steady) / sum(r["step_seconds"] for r in steady)
         s_peak = max(r["peak_memory_bytes"] for r in steady)
-        h = hf.get(name, {}) if name == cfg[0] else {}
+        baseline = cfg[7] if len(cfg) > 7 else cfg[0]
+        h = hf.get(baseline, {}) if name == cfg[0] else {}
         h_tps, h_peak = h.get("tokens_per_s"), h.get("peak_alloc_steady")
+        ckpt = cfg[5]
+        if ckpt == "auto":  # what swift-plan chose: the committed plan says
+            with open(os.path.join(PLANNED, cfg[0] + ".json")) as f:
+                ckpt = json.load(f)["strategy"]["checkpointing"]
         res = dict(config=name, model=cfg[1], precision=cfg[2], micro_batch=cfg[3], seq=cfg[4],
-                   checkpointing=cfg[5], flops_per_token=fpt,
+                   checkpointing=ckpt, hf_baseline=baseline, flops_per_token=fpt,
                    swift_tokens_per_s=s_tps, swift_peak_bytes=s_peak,
                    swift_mfu=s_tps * fpt / PEAK_FLOPS,
                    swift_losses=[r["loss"] for r in steps],

@@ -53,6 +53,9 @@ swift llama3.2-1b-B4-S2048
 swift llama3.2-3b-B2-S4096-full
 swift qwen2.5-0.5b-B4-S2048
 swift llama3.1-8b-bf16-B1-S4096-full
+# checkpointing chosen by swift-plan, against the checkpointed HF baselines
+swift llama3.2-3b-B2-S4096-planned
+swift llama3.1-8b-bf16-B1-S4096-planned
 echo "swift-run: $((SECONDS - T0)) s"
 if [[ -z ${SBS_SKIP_HF:-} ]]; then
   T0=$SECONDS

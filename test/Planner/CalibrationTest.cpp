@@ -198,7 +198,7 @@ TEST(Calibration, SwiftRunRowsWithinBounds) {
     EXPECT_LE(std::abs(memoryError), 0.05) << r["config"];
     EXPECT_LE(std::abs(speedError), 0.10) << r["config"];
   }
-  EXPECT_EQ(rows, 4);
+  EXPECT_EQ(rows, 6);
 }
 
 } // namespace
