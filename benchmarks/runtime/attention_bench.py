@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from cuda_timing import bench
+
 SHAPES = {  # name: B, H, KV, S, D
     "llama3.2-1b B4 S2048": (4, 32, 8, 2048, 64),
     "llama3.2-3b B2 S4096": (2, 24, 8, 4096, 128),
@@ -19,19 +21,6 @@ SHAPES = {  # name: B, H, KV, S, D
 }
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
             "efficient": SDPBackend.EFFICIENT_ATTENTION}
-
-
-def bench(fn, iters=20):
-    for _ in range(3):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / iters
 
 
 def main():

@@ -7,24 +7,13 @@ Usage (device): python3 benchmarks/runtime/gemm_bench.py
 """
 import torch
 
+from cuda_timing import bench
+
 SHAPES = {  # name: tokens, hidden, qkv width, intermediate
     "llama3.2-1b B4 S2048": (8192, 2048, 3072, 8192),
     "llama3.2-3b B2 S4096": (8192, 3072, 5120, 8192),
     "llama3.1-8b B1 S4096": (4096, 4096, 6144, 14336),
 }
-
-
-def bench(fn, iters=20):
-    for _ in range(3):
-        fn()
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    a.record()
-    for _ in range(iters):
-        fn()
-    b.record()
-    torch.cuda.synchronize()
-    return a.elapsed_time(b) / iters
 
 
 def main():
