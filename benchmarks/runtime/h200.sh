@@ -83,9 +83,20 @@ json.dump(p, open("/tmp/tiny1.json", "w"))
 PY
 $RUN /tmp/tiny1.json --device cuda --steps 3 --save-params /tmp/fused.bin | tail -1
 SWIFT_ADAMW=ops $RUN /tmp/tiny1.json --device cuda --steps 3 --save-params /tmp/ops.bin | tail -1
+# Pure bf16 (bf16 weights and moments): the CUDA kernel vs the tensor ops.
+python3 - <<'PY'
+import json
+p = json.load(open("/tmp/tiny1.json")); p["training"]["precision"] = "bf16"
+json.dump(p, open("/tmp/tiny1-bf16.json", "w"))
+PY
+$RUN /tmp/tiny1-bf16.json --device cuda --steps 3 --save-params /tmp/fused-bf16.bin | tail -1
+SWIFT_KERNELS=-adamw $RUN /tmp/tiny1-bf16.json --device cuda --steps 3 --save-params /tmp/ops-bf16.bin | tail -1
 python3 -c "
 import array
-x = array.array('f'); x.frombytes(open('/tmp/fused.bin','rb').read())
-y = array.array('f'); y.frombytes(open('/tmp/ops.bin','rb').read())
-print('fused vs ops AdamW: n', len(x), 'max |diff|', max(abs(a-b) for a, b in zip(x, y)))
+def cmp(name, a, b):
+    x = array.array('f'); x.frombytes(open(a,'rb').read())
+    y = array.array('f'); y.frombytes(open(b,'rb').read())
+    print(name, 'n', len(x), 'max |diff|', max(abs(p-q) for p, q in zip(x, y)))
+cmp('bf16-mixed fused vs ops AdamW:', '/tmp/fused.bin', '/tmp/ops.bin')
+cmp('pure bf16 kernel vs ops AdamW:', '/tmp/fused-bf16.bin', '/tmp/ops-bf16.bin')
 " | tee "$OUT/adamw-compare.txt"

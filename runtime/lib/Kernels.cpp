@@ -627,6 +627,29 @@ std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
       "qkv_rope", {qkv},
       [&](auto &v) { return flat(fusedQkvRope(v[0], cs, sn, H, 2)); },
       [&](auto &v) { return flat(opQkvRope(v[0], cs, sn, H, 2)); }));
+  // Widths off the 16-byte paths (scalar kernels): SwiGLU rows of 2 x 12,
+  // head dim 12 (6 rotated pairs), vocabulary 1001.
+  at::Tensor guOdd = at::randn({B, S, 24}, opt);
+  out.push_back(compare(
+      "swiglu (scalar)", {guOdd}, [](auto &v) { return fusedSwiglu(v[0]); },
+      [](auto &v) { return opSwiglu(v[0]); }));
+  at::Tensor angOdd = at::rand({S, 6}, opt.dtype(at::kFloat)) * 6.28;
+  at::Tensor csOdd = angOdd.cos().to(dtype), snOdd = angOdd.sin().to(dtype);
+  at::Tensor qkvOdd = at::randn({B, S, (4 + 2 * 2) * 12}, opt);
+  out.push_back(compare(
+      "qkv_rope (scalar)", {qkvOdd},
+      [&](auto &v) { return flat(fusedQkvRope(v[0], csOdd, snOdd, 4, 2)); },
+      [&](auto &v) { return flat(opQkvRope(v[0], csOdd, snOdd, 4, 2)); }));
+  at::Tensor hOdd = at::randn({7, 16}, opt),
+             lmOdd = 0.1 * at::randn({1001, 16}, opt);
+  at::Tensor tOdd = at::randint(0, 1001, {7}, opt.dtype(at::kLong));
+  out.push_back(compare(
+      "linear_cross_entropy (scalar)", {hOdd, lmOdd},
+      [&](auto &v) { return linearCrossEntropy(v[0], v[1], tOdd, 3); },
+      [&](auto &v) {
+        return at::cross_entropy_loss(at::linear(v[0], v[1]).to(at::kFloat),
+                                      tOdd);
+      }));
   at::Tensor h = at::randn({B * S, C}, opt), lm = 0.02 * at::randn({V, C}, opt);
   at::Tensor t = at::randint(0, V, {B * S}, opt.dtype(at::kLong));
   out.push_back(compare(

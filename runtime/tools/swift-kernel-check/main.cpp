@@ -20,7 +20,7 @@ int main(int argc, char **argv) {
     for (const auto &c : swift::rt::checkFusedKernels(at::Device(dev), dt)) {
       const bool pass = c.maxAbsDiff <= tol * std::max(1.0, c.maxAbsRef);
       ok = ok && pass;
-      std::printf("kernel-check %-22s %-5s max|diff| %.3e  max|ref| %.3e  %s\n",
+      std::printf("kernel-check %-30s %-5s max|diff| %.3e  max|ref| %.3e  %s\n",
                   c.name.c_str(), dt == at::kFloat ? "fp32" : "bf16",
                   c.maxAbsDiff, c.maxAbsRef, pass ? "ok" : "FAIL");
     }
