@@ -100,3 +100,21 @@ def cmp(name, a, b):
 cmp('bf16-mixed fused vs ops AdamW:', '/tmp/fused.bin', '/tmp/ops.bin')
 cmp('pure bf16 kernel vs ops AdamW:', '/tmp/fused-bf16.bin', '/tmp/ops-bf16.bin')
 " | tee "$OUT/adamw-compare.txt"
+# Every optional model feature (q/k/v bias, o_proj bias, Qwen3's q/k norm)
+# on CUDA: fused kernels + weight-gradient sinks vs the plain op chains
+# (SWIFT_KERNELS=0), fp32, same device and initial weights.
+python3 - <<'PY'
+import json
+p = json.load(open("/tmp/tiny1.json"))
+p["training"]["precision"] = "fp32"
+p["model"].update(attention_qkv_bias=True, attention_o_bias=True, qk_norm=True)
+json.dump(p, open("/tmp/tiny-features.json", "w"))
+PY
+$RUN /tmp/tiny-features.json --device cuda --steps 3 --metrics /tmp/feat-fused.jsonl | tail -1
+SWIFT_KERNELS=0 $RUN /tmp/tiny-features.json --device cuda --steps 3 --metrics /tmp/feat-ops.jsonl | tail -1
+python3 -c "
+import json
+a = [json.loads(l)['loss'] for l in open('/tmp/feat-fused.jsonl')]
+b = [json.loads(l)['loss'] for l in open('/tmp/feat-ops.jsonl')]
+print('all model features, fused vs op chains (fp32): max |dloss|', max(abs(x - y) for x, y in zip(a, b)))
+" | tee -a "$OUT/adamw-compare.txt"
