@@ -70,14 +70,7 @@ constexpr size_t kMaxReductionsInFlight = 4;
 // Weight gradients written in place by their GEMMs (Kernels.h GradSink);
 // SWIFT_KERNELS=-sink (or 0) returns them through autograd instead, to
 // measure the difference.
-bool useGradSinks() {
-  static const bool on = [] {
-    const char *e = std::getenv("SWIFT_KERNELS");
-    std::string v = "," + std::string(e ? e : "") + ",";
-    return v != ",0," && v.find(",-sink,") == std::string::npos;
-  }();
-  return on;
-}
+bool useGradSinks() { return kernelSwitchOn("sink"); }
 
 bool useFusedAdamW() {
   const char *env = std::getenv("SWIFT_ADAMW");

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <tuple>
 #include <utility>
 
 #ifdef SWIFT_WITH_KERNELS
@@ -256,8 +257,8 @@ struct QkvRopeFn : torch::autograd::Function<QkvRopeFn> {
 };
 
 /// dst (N, K) = dy^T a (+ dst when `accumulate`), dy (T, N), a (T, K).
-void weightGradInto(const at::Tensor &dst, bool accumulate,
-                    const at::Tensor &dy, const at::Tensor &a) {
+void weightGradInto(at::Tensor dst, bool accumulate, const at::Tensor &dy,
+                    const at::Tensor &a) {
 #ifdef SWIFT_WITH_KERNELS
   if (dst.is_cuda() && dst.scalar_type() == at::kFloat &&
       dy.scalar_type() == at::kBFloat16 && a.scalar_type() == at::kBFloat16 &&
@@ -281,38 +282,45 @@ void weightGradInto(const at::Tensor &dst, bool accumulate,
     if (accumulate)
       dst.addmm_(dy.t(), a);
     else
-      at::mm_out(const_cast<at::Tensor &>(dst), dy.t(), a);
+      at::mm_out(dst, dy.t(), a);
   } else {
     at::Tensor g = at::mm(dy.t(), a);
     accumulate ? dst.add_(g) : dst.copy_(g);
   }
 }
 
-/// W's gradient: into the sink (returns undefined), or returned.
-at::Tensor weightGrad(const at::Tensor &dy2, const at::Tensor &a2,
-                      const GradSink &sink) {
-  if (!sink)
-    return at::mm(dy2.t(), a2);
-  auto [dst, accumulate] = sink();
-  weightGradInto(dst, accumulate, dy2, a2);
-  return at::Tensor();
-}
-
 at::Tensor rows(const at::Tensor &t) {
   return t.reshape({-1, t.size(-1)}).contiguous();
 }
 
+/// Gradients of y = a W^T (+ ...) from dy: {da, dW}; dW is written into the
+/// sink (and returned undefined) when there is one.
+std::pair<at::Tensor, at::Tensor> linearGrads(const at::Tensor &dyIn,
+                                              const at::Tensor &a,
+                                              const at::Tensor &w,
+                                              const GradSink &sink) {
+  at::Tensor dy = rows(dyIn.to(a.scalar_type()));
+  at::Tensor da = at::mm(dy, w).view(a.sizes());
+  if (!sink)
+    return {da, at::mm(dy.t(), rows(a))};
+  auto [dst, accumulate] = sink();
+  weightGradInto(dst, accumulate, dy, rows(a));
+  return {da, at::Tensor()};
+}
+
 } // namespace
 
-bool useFusedKernels(const at::Tensor &x, const char *op) {
+bool kernelSwitchOn(const char *op) {
   static const std::string env = [] {
     const char *e = std::getenv("SWIFT_KERNELS");
     return "," + std::string(e ? e : "") + ",";
   }();
-  if (env == ",0," ||
-      (*op && env.find(",-" + std::string(op) + ",") != std::string::npos))
-    return false;
-  return kernelsFor(x);
+  return env != ",0," &&
+         !(*op && env.find(",-" + std::string(op) + ",") != std::string::npos);
+}
+
+bool useFusedKernels(const at::Tensor &x, const char *op) {
+  return kernelSwitchOn(op) && kernelsFor(x);
 }
 
 at::Tensor opRmsNorm(const at::Tensor &x, const at::Tensor &w, double eps) {
@@ -384,11 +392,11 @@ at::Tensor linear(const at::Tensor &x, const at::Tensor &w,
        sink](std::vector<at::Tensor> &&grads) mutable {
         std::vector<at::Tensor> r(hasBias ? 3 : 2);
         if (grads[0].defined()) {
-          at::Tensor dy = rows(grads[0].to(xd.scalar_type()));
-          r[0] = at::mm(dy, wd).view(xd.sizes());
-          r[1] = weightGrad(dy, rows(xd), sink);
+          std::tie(r[0], r[1]) = linearGrads(grads[0], xd, wd, sink);
           if (hasBias)
-            r[2] = dy.sum({0}, /*keepdim=*/false, at::kFloat).to(wd.dtype());
+            r[2] = rows(grads[0])
+                       .sum({0}, /*keepdim=*/false, at::kFloat)
+                       .to(wd.dtype());
         }
         xd = wd = at::Tensor();
         return r;
@@ -416,9 +424,7 @@ at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
         std::vector<at::Tensor> r(3);
         if (grads[0].defined()) {
           r[0] = grads[0];
-          at::Tensor dy = rows(grads[0].to(ad.scalar_type()));
-          r[1] = at::mm(dy, wd).view(ad.sizes());
-          r[2] = weightGrad(dy, rows(ad), sink);
+          std::tie(r[1], r[2]) = linearGrads(grads[0], ad, wd, sink);
         }
         ad = wd = at::Tensor();
         return r;

@@ -14,7 +14,6 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
-
 #include <cstdlib>
 
 namespace swift::rt {

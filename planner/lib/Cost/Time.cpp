@@ -386,12 +386,12 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
   // cross PCIe, and the parameters cross back.
   Rates rates = ratesOf(hw);
   double hbm = rates.elementwise *
-               (execution(setup, s) == Exec::Fused ? kFusedMemoryGain : 1.0);
+               (exec == Exec::Fused ? kFusedMemoryGain : 1.0);
   double shard = s.zero == 0 ? trainable : trainable / W;
   if (s.offload == Offload::None) {
     double bytesPerParam = setup.precision == Precision::Bf16 && !frozen ? 14 : 28;
     // autocast's weight casts (fp32 -> bf16 each forward, gradient upcasts).
-    double casts = execution(setup, s) == Exec::Autocast ? 12.0 * P : 0;
+    double casts = exec == Exec::Autocast ? 12.0 * P : 0;
     t.optimizerSeconds = (bytesPerParam * shard + casts) / hbm;
   } else {
     double link = rates.hostLink;

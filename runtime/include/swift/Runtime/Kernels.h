@@ -26,6 +26,8 @@ namespace swift::rt {
 /// does not turn `op` off: "0" turns all off, a comma list of "-op" names
 /// (norm, swiglu, rope, loss, adamw) those ops, for measuring each alone.
 bool useFusedKernels(const at::Tensor &x, const char *op = "");
+/// The SWIFT_KERNELS switch alone (any device): false when "0" or "-op".
+bool kernelSwitchOn(const char *op);
 
 /// RMSNorm over the last dim, HF rounding: bf16(x * rstd) * w.
 at::Tensor fusedRmsNorm(const at::Tensor &x, const at::Tensor &w, double eps);
