@@ -118,18 +118,24 @@ def run_hf(outfile):
     sys.path.insert(0, os.path.join(HERE, "..", "calibration"))
     sys.argv = ["hf_baseline.py", "1", outfile]
     import hf_baseline, torch, traceback, gc
+    import gpu_clocks
     torch.cuda.set_device(0)
     only = os.environ.get("SBS_ONLY", "")
     for name, *_, case in CONFIGS:
         if only and only not in name:
             continue
         c = dict(case, steps=int(os.environ.get("HF_STEPS", "5")))
+        phases = os.environ.get("SBS_PHASES")  # gpu_clocks.py's phase file
+        if phases:
+            gpu_clocks.mark(phases, f"hf {name}", "start")
         try:
             r = hf_baseline.run_case(c)
         except Exception as e:  # an OOM or a missing package is a row, not a crash
             traceback.print_exc()
             r = dict(c, error=repr(e)[:300])
             gc.collect(); torch.cuda.empty_cache()
+        if phases:
+            gpu_clocks.mark(phases, f"hf {name}", "end")
         r["config"] = name
         print(json.dumps({k: r.get(k) for k in ("config", "tokens_per_s", "peak_alloc_steady",
                                                 "step_s_median", "loss", "error")}), flush=True)

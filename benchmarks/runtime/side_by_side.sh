@@ -9,6 +9,8 @@
 # SBS_SKIP_HF=1 skips the HF side; SBS_ONLY=SUBSTR runs matching configs only;
 # SBS_TRACE=1 also traces one step of each configuration (swift-run --trace)
 # and writes where its GPU time goes to traces.txt (trace_summary.py).
+# SBS_CLOCKS=1 samples the SM clock and power draw (gpu_clocks.py) and writes
+# each run's median busy clock and power to clocks.txt.
 set -uo pipefail
 OUT=${1:-/tmp/swift-sbs}
 mkdir -p "$OUT"
@@ -31,6 +33,14 @@ echo "build: $((SECONDS - T0)) s"
 nvidia-smi --query-gpu=name,memory.total,clocks.sm --format=csv,noheader | tee -a "$OUT/build.log"
 timeout 120 build-gpu/bin/swift-kernel-check cuda 2>&1 | tee "$OUT/kernels.txt"
 
+CLK=/tmp/sbs-clocks
+mark() { [[ -n ${SBS_CLOCKS:-} ]] && python3 $HERE/gpu_clocks.py mark $CLK/phases.tsv "$@"; }
+if [[ -n ${SBS_CLOCKS:-} ]]; then
+  rm -rf $CLK && mkdir -p $CLK
+  python3 $HERE/gpu_clocks.py sample $CLK/samples.csv & SAMPLER=$!
+  trap 'kill $SAMPLER 2>/dev/null' EXIT
+  export SBS_PHASES=$CLK/phases.tsv # run_hf marks its configurations
+fi
 PLANS=/tmp/sbs-plans
 python3 $HERE/side_by_side.py plans $PLANS >/dev/null
 STEPS=${SBS_STEPS:-6}
@@ -40,8 +50,10 @@ swift() { # config [VAR=value...]: one swift-run, its metrics tagged with the co
   [[ -n ${SBS_ONLY:-} && $cfg != *${SBS_ONLY}* ]] && return
   echo "== swift-run $tag" | tee -a "$OUT/swift.log"
   rm -f /tmp/sbs-m.jsonl
+  mark "swift $tag" start
   env "$@" timeout 300 build-gpu/bin/swift-run $PLANS/$cfg.json --device cuda --steps $STEPS \
     --metrics /tmp/sbs-m.jsonl >>"$OUT/swift.log" 2>&1 || echo "   exit $?" | tee -a "$OUT/swift.log"
+  mark "swift $tag" end
   tail -1 "$OUT/swift.log"
   [[ -f /tmp/sbs-m.jsonl ]] && python3 -c "
 import json, sys
@@ -65,6 +77,11 @@ if [[ -z ${SBS_SKIP_HF:-} ]]; then
   echo "hf: $((SECONDS - T0)) s"
 fi
 python3 $HERE/side_by_side.py table "$OUT" | tee "$OUT/table.txt"
+clocks() {
+  [[ -n ${SBS_CLOCKS:-} ]] && python3 $HERE/gpu_clocks.py summary $CLK/samples.csv $CLK/phases.tsv |
+    tee "$OUT/clocks.txt"
+}
+clocks
 if [[ -n ${SBS_TRACE:-} ]]; then
   for cfg in llama3.2-1b-B4-S2048 llama3.2-3b-B2-S4096-full qwen2.5-0.5b-B4-S2048 \
              llama3.1-8b-bf16-B1-S4096-full; do
@@ -95,3 +112,4 @@ fi
 swift llama3.2-1b-B4-S2048 SBS_REPEAT=1
 echo "swift-run variants: $((SECONDS - T0)) s"
 python3 $HERE/side_by_side.py table "$OUT" | tee "$OUT/table.txt"
+clocks
