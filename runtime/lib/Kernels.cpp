@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -433,6 +434,26 @@ at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
   return outs[0];
 }
 
+namespace {
+/// t *= s for a one-element s on t's device. On CUDA one vectorized pass that
+/// reads s there: ATen's mul_ by a 0-dim CUDA tensor broadcasts it through
+/// its strided kernel, ~2.5x slower on the lm_head gradient.
+void scaleBy(at::Tensor &t, const at::Tensor &s) {
+#ifdef SWIFT_WITH_KERNELS
+  if (useFusedKernels(t, "loss") && t.is_contiguous() && s.numel() == 1 &&
+      s.device() == t.device() &&
+      (t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kFloat)) {
+    at::Tensor s32 = s.to(at::kFloat).contiguous();
+    SWIFT_KERNEL(cuda::scaleInPlace(t.data_ptr(), t.numel(),
+                                    s32.data_ptr<float>(),
+                                    t.scalar_type() == at::kBFloat16, stream()));
+    return;
+  }
+#endif
+  t.mul_(s);
+}
+} // namespace
+
 at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
                               const at::Tensor &targets, int64_t chunkTokens) {
   const int64_t T = h.size(0), V = w.size(0);
@@ -445,9 +466,9 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
   at::Tensor dh, dw;
   {
     at::NoGradGuard noGrad;
-    if (wantGrads) {
+    if (wantGrads) { // the first chunk writes dw, the others add to it
       dh = at::empty_like(hd);
-      dw = at::zeros_like(wd);
+      dw = at::empty_like(wd);
     }
     for (int64_t s = 0; s < T; s += chunkTokens) {
       const int64_t n = std::min(chunkTokens, T - s);
@@ -468,7 +489,7 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
         if (wantGrads) {
           at::Tensor dhc = dh.narrow(0, s, n);
           at::mm_out(dhc, lg, wd);
-          dw.addmm_(lg.t(), hc);
+          s == 0 ? at::mm_out(dw, lg.t(), hc) : dw.addmm_(lg.t(), hc);
         }
         continue;
       }
@@ -488,7 +509,7 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
       logits = at::Tensor();
       at::Tensor dhc = dh.narrow(0, s, n);
       at::mm_out(dhc, dl, wd);
-      dw.addmm_(dl.t(), hc);
+      s == 0 ? at::mm_out(dw, dl.t(), hc) : dw.addmm_(dl.t(), hc);
     }
   }
   std::vector<at::Tensor> outs{lossSum.div_(double(T))};
@@ -499,8 +520,8 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
       [dh, dw](std::vector<at::Tensor> &&grads) mutable {
         at::Tensor go = grads[0];
         if (go.defined()) {
-          dh.mul_(go);
-          dw.mul_(go);
+          scaleBy(dh, go);
+          scaleBy(dw, go);
         }
         std::vector<at::Tensor> r{std::move(dh), std::move(dw)};
         dh = at::Tensor();
@@ -601,6 +622,53 @@ compare(const std::string &name, const std::vector<at::Tensor> &in,
   return c;
 }
 
+/// Three AdamW steps of the fused kernel against the same arithmetic in
+/// tensor ops: fp32 states with the bf16 compute copy (bf16-mixed), or bf16
+/// parameters and states (pure bf16), which round each stored value once and
+/// step with the rounded moments. Compares the parameters (and the bf16
+/// copy). Returns nothing where no kernel takes the states (CPU).
+std::optional<KernelCheck> checkAdamw(const std::string &name, int64_t n,
+                                      const at::Device &device,
+                                      at::ScalarType dtype) {
+  auto opt = at::TensorOptions().device(device).dtype(dtype);
+  const double lr = 1e-2, b1 = 0.9, b2 = 0.95, eps = 1e-8, wd = 0.1,
+               scale = 0.5;
+  at::Tensor p = at::randn({n}, opt), m = at::zeros({n}, opt),
+             v = at::zeros({n}, opt);
+  at::Tensor out = at::empty({n}, opt.dtype(at::kBFloat16));
+  // Copies: the kernel updates p, m and v in place (and .to() of an fp32
+  // tensor would alias it).
+  at::Tensor rp = p.to(at::kFloat).clone(), rm = m.to(at::kFloat).clone(),
+             rv = v.to(at::kFloat).clone();
+  const bool bf16 = dtype == at::kBFloat16;
+  auto stored = [&](const at::Tensor &t) {
+    return bf16 ? t.to(at::kBFloat16).to(at::kFloat) : t;
+  };
+  for (int step = 1; step <= 3; ++step) {
+    at::Tensor g = at::randn({n}, opt);
+    const double bc1 = 1 - std::pow(b1, step), bc2 = 1 - std::pow(b2, step);
+    const bool fused =
+        bf16 ? fusedAdamwBf16(p, g, m, v, lr, b1, b2, eps, wd, scale, bc1, bc2)
+             : fusedAdamwFp32(p, g, m, v, &out, lr, b1, b2, eps, wd, scale,
+                              bc1, bc2);
+    if (!fused)
+      return std::nullopt;
+    at::Tensor gr = g.to(at::kFloat) * scale;
+    rp = rp * (1 - lr * wd);
+    rm = stored(rm * b1 + gr * (1 - b1));
+    rv = stored(rv * b2 + gr * gr * (1 - b2));
+    rp = stored(rp - (lr / bc1) * rm / (rv.sqrt() / std::sqrt(bc2) + eps));
+  }
+  KernelCheck c{name};
+  c.maxAbsDiff = maxAbs(p.to(at::kFloat) - rp);
+  if (!bf16) // the compute copy is the kernel's own weights, rounded once
+    c.maxAbsDiff = std::max(c.maxAbsDiff,
+                            maxAbs(out.to(at::kFloat) -
+                                   p.to(at::kBFloat16).to(at::kFloat)));
+  c.maxAbsRef = maxAbs(rp);
+  return c;
+}
+
 } // namespace
 
 std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
@@ -666,6 +734,11 @@ std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
       [&](auto &v) {
         return at::cross_entropy_loss(at::linear(v[0], v[1]).to(at::kFloat), t);
       }));
+  // AdamW (CUDA only): fp32 states in the fp32 pass, bf16 in the bf16 one;
+  // a length on the vector path and an odd one on the scalar path.
+  for (int64_t n : {int64_t(1) << 16, int64_t(1001)})
+    if (auto c = checkAdamw(n % 8 ? "adamw (scalar)" : "adamw", n, device, dtype))
+      out.push_back(*c);
   return out;
 }
 

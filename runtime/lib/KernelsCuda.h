@@ -58,6 +58,11 @@ int crossEntropyRows(void *logits, const int64_t *targets, float *lossRows,
                      int64_t rows, int64_t vocab, float gradScale, bool bf16,
                      void *stream);
 
+/// x[i] *= *scale in place (x contiguous, `scale` one fp32 on the device):
+/// a loss gradient times its upstream gradient without a host sync.
+int scaleInPlace(void *x, int64_t n, const float *scale, bool bf16,
+                 void *stream);
+
 /// AdamW for fp32 master weights, gradients and states (bf16-mixed); when
 /// `out` is set, also writes the updated weights there in bf16 (the
 /// publish copy, fused).
