@@ -415,6 +415,38 @@ TEST(BadInput, MalformedPlansAreOneLineErrors) {
   EXPECT_NE(flag.output.find("unknown option --stepz"), std::string::npos);
 }
 
+// An allocation that fails (here under a 4 GB address-space limit, the same
+// on any machine) is reported as out of memory, with what the rank was
+// doing and what the plan predicted, not as an allocator assertion alone.
+TEST(BadInput, OutOfMemoryNamesThePhaseAndThePlannedPeak) {
+  const std::string limit = "ulimit -v 4000000;";
+  json states = tinyPlan(0, 1); // 2 layers of 3 x 2^30 fp32 weights each
+  states["model"]["hidden_size"] = 1 << 14;
+  states["model"]["intermediate_size"] = 1 << 16;
+  states["predicted"] = {{"peak_memory_bytes", int64_t(1) << 30},
+                         {"step_seconds", 1.0},
+                         {"tokens_per_second", 100.0}};
+  Result r = runPlan(states, "--device cpu --steps 1", limit);
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("error: out of memory while allocating the model "
+                          "states"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("the plan predicts a peak of 1.00 GiB per rank"),
+            std::string::npos)
+      << r.output;
+  json activations = tinyPlan(0, 1); // S x S attention scores of 2^16 tokens
+  activations["training"]["sequence_length"] = 1 << 16;
+  Result a = runPlan(activations, "--device cpu --steps 1", limit);
+  EXPECT_EQ(a.exitCode, 1) << a.output;
+  EXPECT_NE(a.output.find("error: out of memory while running step 1"),
+            std::string::npos)
+      << a.output;
+  EXPECT_NE(a.output.find("the plan carries no predicted peak"),
+            std::string::npos)
+      << a.output;
+}
+
 // --- Data and telemetry --------------------------------------------------
 
 TEST(Data, TokenFileGivesTheSameGlobalBatchAtAnyWorldSize) {

@@ -136,6 +136,32 @@ void drawProgress(int64_t done, int64_t total, double eta) {
   std::fflush(stderr);
 }
 
+/// What the rank is doing, for an out-of-memory error to name.
+std::string gActivity = "starting";
+
+/// An allocation the device (or the host) cannot satisfy: the plan does not
+/// fit this machine. CUDA raises c10::OutOfMemoryError; LibTorch's CPU
+/// allocator raises a plain c10::Error that names itself.
+bool isOutOfMemory(const c10::Error &e) {
+  return dynamic_cast<const c10::OutOfMemoryError *>(&e) ||
+         std::string(e.what_without_backtrace()).find("DefaultCPUAllocator") !=
+             std::string::npos;
+}
+
+/// The advice printed under an out-of-memory error.
+std::string outOfMemoryHint(const Plan &plan) {
+  if (!plan.predicted.peakMemoryBytes)
+    return "the plan carries no predicted peak (`swift-plan JOB --emit plan` "
+           "prices one); swift-plan can choose a strategy that fits";
+  return "the plan predicts a peak of " +
+         gib(plan.predicted.peakMemoryBytes) +
+         " per rank for the GPUs of its job. Plan for this machine's GPUs "
+         "(swift-plan JOB --set cluster.gpu=NAME, or cluster.profile=FILE), "
+         "or ask for less memory: a higher strategy.zero, strategy.offload, "
+         "strategy.checkpointing or a smaller training.micro_batch_size "
+         "(swift-plan --set KEY=VALUE)";
+}
+
 int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   checkPlanMatchesWorld(plan, env.world);
   std::string devName = a.device;
@@ -190,6 +216,7 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   const TrainingConfig &t = plan.training;
   auto data =
       makeTokenSource(a.data, plan.model.vocabSize, t.sequenceLength, t.seed);
+  gActivity = "allocating the model states";
   Engine engine(plan, *comm, device);
   watchdog.progress("initialization");
 
@@ -234,6 +261,7 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
           s * t.globalBatchSize + (k * env.world + env.rank) * t.microBatchSize,
           t.microBatchSize));
     resetPeakMemory(device);
+    gActivity = "running step " + std::to_string(s + 1);
     const bool traced =
         lead && !a.trace.empty() && s == std::min<int64_t>(2, a.steps - 1);
     if (traced)
@@ -321,10 +349,12 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
 
 int main(int argc, char **argv) {
   std::string who = "swift-run";
+  std::string oomHint;
   try {
     std::vector<std::string> childArgs;
     Args a = parseArgs(argc, argv, childArgs);
     Plan plan = parsePlan(a.plan);
+    oomHint = outOfMemoryHint(plan);
     if (!a.emitPlan.empty()) {
       std::ofstream out(a.emitPlan);
       SWIFT_CHECK(out.good(), a.emitPlan, ": cannot write");
@@ -344,6 +374,12 @@ int main(int argc, char **argv) {
     std::cerr << who << ": error: " << e.what() << std::endl;
     return 2;
   } catch (const c10::Error &e) {
+    if (isOutOfMemory(e)) {
+      std::cerr << who << ": error: out of memory while " << gActivity
+                << ": " << e.what_without_backtrace() << "\n"
+                << who << ": " << oomHint << std::endl;
+      return 1;
+    }
     std::cerr << who << ": error: " << e.what_without_backtrace() << std::endl;
     return 1;
   } catch (const std::exception &e) {
