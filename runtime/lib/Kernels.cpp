@@ -444,9 +444,9 @@ void scaleBy(at::Tensor &t, const at::Tensor &s) {
       s.device() == t.device() &&
       (t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kFloat)) {
     at::Tensor s32 = s.to(at::kFloat).contiguous();
-    SWIFT_KERNEL(cuda::scaleInPlace(t.data_ptr(), t.numel(),
-                                    s32.data_ptr<float>(),
-                                    t.scalar_type() == at::kBFloat16, stream()));
+    SWIFT_KERNEL(
+        cuda::scaleInPlace(t.data_ptr(), t.numel(), s32.data_ptr<float>(),
+                           t.scalar_type() == at::kBFloat16, stream()));
     return;
   }
 #endif
@@ -649,8 +649,8 @@ std::optional<KernelCheck> checkAdamw(const std::string &name, int64_t n,
     const double bc1 = 1 - std::pow(b1, step), bc2 = 1 - std::pow(b2, step);
     const bool fused =
         bf16 ? fusedAdamwBf16(p, g, m, v, lr, b1, b2, eps, wd, scale, bc1, bc2)
-             : fusedAdamwFp32(p, g, m, v, &out, lr, b1, b2, eps, wd, scale,
-                              bc1, bc2);
+             : fusedAdamwFp32(p, g, m, v, &out, lr, b1, b2, eps, wd, scale, bc1,
+                              bc2);
     if (!fused)
       return std::nullopt;
     at::Tensor gr = g.to(at::kFloat) * scale;
@@ -662,9 +662,9 @@ std::optional<KernelCheck> checkAdamw(const std::string &name, int64_t n,
   KernelCheck c{name};
   c.maxAbsDiff = maxAbs(p.to(at::kFloat) - rp);
   if (!bf16) // the compute copy is the kernel's own weights, rounded once
-    c.maxAbsDiff = std::max(c.maxAbsDiff,
-                            maxAbs(out.to(at::kFloat) -
-                                   p.to(at::kBFloat16).to(at::kFloat)));
+    c.maxAbsDiff =
+        std::max(c.maxAbsDiff, maxAbs(out.to(at::kFloat) -
+                                      p.to(at::kBFloat16).to(at::kFloat)));
   c.maxAbsRef = maxAbs(rp);
   return c;
 }
@@ -737,7 +737,8 @@ std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
   // AdamW (CUDA only): fp32 states in the fp32 pass, bf16 in the bf16 one;
   // a length on the vector path and an odd one on the scalar path.
   for (int64_t n : {int64_t(1) << 16, int64_t(1001)})
-    if (auto c = checkAdamw(n % 8 ? "adamw (scalar)" : "adamw", n, device, dtype))
+    if (auto c =
+            checkAdamw(n % 8 ? "adamw (scalar)" : "adamw", n, device, dtype))
       out.push_back(*c);
   return out;
 }

@@ -280,18 +280,24 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// bf16-mixed AdamW: fp32 master weights, gradients and moments; `out`, when
-// given, receives the updated weights rounded to bf16 (the compute copy).
-__device__ __forceinline__ void adamwFp32Math(float &w, float gr, float &m,
-                                              float &v, float lr, float beta1,
-                                              float beta2, float eps,
-                                              float weightDecay, float bc1,
-                                              float bc2Sqrt) {
+// AdamW's arithmetic, in fp32. RoundMoments (pure bf16): the step uses the
+// moments as stored (rounded to bf16), as a bf16 torch AdamW does.
+template <bool RoundMoments>
+__device__ __forceinline__ void
+adamwMath(float &w, float gr, float &m, float &v, float lr, float beta1,
+          float beta2, float eps, float weightDecay, float bc1, float bc2Sqrt) {
   w *= 1.f - lr * weightDecay;
   m = beta1 * m + (1.f - beta1) * gr;
   v = beta2 * v + (1.f - beta2) * gr * gr;
+  if (RoundMoments) {
+    m = roundBf(m);
+    v = roundBf(v);
+  }
   w -= (lr / bc1) * m / (sqrtf(v) / bc2Sqrt + eps);
 }
+
+// bf16-mixed AdamW: fp32 master weights, gradients and moments; `out`, when
+// given, receives the updated weights rounded to bf16 (the compute copy).
 
 __global__ void adamwFp32Kernel(float *p, const float *g, float *m, float *v,
                                 __nv_bfloat16 *out, int64_t n, float lr,
@@ -301,8 +307,8 @@ __global__ void adamwFp32Kernel(float *p, const float *g, float *m, float *v,
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     float w = p[i], mi = m[i], vi = v[i];
-    adamwFp32Math(w, g[i] * gradScale, mi, vi, lr, beta1, beta2, eps,
-                  weightDecay, bc1, bc2Sqrt);
+    adamwMath<false>(w, g[i] * gradScale, mi, vi, lr, beta1, beta2, eps,
+                     weightDecay, bc1, bc2Sqrt);
     m[i] = mi;
     v[i] = vi;
     p[i] = w;
@@ -323,14 +329,12 @@ __global__ void adamwFp32F4(float4 *p, const float4 *g, float4 *m, float4 *v,
        i += int64_t(gridDim.x) * blockDim.x) {
     float4 w = p[i], mi = m[i], vi = v[i];
     const float4 gr = g[i];
-    adamwFp32Math(w.x, gr.x * gradScale, mi.x, vi.x, lr, beta1, beta2, eps,
-                  weightDecay, bc1, bc2Sqrt);
-    adamwFp32Math(w.y, gr.y * gradScale, mi.y, vi.y, lr, beta1, beta2, eps,
-                  weightDecay, bc1, bc2Sqrt);
-    adamwFp32Math(w.z, gr.z * gradScale, mi.z, vi.z, lr, beta1, beta2, eps,
-                  weightDecay, bc1, bc2Sqrt);
-    adamwFp32Math(w.w, gr.w * gradScale, mi.w, vi.w, lr, beta1, beta2, eps,
-                  weightDecay, bc1, bc2Sqrt);
+    float *fw = &w.x, *fm = &mi.x, *fv = &vi.x;
+    const float *fg = &gr.x;
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      adamwMath<false>(fw[e], fg[e] * gradScale, fm[e], fv[e], lr, beta1, beta2,
+                       eps, weightDecay, bc1, bc2Sqrt);
     m[i] = mi;
     v[i] = vi;
     p[i] = w;
@@ -586,19 +590,6 @@ __global__ void scaleBf8(__nv_bfloat16 *x, int64_t n8, const float *scale) {
 
 // Pure-bf16 AdamW: parameters, gradients and both moments in bf16; the
 // arithmetic in fp32, each stored value rounded once (to nearest even).
-__device__ __forceinline__ void adamwBf16Math(float &w, float gr, float &m,
-                                              float &v, float lr, float beta1,
-                                              float beta2, float eps,
-                                              float weightDecay, float bc1,
-                                              float bc2Sqrt) {
-  w *= 1.f - lr * weightDecay;
-  m = beta1 * m + (1.f - beta1) * gr;
-  v = beta2 * v + (1.f - beta2) * gr * gr;
-  // The step uses the moments as stored (rounded), as a bf16 torch AdamW.
-  m = roundBf(m);
-  v = roundBf(v);
-  w -= (lr / bc1) * m / (sqrtf(v) / bc2Sqrt + eps);
-}
 
 __global__ void adamwBf16Kernel(__nv_bfloat16 *p, const __nv_bfloat16 *g,
                                 __nv_bfloat16 *m, __nv_bfloat16 *v, int64_t n,
@@ -609,8 +600,8 @@ __global__ void adamwBf16Kernel(__nv_bfloat16 *p, const __nv_bfloat16 *g,
        i += int64_t(gridDim.x) * blockDim.x) {
     float w = __bfloat162float(p[i]), mi = __bfloat162float(m[i]),
           vi = __bfloat162float(v[i]);
-    adamwBf16Math(w, __bfloat162float(g[i]) * gradScale, mi, vi, lr, beta1,
-                  beta2, eps, weightDecay, bc1, bc2Sqrt);
+    adamwMath<true>(w, __bfloat162float(g[i]) * gradScale, mi, vi, lr, beta1,
+                    beta2, eps, weightDecay, bc1, bc2Sqrt);
     m[i] = __float2bfloat16(mi);
     v[i] = __float2bfloat16(vi);
     p[i] = __float2bfloat16(w);
@@ -631,8 +622,8 @@ __global__ void adamwBf16Bf8(__nv_bfloat16 *p, const __nv_bfloat16 *g,
     load8(v + 8 * i, fv);
 #pragma unroll
     for (int e = 0; e < 8; ++e)
-      adamwBf16Math(fw[e], fg[e] * gradScale, fm[e], fv[e], lr, beta1, beta2,
-                    eps, weightDecay, bc1, bc2Sqrt);
+      adamwMath<true>(fw[e], fg[e] * gradScale, fm[e], fv[e], lr, beta1, beta2,
+                      eps, weightDecay, bc1, bc2Sqrt);
     store8(m + 8 * i, fm);
     store8(v + 8 * i, fv);
     store8(p + 8 * i, fw);

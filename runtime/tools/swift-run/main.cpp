@@ -153,8 +153,7 @@ std::string outOfMemoryHint(const Plan &plan) {
   if (!plan.predicted.peakMemoryBytes)
     return "the plan carries no predicted peak (`swift-plan JOB --emit plan` "
            "prices one); swift-plan can choose a strategy that fits";
-  return "the plan predicts a peak of " +
-         gib(plan.predicted.peakMemoryBytes) +
+  return "the plan predicts a peak of " + gib(plan.predicted.peakMemoryBytes) +
          " per rank for the GPUs of its job. Plan for this machine's GPUs "
          "(swift-plan JOB --set cluster.gpu=NAME, or cluster.profile=FILE), "
          "or ask for less memory: a higher strategy.zero, strategy.offload, "
@@ -375,8 +374,8 @@ int main(int argc, char **argv) {
     return 2;
   } catch (const c10::Error &e) {
     if (isOutOfMemory(e)) {
-      std::cerr << who << ": error: out of memory while " << gActivity
-                << ": " << e.what_without_backtrace() << "\n"
+      std::cerr << who << ": error: out of memory while " << gActivity << ": "
+                << e.what_without_backtrace() << "\n"
                 << who << ": " << oomHint << std::endl;
       return 1;
     }
