@@ -41,8 +41,9 @@ struct Engine::Unit {
   // `grad` still holds last step's values: the step's first gradient is
   // copied into it, not added.
   bool gradFresh = false;
-  // Per leaf: its gradient is written into the buffer by the GEMM that
-  // computes it (a GradSink), not returned through autograd.
+  // Per leaf of this unit's computation (makeLeaves order: its owners'
+  // leaves): the op that computes the leaf's gradient writes it into the
+  // owner's buffer (a GradSink) instead of returning it through autograd.
   std::vector<bool> sunk;
 };
 
@@ -155,11 +156,20 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device)
       U->grad = at::zeros({U->padded}, onDevice.dtype(gradDtype_));
     if (st.zero >= 1)
       U->gradShard = at::zeros({U->shardLen}, onDevice.dtype(gradDtype_));
-    // The decoder's GEMM weights (the 2-D leaves) take sinks.
-    const bool decoder = u >= 1 && u <= m_.numLayers;
-    for (const LeafDesc &d : U->layout.leaves)
-      U->sunk.push_back(decoder && useGradSinks() && d.shape.size() == 2);
     units_.push_back(std::move(U));
+  }
+  // Sinks: the decoder's GEMM weights (its 2-D leaves), and the head's
+  // lm_head (or the tied table), whose gradient the loss computes during the
+  // forward. The head's only into a persistent buffer (ZeRO-0/1): at
+  // ZeRO-2/3 it would allocate the micro-batch gradient at the forward.
+  for (int u = 0; u < numUnits; ++u) {
+    std::vector<bool> &sunk = units_[u]->sunk;
+    for (int o : unitOwners(m_, u))
+      for (const LeafDesc &d : units_[o]->layout.leaves)
+        sunk.push_back(useGradSinks() && u >= 1 && u <= m_.numLayers &&
+                       d.shape.size() == 2);
+    if (u == m_.numLayers + 1 && useGradSinks() && st.zero <= 1)
+      sunk.back() = true;
   }
   rope_ =
       makeRope(m_, plan.training.sequenceLength, onDevice.dtype(computeDtype_));
@@ -223,18 +233,18 @@ at::Tensor &Engine::gradTarget(int u, bool &fresh) {
 
 std::vector<GradSink> Engine::makeSinks(int u) {
   const Unit &U = *units_[u];
-  std::vector<GradSink> sinks(U.layout.leaves.size());
-  for (size_t i = 0; i < sinks.size(); ++i) {
-    if (!U.sunk[i])
-      continue;
-    const LeafDesc d = U.layout.leaves[i];
-    sinks[i] = [this, u, d]() {
-      bool fresh;
-      at::Tensor &target = gradTarget(u, fresh);
-      return std::make_pair(target.narrow(0, d.offset, d.numel()).view(d.shape),
-                            !fresh);
-    };
-  }
+  std::vector<GradSink> sinks(U.sunk.size());
+  size_t i = 0;
+  for (int o : unitOwners(m_, u))
+    for (const LeafDesc &d : units_[o]->layout.leaves) {
+      if (U.sunk[i++])
+        sinks[i - 1] = [this, o, d]() {
+          bool fresh;
+          at::Tensor &target = gradTarget(o, fresh);
+          return std::make_pair(
+              target.narrow(0, d.offset, d.numel()).view(d.shape), !fresh);
+        };
+    }
   return sinks;
 }
 
@@ -243,11 +253,12 @@ at::Tensor Engine::computeUnit(int u, const at::Tensor &x,
                                const MicroBatch &mb, bool forBackward) {
   if (u == 0)
     return embeddingForward(leaves[0], mb.inputs);
+  const bool grads = !leaves.empty() && leaves.front().requires_grad();
   if (u == m_.numLayers + 1) // [norm, lm_head or the tied table]
-    return headLoss(m_, x, leaves[0], leaves[1], mb.targets);
+    return headLoss(m_, x, leaves[0], leaves[1], mb.targets,
+                    grads ? makeSinks(u)[1] : GradSink());
   bool selective =
       plan_.schedule.units[u].checkpoint == Checkpointing::Selective;
-  const bool grads = !leaves.empty() && leaves.front().requires_grad();
   return decoderForward(
       m_,
       bindDecoder(m_, leaves, grads ? makeSinks(u) : std::vector<GradSink>()),
@@ -318,16 +329,17 @@ Engine::unitBackward(int u, std::vector<at::Tensor> &&grads, MicroBatch &mb,
 }
 
 void Engine::accumulateGrads(int u, const std::vector<at::Tensor> &leafGrads) {
+  const std::vector<bool> &sunk = units_[u]->sunk;
   size_t i = 0;
   for (int o : unitOwners(m_, u)) {
     Unit &O = *units_[o];
     bool fresh;
     at::Tensor target = gradTarget(o, fresh);
     O.gradFresh = false;
-    for (size_t l = 0; l < O.layout.leaves.size(); ++l) {
+    for (size_t l = 0; l < O.layout.leaves.size(); ++l, ++i) {
       const LeafDesc &d = O.layout.leaves[l];
-      const at::Tensor &g = leafGrads[i++];
-      if (O.sunk[l]) // its GEMM wrote it already
+      const at::Tensor &g = leafGrads[i];
+      if (sunk[i]) // the op that computed it wrote it already
         continue;
       at::Tensor dst = target.narrow(0, d.offset, d.numel()).view(d.shape);
       if (g.defined())

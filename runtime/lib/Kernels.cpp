@@ -455,7 +455,8 @@ void scaleBy(at::Tensor &t, const at::Tensor &s) {
 } // namespace
 
 at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
-                              const at::Tensor &targets, int64_t chunkTokens) {
+                              const at::Tensor &targets, int64_t chunkTokens,
+                              const GradSink &wSink) {
   const int64_t T = h.size(0), V = w.size(0);
   if (chunkTokens <= 0)
     chunkTokens = std::max<int64_t>(1, (int64_t(1) << 28) / V);
@@ -463,13 +464,26 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
       at::GradMode::is_enabled() && (h.requires_grad() || w.requires_grad());
   at::Tensor hd = h.detach(), wd = w.detach();
   at::Tensor lossSum = at::zeros({}, hd.options().dtype(at::kFloat));
-  at::Tensor dh, dw;
+  at::Tensor dh, dw;  // dw: W's gradient when there is no sink
+  at::Tensor sunk;    // the sink's buffer for W's gradient
+  bool sunkAdds = false; // the sink's buffer held a gradient already
   {
     at::NoGradGuard noGrad;
-    if (wantGrads) { // the first chunk writes dw, the others add to it
+    if (wantGrads) {
       dh = at::empty_like(hd);
-      dw = at::empty_like(wd);
+      if (wSink && w.requires_grad())
+        std::tie(sunk, sunkAdds) = wSink();
+      else
+        dw = at::empty_like(wd);
     }
+    // The first chunk writes W's gradient, the others add to it.
+    auto weightGrad = [&](const at::Tensor &dlogits, const at::Tensor &hc,
+                          int64_t s) {
+      if (sunk.defined())
+        weightGradInto(sunk, sunkAdds || s > 0, dlogits, hc);
+      else
+        s == 0 ? at::mm_out(dw, dlogits.t(), hc) : dw.addmm_(dlogits.t(), hc);
+    };
     for (int64_t s = 0; s < T; s += chunkTokens) {
       const int64_t n = std::min(chunkTokens, T - s);
       at::Tensor hc = hd.narrow(0, s, n), tc = targets.narrow(0, s, n);
@@ -489,7 +503,7 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
         if (wantGrads) {
           at::Tensor dhc = dh.narrow(0, s, n);
           at::mm_out(dhc, lg, wd);
-          s == 0 ? at::mm_out(dw, lg.t(), hc) : dw.addmm_(lg.t(), hc);
+          weightGrad(lg, hc, s);
         }
         continue;
       }
@@ -509,7 +523,7 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
       logits = at::Tensor();
       at::Tensor dhc = dh.narrow(0, s, n);
       at::mm_out(dhc, dl, wd);
-      s == 0 ? at::mm_out(dw, dl.t(), hc) : dw.addmm_(dl.t(), hc);
+      weightGrad(dl, hc, s);
     }
   }
   std::vector<at::Tensor> outs{lossSum.div_(double(T))};
@@ -517,15 +531,21 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
     return outs[0];
   attachBackward(
       {h, w}, outs,
-      [dh, dw](std::vector<at::Tensor> &&grads) mutable {
+      [dh, dw, sunk, sunkAdds](std::vector<at::Tensor> &&grads) mutable {
         at::Tensor go = grads[0];
         if (go.defined()) {
           scaleBy(dh, go);
-          scaleBy(dw, go);
+          if (dw.defined())
+            scaleBy(dw, go);
+          else if (go.item<double>() != 1.0) { // the sink's buffer
+            SWIFT_ASSERT(!sunkAdds, "a loss whose weight gradient was added "
+                                    "into a sink needs an upstream gradient "
+                                    "of 1");
+            scaleBy(sunk, go);
+          }
         }
         std::vector<at::Tensor> r{std::move(dh), std::move(dw)};
-        dh = at::Tensor();
-        dw = at::Tensor();
+        dh = dw = sunk = at::Tensor();
         return r;
       },
       "LinearCrossEntropyBackward");

@@ -214,7 +214,7 @@ at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids) {
 
 at::Tensor headLoss(const ModelConfig &m, const at::Tensor &x,
                     const at::Tensor &finalNorm, const at::Tensor &lmHead,
-                    const at::Tensor &targets) {
+                    const at::Tensor &targets, const GradSink &lmHeadSink) {
   at::Tensor h = rmsNorm(x, finalNorm, m.rmsNormEps);
   static const bool fullLogits = [] {
     const char *e = std::getenv("SWIFT_LOSS");
@@ -226,7 +226,7 @@ at::Tensor headLoss(const ModelConfig &m, const at::Tensor &x,
         targets.reshape({-1}));
   // Chunked: no (B*S, V) logits, fp32 copy or logits gradient is ever held.
   return linearCrossEntropy(h.reshape({-1, h.size(-1)}), lmHead,
-                            targets.reshape({-1}));
+                            targets.reshape({-1}), 0, lmHeadSink);
 }
 
 double flopsPerToken(const ModelConfig &m, int64_t seq) {

@@ -274,6 +274,20 @@ TEST(GradSinks, InPlaceWeightGradientsAreTheAutogradOnes) {
   expectSameLosses(runPlan(p, "--steps 4"),
                    runPlan(p, "--steps 4", "SWIFT_KERNELS=-sink"), kLossTol,
                    "sinks vs autograd");
+  // The loss writes its weight gradient (the tied table above) during the
+  // forward at ZeRO-0/1: also an untied lm_head, one micro-batch a step (the
+  // buffer's first write), pure bf16, ZeRO-1; and ZeRO-2, which keeps it
+  // out of the sink.
+  for (int zero : {1, 2}) {
+    json q = tinyPlan(zero, 1);
+    q["model"]["tie_word_embeddings"] = false;
+    q["training"]["precision"] = "bf16";
+    q["training"]["micro_batch_size"] = 8;
+    q["training"]["gradient_accumulation"] = 1;
+    expectSameLosses(runPlan(q, "--steps 4"),
+                     runPlan(q, "--steps 4", "SWIFT_KERNELS=-sink"), kLossTol,
+                     "sinks vs autograd, untied, zero " + std::to_string(zero));
+  }
 }
 
 TEST(Accumulation, MicroBatchSplitDoesNotChangeTheStep) {

@@ -47,6 +47,36 @@ TEST(Kernels, ChunkedLossWithoutGradModeIsTheLoss) {
               at::cross_entropy_loss(at::linear(h, w), t).item<double>(), 1e-5);
 }
 
+// W's gradient through a sink: written into the buffer during the forward
+// (scaled there in backward by a non-unit upstream gradient) or added to
+// what the buffer held; the same values autograd returns without a sink.
+TEST(Kernels, LossWeightGradientIntoASink) {
+  at::manual_seed(3);
+  at::Tensor h = at::randn({13, 16}), w = at::randn({29, 16});
+  at::Tensor t = at::randint(0, 29, {13}, at::kLong);
+  auto run = [&](const GradSink &sink, double upstream) {
+    at::Tensor hl = h.clone().requires_grad_(true),
+               wl = w.clone().requires_grad_(true);
+    at::Tensor loss = linearCrossEntropy(hl, wl, t, 4, sink);
+    loss.backward(at::full({}, upstream));
+    return std::make_pair(hl.grad(), wl.grad());
+  };
+  auto [dh, dw] = run({}, 0.7);
+  ASSERT_TRUE(dw.defined());
+  at::Tensor buffer = at::full({29, 16}, 5.0);
+  auto [dhSunk, dwSunk] = run([&] { return std::make_pair(buffer, false); }, 0.7);
+  EXPECT_FALSE(dwSunk.defined());
+  EXPECT_TRUE(at::allclose(dhSunk, dh, 1e-5, 1e-6));
+  EXPECT_TRUE(at::allclose(buffer, dw, 1e-5, 1e-6));
+  // Accumulating: needs the engine's upstream gradient of 1.
+  auto [dh1, dw1] = run({}, 1.0);
+  at::Tensor held = at::randn({29, 16}), acc = held.clone();
+  run([&] { return std::make_pair(acc, true); }, 1.0);
+  EXPECT_TRUE(at::allclose(acc, held + dw1, 1e-5, 1e-6));
+  EXPECT_THROW(run([&] { return std::make_pair(acc, true); }, 0.5),
+               std::exception);
+}
+
 TEST(Layout, TablesAreContiguousAndMatchTheCount) {
   for (int mask = 0; mask < 16; ++mask) {
     ModelConfig m = tiny(mask & 1, mask & 2, mask & 4, mask & 8);

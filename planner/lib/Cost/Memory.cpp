@@ -120,11 +120,13 @@ Activations hfActivations(const ModelProfile &m, const TrainingSetup &setup,
   if (exec == Exec::Fused) {
     // Fused linear + cross-entropy over chunks of 2^28 / V tokens: one
     // chunk's bf16 logits (overwritten by their gradient) in flight, and the
-    // input and weight gradients (bf16) kept from the head's forward to its
-    // backward.
+    // input gradient (bf16) kept from the head's forward to its backward.
+    // The weight gradient goes straight into the gradient buffer at ZeRO-0/1
+    // (a sink); at ZeRO-2/3 a bf16 one is kept too.
     double chunkTokens = std::min(T, std::floor(double(1 << 28) / m.vocabSize));
     a.lossForward = 2 * chunkTokens * m.vocabSize;
-    a.head += 2 * T * m.hiddenSize + 2.0 * m.vocabSize * m.hiddenSize;
+    a.head += 2 * T * m.hiddenSize +
+              (s.zero >= 2 ? 2.0 * m.vocabSize * m.hiddenSize : 0);
   } else {
     // HF: the loop holds the bf16 logits; the loss upcasts them (fp32) and
     // log_softmax's backward holds its incoming gradient and its result.

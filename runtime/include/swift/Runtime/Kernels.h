@@ -76,10 +76,17 @@ at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
 /// gradient of one chunk lives only while its chunk is processed); the
 /// backward only scales them. Holds for backward: dh (T, C) and dW (V, C) in
 /// the input dtypes. chunkTokens <= 0: sized so a chunk's logits are about
-/// 2^28 elements.
+/// 2^28 elements. With `wSink`, dW is written (or added) into the sink's
+/// buffer during the forward instead, each chunk's GEMM accumulating in fp32
+/// into an fp32 buffer, and W's gradient comes back undefined; the backward
+/// then reads the upstream gradient on the host (one sync) and scales the
+/// buffer when it is not 1, which it can only do for a buffer it wrote
+/// alone (an accumulating sink needs an upstream gradient of 1: the
+/// engine's loss.backward()).
 at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
                               const at::Tensor &targets,
-                              int64_t chunkTokens = 0);
+                              int64_t chunkTokens = 0,
+                              const GradSink &wSink = {});
 
 /// bf16-mixed AdamW step on CUDA for fp32 master/grads/states; writes the
 /// updated weights in bf16 to `out` too when given (the publish copy). False

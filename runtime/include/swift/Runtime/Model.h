@@ -90,10 +90,12 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids);
 
 /// x: (B, S, C), finalNorm: (C), lmHead: (V, C), targets: (B, S) int64.
-/// Mean cross-entropy over all B*S tokens, computed in fp32.
+/// Mean cross-entropy over all B*S tokens, computed in fp32. `lmHeadSink`:
+/// see linearCrossEntropy.
 at::Tensor headLoss(const ModelConfig &m, const at::Tensor &x,
                     const at::Tensor &finalNorm, const at::Tensor &lmHead,
-                    const at::Tensor &targets);
+                    const at::Tensor &targets,
+                    const GradSink &lmHeadSink = {});
 
 /// FLOPs per trained token (forward + backward), torchtitan's convention:
 /// 6 * (non-embedding params, lm_head counted) + 6 * L * C * S.
