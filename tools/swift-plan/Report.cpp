@@ -271,6 +271,11 @@ void printReport(raw_ostream &os, const planner::JobSpec &job,
     for (const StrategyFacts &a : facts.alternatives)
       os << "  - " << a.text << ": " << a.verdict << "\n";
   }
+  if (const auto &f = facts.fasterIfOpen)
+    os << "faster    " << f->change << ": " << f->strategy << ", "
+       << grouped(int64_t(f->tokensPerSecond)) << " tokens/s ("
+       << llvm::format("%.2f", f->tokensPerSecond / e.tokensPerSecond)
+       << "x), peak " << gib(f->peakBytes) << "\n";
   if (!facts.fits) {
     os << "\nshort by " << gib(facts.shortfallBytes) << " per GPU. ";
     if (facts.suggestions.empty()) {
@@ -398,6 +403,13 @@ void printJson(raw_ostream &os, const planner::JobSpec &job,
           j.attribute("why_not", a.verdict);
         });
     });
+    if (const auto &f = facts.fasterIfOpen)
+      j.attributeObject("faster_if_open", [&] {
+        j.attribute("change", f->change);
+        j.attribute("strategy", f->strategy);
+        j.attribute("peak_bytes", f->peakBytes);
+        j.attribute("tokens_per_second", f->tokensPerSecond);
+      });
     j.attributeObject("search", [&] {
       j.attribute("evaluated", facts.evaluated);
       j.attribute("considered", facts.considered);

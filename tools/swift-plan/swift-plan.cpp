@@ -242,6 +242,43 @@ suggest(const swift::planner::JobSpec &job, mlir::MLIRContext &context) {
   return found;
 }
 
+/// The job with the strategy keys it fixes (zero, offload, checkpointing,
+/// micro-batch) left to swift-plan, planned again: returned when that fits
+/// and is at least 5% faster than `pinned` (tokens/s), so the report can say
+/// what the fixed keys cost. Nothing when the job fixes none.
+std::optional<swift::plan::Suggestion>
+fasterIfOpen(const swift::planner::JobSpec &job, double pinned,
+             mlir::MLIRContext &context) {
+  std::vector<std::string> fixed;
+  if (job.strategy.zero)
+    fixed.push_back("zero");
+  if (job.strategy.offload)
+    fixed.push_back("offload");
+  if (job.strategy.checkpointing || job.strategy.checkpointLayers)
+    fixed.push_back("checkpointing");
+  if (job.training.microBatchSize)
+    fixed.push_back("the micro-batch");
+  if (fixed.empty() || pinned <= 0)
+    return std::nullopt;
+  swift::planner::JobSpec open = job;
+  open.strategy.zero.reset();
+  open.strategy.offload.reset();
+  open.strategy.checkpointing.reset();
+  open.strategy.checkpointLayers.reset();
+  open.training.microBatchSize.reset();
+  Planned p = plan(open, context, /*last=*/3, "");
+  if (!p.error.empty() || !p.facts.fits || !p.facts.chosen ||
+      !p.facts.estimate || p.facts.estimate->tokensPerSecond < 1.05 * pinned)
+    return std::nullopt;
+  std::string change = "with " + fixed[0];
+  for (size_t i = 1; i < fixed.size(); ++i)
+    change += (i + 1 == fixed.size() ? " and " : ", ") + fixed[i];
+  change += " left to swift-plan";
+  return swift::plan::Suggestion{change, p.facts.chosen->text,
+                                 p.facts.estimate->peakBytes,
+                                 p.facts.estimate->tokensPerSecond};
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -287,6 +324,10 @@ int main(int argc, char **argv) {
   bool nothingFits = last >= 2 && !planned.facts.fits;
   if (nothingFits && !noSuggestions)
     planned.facts.suggestions = suggest(*job, context);
+  if (emit == Emit::Summary && !nothingFits && last >= 3 &&
+      planned.facts.estimate)
+    planned.facts.fasterIfOpen = fasterIfOpen(
+        *job, planned.facts.estimate->tokensPerSecond, context);
   bool artifact = emit == Emit::Plan || emit == Emit::DeepSpeed || emit == Emit::Launch;
   if (artifact && last < 4) {
     errs() << "swift-plan: --emit plan/deepspeed/launch need the schedule "
