@@ -298,7 +298,6 @@ adamwMath(float &w, float gr, float &m, float &v, float lr, float beta1,
 
 // bf16-mixed AdamW: fp32 master weights, gradients and moments; `out`, when
 // given, receives the updated weights rounded to bf16 (the compute copy).
-
 __global__ void adamwFp32Kernel(float *p, const float *g, float *m, float *v,
                                 __nv_bfloat16 *out, int64_t n, float lr,
                                 float beta1, float beta2, float eps,
