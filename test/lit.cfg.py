@@ -22,6 +22,7 @@ config.substitutions.append(
     ("%expect-exit", "sh " + os.path.join(config.test_source_root, "Inputs", "expect-exit.sh")))
 config.substitutions.append(
     ("%examples", os.path.join(config.swift_src_root, "examples")))
+config.substitutions.append(("%swift_src", config.swift_src_root))
 
 # Tests that run plans need swift-run (built unless -DSWIFT_BUILD_RUNTIME=OFF).
 if os.path.exists(os.path.join(config.swift_tools_dir, "swift-run")):
