@@ -26,11 +26,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "calibration"))
 import cases  # noqa: E402
 
 
-def run(case, world, rank, steps):
-    argv = sys.argv
-    sys.argv = ["hf_baseline.py", str(world), os.devnull]  # read at its import
-    import hf_baseline
-    sys.argv = argv
+def run(hf_baseline, case, world, rank, steps):
     c = dict(model=case["hf"], mode="fsdp", B=case["B"], S=case["S"], ckpt=False,
              reshard=True)
     torch.cuda.reset_peak_memory_stats()
@@ -78,11 +74,15 @@ def main():
     dist.init_process_group("nccl")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    argv = sys.argv
+    sys.argv = ["hf_baseline.py", str(world), os.devnull]  # read at its import
+    import hf_baseline
+    sys.argv = argv
     for case in cases.CASES:
         if cases.MICRO_STEPS_AT_WORLD_1 % world:
             sys.exit(f"fsdp2_torchrun: world {world} does not divide "
                      f"{cases.MICRO_STEPS_AT_WORLD_1} micro-steps")
-        r = run(case, world, rank, steps)
+        r = run(hf_baseline, case, world, rank, steps)
         if rank == 0:
             print(json.dumps(r), flush=True)
             with open(sys.argv[1], "a") as f:

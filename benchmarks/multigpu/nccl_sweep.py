@@ -21,20 +21,15 @@ import sys
 import torch
 import torch.distributed as dist
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime"))
+from cuda_timing import bench  # noqa: E402
+
 
 def time_op(fn, iters):
-    for _ in range(3):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    """Seconds per call of the collective fn on the slowest rank."""
     dist.barrier()
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    t = torch.tensor([start.elapsed_time(end) / iters / 1e3], device="cuda")
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)  # the slowest rank's time
+    t = torch.tensor([bench(fn, iters=iters) / 1e3], device="cuda")
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return t.item()
 
 
