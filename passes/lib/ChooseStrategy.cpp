@@ -3,7 +3,7 @@
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Passes/Passes.h"
 #include "swift/Passes/Profile.h"
-#include "swift/Planner/Search.h"
+#include "swift/Cost/Search.h"
 
 #include "mlir/IR/Builders.h"
 

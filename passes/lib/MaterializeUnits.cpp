@@ -1,7 +1,7 @@
 //===- MaterializeUnits.cpp - one schedule unit per layer -----------------===//
 //
 // The unit is the runtime's granularity of sharding, gathering, gradient
-// reduction and recompute (runtime/include/swift/Runtime/Plan.h): the
+// reduction and recompute (runtime/include/swift/Plan/Plan.h): the
 // embedding, each decoder layer, the head. The model keeps identical layers
 // folded in swift.repeat; the schedule unrolls them because per-layer
 // decisions (checkpoint the first k, gather layer i while computing i-1)

@@ -10,6 +10,8 @@
 
 #include "PriceJob.h"
 
+#include "swift/Job/Presets.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -17,29 +19,26 @@
 #include <fstream>
 #include <sstream>
 
-using namespace swift::planner;
-using namespace swift::planner::testing;
+using namespace swift::job;
+using namespace swift::job::testing;
 
 namespace {
 
-// hf_baseline.py's MODELS: Llama-architecture shapes; "bias" builds HF llama
-// with attention_bias=True (q, k, v and o biases).
-const char *modelYaml(const std::string &name) {
-  if (name == "qwen2.5-0.5b")
-    return "{model_type: llama, hidden_size: 896, num_hidden_layers: 24, num_attention_heads: 14, "
-           "num_key_value_heads: 2, intermediate_size: 4864, vocab_size: 151936, "
-           "tie_word_embeddings: true, attention_bias: true}";
-  if (name == "qwen2.5-1.5b")
-    return "{model_type: llama, hidden_size: 1536, num_hidden_layers: 28, num_attention_heads: 12, "
-           "num_key_value_heads: 2, intermediate_size: 8960, vocab_size: 151936, "
-           "tie_word_embeddings: true, attention_bias: true}";
-  if (name == "llama3.2-1b")
-    return "llama3.2-1b";
-  if (name == "llama3.2-3b")
-    return "llama3.2-3b";
-  if (name == "llama3-8b")
-    return "llama3.1-8b";
-  return nullptr;
+/// The preset of a row's model: hf_baseline.py calls llama3.1-8b llama3-8b.
+std::string presetName(const std::string &model) {
+  return model == "llama3-8b" ? "llama3.1-8b" : model;
+}
+
+// hf_baseline.py builds each model of benchmarks/models.py (the presets of
+// the same names) as HF's LlamaForCausalLM, whose attention_bias puts biases
+// on q, k, v and o where Qwen2 has them on q, k and v.
+std::vector<std::string> modelSettings(const std::string &model) {
+  std::string name = presetName(model);
+  const ModelPreset *preset = findModelPreset(name);
+  EXPECT_TRUE(preset) << name << " is not a model preset";
+  if (preset && std::string(preset->modelType) == "qwen2")
+    return {"model=" + name, "model.model_type=llama", "model.attention_bias=true"};
+  return {"model=" + name};
 }
 
 struct Row {
@@ -77,8 +76,8 @@ std::vector<Row> loadRows() {
 std::vector<std::string> jobSettings(const nlohmann::json &r) {
   std::string mode = r["mode"];
   int64_t B = r["B"], world = r["world"];
-  std::vector<std::string> sets = {
-      std::string("model=") + modelYaml(r["model"]),
+  std::vector<std::string> sets = modelSettings(r["model"]);
+  sets.insert(sets.end(), {
       "backend=hf",
       "cluster.gpu=h200",
       "cluster.gpus_per_node=" + std::to_string(world),
@@ -89,7 +88,7 @@ std::vector<std::string> jobSettings(const nlohmann::json &r) {
       "strategy.offload=none",
       "strategy.zero=0",
       "training.precision=bf16-mixed",
-  };
+  });
   if (mode == "bf16")
     sets.push_back("training.precision=bf16");
   if (mode == "lora")
@@ -176,9 +175,7 @@ TEST(Calibration, SwiftRunRowsWithinBounds) {
   int rows = 0;
   for (std::string line; std::getline(in, line); ++rows) {
     auto r = nlohmann::json::parse(line);
-    std::string model = r["model"];
-    if (model == "llama3-8b") // hf_baseline.py's name for the 8B shape
-      model = "llama3.1-8b";
+    std::string model = presetName(r["model"]);
     int64_t B = r["micro_batch"], S = r["seq"];
     PricedJob p = priceJob(
         context, {"model=" + model, "backend=swift-run", "cluster.gpu=h200",

@@ -2,8 +2,8 @@
 
 #include "PriceJob.h"
 
-using namespace swift::planner;
-using namespace swift::planner::testing;
+using namespace swift::job;
+using namespace swift::job::testing;
 namespace cost = swift::cost;
 
 namespace {

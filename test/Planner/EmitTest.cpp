@@ -11,9 +11,9 @@
 #include "TestUtil.h"
 
 #include "swift/Passes/Pipelines.h"
-#include "swift/Planner/Emit.h"
-#include "swift/Planner/Import.h"
-#include "swift/Runtime/Plan.h"
+#include "swift/Emit/Emit.h"
+#include "swift/Passes/Import.h"
+#include "swift/Plan/Plan.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -21,9 +21,9 @@
 
 #include <nlohmann/json.hpp>
 
-using namespace swift::planner;
-using namespace swift::planner::testing;
-namespace rt = swift::rt;
+using namespace swift::job;
+using namespace swift::job::testing;
+namespace rt = swift::plan;
 using json = nlohmann::json;
 
 namespace {
@@ -45,7 +45,7 @@ Materialized materialize(std::vector<std::string> sets) {
   Diagnostic diag;
   auto job = loadJob(writeTemp(kBaseJob), sets, diag);
   EXPECT_TRUE(job) << diag.str();
-  Materialized m{*job, importJob(*job, context())};
+  Materialized m{*job, mlir::swift::importJob(*job, context())};
   mlir::PassManager pm(&context());
   mlir::swift::buildMaterializePipeline(pm);
   EXPECT_TRUE(mlir::succeeded(pm.run(*m.module)));
@@ -260,7 +260,7 @@ TEST(Emit, NeedsMaterializedSchedule) {
                       "strategy.offload=none", "strategy.checkpointing=none"},
                      diag);
   ASSERT_TRUE(job) << diag.str();
-  auto module = importJob(*job, context());
+  auto module = mlir::swift::importJob(*job, context());
   std::string error;
   mlir::ScopedDiagnosticHandler handler(&context(), [&](mlir::Diagnostic &d) {
     error = d.str();

@@ -3,14 +3,14 @@
 #include "TestUtil.h"
 
 #include "swift/Dialect/SwiftOps.h"
-#include "swift/Planner/Import.h"
-#include "swift/Planner/Presets.h"
+#include "swift/Passes/Import.h"
+#include "swift/Job/Presets.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 
-using namespace swift::planner;
-using namespace swift::planner::testing;
+using namespace swift::job;
+using namespace swift::job::testing;
 
 namespace {
 
@@ -19,7 +19,7 @@ mlir::OwningOpRef<mlir::ModuleOp> import(mlir::MLIRContext &context,
   Diagnostic diag;
   auto job = loadJob(writeTemp(kBaseJob), sets, diag);
   EXPECT_TRUE(job) << diag.str();
-  auto module = importJob(*job, context);
+  auto module = mlir::swift::importJob(*job, context);
   EXPECT_TRUE(mlir::succeeded(mlir::verify(*module)));
   return module;
 }

@@ -1,10 +1,10 @@
 //===- JobTest.cpp - the job reader: defaults, overrides, errors ----------===//
 
 #include "TestUtil.h"
-#include "swift/Planner/Presets.h"
+#include "swift/Job/Presets.h"
 
-using namespace swift::planner;
-using namespace swift::planner::testing;
+using namespace swift::job;
+using namespace swift::job::testing;
 
 namespace {
 

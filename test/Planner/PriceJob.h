@@ -7,11 +7,11 @@
 
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Passes/Profile.h"
-#include "swift/Planner/Import.h"
+#include "swift/Passes/Import.h"
 
 #include "mlir/IR/MLIRContext.h"
 
-namespace swift::planner::testing {
+namespace swift::job::testing {
 
 /// A job's compact view, setup, cluster and fixed strategy, and its price.
 struct PricedJob {
@@ -32,7 +32,7 @@ inline PricedJob priceJob(mlir::MLIRContext &context,
   PricedJob p;
   if (!job)
     return p;
-  auto module = importJob(*job, context);
+  auto module = mlir::swift::importJob(*job, context);
   mlir::swift::JobOp jobOp;
   mlir::swift::ModelOp model;
   mlir::swift::ClusterOp cluster;
@@ -58,6 +58,6 @@ inline PricedJob priceJob(mlir::MLIRContext &context,
   return p;
 }
 
-} // namespace swift::planner::testing
+} // namespace swift::job::testing
 
 #endif // SWIFT_TEST_PLANNER_PRICEJOB_H

@@ -3,7 +3,7 @@
 #ifndef SWIFT_TEST_PLANNER_TESTUTIL_H
 #define SWIFT_TEST_PLANNER_TESTUTIL_H
 
-#include "swift/Planner/Job.h"
+#include "swift/Job/Job.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-namespace swift::planner::testing {
+namespace swift::job::testing {
 
 /// Writes `text` to a file unique to the running test and returns its path.
 inline std::string writeTemp(const std::string &text,
@@ -31,6 +31,6 @@ training: {sequence_length: 2048, global_batch_size: 8}
 cluster: {gpu: h100, gpus_per_node: 8}
 )";
 
-} // namespace swift::planner::testing
+} // namespace swift::job::testing
 
 #endif // SWIFT_TEST_PLANNER_TESTUTIL_H

@@ -9,7 +9,7 @@
 
 using namespace mlir;
 
-namespace swift::plan {
+namespace swift::report {
 namespace {
 
 int64_t getInt(DictionaryAttr d, StringRef key) {
@@ -116,7 +116,7 @@ std::string strategyKey(const std::optional<std::string> &v) {
   return v ? *v : "auto";
 }
 
-void printJob(raw_ostream &os, const planner::JobSpec &job,
+void printJob(raw_ostream &os, const job::JobSpec &job,
               const JobFacts &facts) {
   const auto &m = job.model;
   const auto &t = job.training;
@@ -229,7 +229,7 @@ JobFacts readFacts(ModuleOp module) {
   return facts;
 }
 
-void printReport(raw_ostream &os, const planner::JobSpec &job,
+void printReport(raw_ostream &os, const job::JobSpec &job,
                  const JobFacts &facts, ModuleOp module, bool explain) {
   printJob(os, job, facts);
   if (!facts.chosen || !facts.estimate)
@@ -308,7 +308,7 @@ void printReport(raw_ostream &os, const planner::JobSpec &job,
   }
 }
 
-void printJson(raw_ostream &os, const planner::JobSpec &job,
+void printJson(raw_ostream &os, const job::JobSpec &job,
                const JobFacts &facts) {
   const auto &m = job.model;
   const auto &t = job.training;
@@ -431,4 +431,4 @@ void printJson(raw_ostream &os, const planner::JobSpec &job,
   os << "\n";
 }
 
-} // namespace swift::plan
+} // namespace swift::report

@@ -9,7 +9,7 @@
 #ifndef SWIFT_TOOLS_SWIFT_PLAN_REPORT_H
 #define SWIFT_TOOLS_SWIFT_PLAN_REPORT_H
 
-#include "swift/Planner/Job.h"
+#include "swift/Job/Job.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace swift::plan {
+namespace swift::report {
 
 /// One priced strategy as the decision records it.
 struct StrategyFacts {
@@ -82,13 +82,13 @@ JobFacts readFacts(mlir::ModuleOp module);
 /// The readable report: the job, then (when planned) the strategy, memory,
 /// time, alternatives; `explain` adds per-phase and per-layer memory and
 /// the work and memory of each op of one decoder layer.
-void printReport(llvm::raw_ostream &os, const planner::JobSpec &job,
+void printReport(llvm::raw_ostream &os, const job::JobSpec &job,
                  const JobFacts &facts, mlir::ModuleOp module, bool explain);
 
 /// The same as one JSON object (DESIGN.md's keys).
-void printJson(llvm::raw_ostream &os, const planner::JobSpec &job,
+void printJson(llvm::raw_ostream &os, const job::JobSpec &job,
                const JobFacts &facts);
 
-} // namespace swift::plan
+} // namespace swift::report
 
 #endif // SWIFT_TOOLS_SWIFT_PLAN_REPORT_H

@@ -24,11 +24,9 @@
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Passes/Passes.h"
 #include "swift/Passes/Pipelines.h"
-#include "swift/Planner/Emit.h"
-#include "EmitPlan.h"
-#include "swift/Planner/Import.h"
-#include "swift/Planner/Job.h"
-#include "swift/Planner/Search.h"
+#include "swift/Emit/Emit.h"
+#include "swift/Passes/Import.h"
+#include "swift/Job/Job.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
@@ -102,7 +100,7 @@ constexpr int kExitNothingFits = 3;
 /// The outcome of planning one job spec.
 struct Planned {
   mlir::OwningOpRef<mlir::ModuleOp> module;
-  swift::plan::JobFacts facts;
+  swift::report::JobFacts facts;
   std::string error; // a pass's complaint about the job (bad input)
   bool internal = false;
 };
@@ -135,7 +133,7 @@ void addPhase(mlir::PassManager &pm, int phase) {
 }
 
 /// Runs the phases up to `last` on `spec`, dumping each to `dumps` if set.
-Planned plan(const swift::planner::JobSpec &spec, mlir::MLIRContext &context,
+Planned plan(const swift::job::JobSpec &spec, mlir::MLIRContext &context,
              int last, StringRef dumps) {
   Planned out;
   std::string diagnostics;
@@ -144,7 +142,7 @@ Planned plan(const swift::planner::JobSpec &spec, mlir::MLIRContext &context,
       diagnostics += d.str();
     return mlir::success();
   });
-  out.module = swift::planner::importJob(spec, context);
+  out.module = mlir::swift::importJob(spec, context);
   if (failed(mlir::verify(*out.module))) {
     out.internal = true;
     out.error = "the imported IR does not verify: " + diagnostics;
@@ -173,14 +171,14 @@ Planned plan(const swift::planner::JobSpec &spec, mlir::MLIRContext &context,
       out.module->print(file);
     }
   }
-  out.facts = swift::plan::readFacts(*out.module);
+  out.facts = swift::report::readFacts(*out.module);
   return out;
 }
 
 /// Changes a user can make when nothing fits, each planned for real.
-std::vector<swift::plan::Suggestion>
-suggest(const swift::planner::JobSpec &job, mlir::MLIRContext &context) {
-  using swift::planner::JobSpec;
+std::vector<swift::report::Suggestion>
+suggest(const swift::job::JobSpec &job, mlir::MLIRContext &context) {
+  using swift::job::JobSpec;
   std::vector<std::pair<std::string, JobSpec>> tries;
   // More GPUs: fill the node, then double nodes, keeping the global batch.
   for (int64_t gpus = job.cluster.numGpus() * 2;
@@ -224,7 +222,7 @@ suggest(const swift::planner::JobSpec &job, mlir::MLIRContext &context) {
     tries.push_back({"sequence_length " + std::to_string(seq), shorter});
   }
 
-  std::vector<swift::plan::Suggestion> found;
+  std::vector<swift::report::Suggestion> found;
   bool gpusFound = false, seqFound = false;
   for (auto &[change, spec] : tries) {
     bool isGpus = change.find(" GPUs (") != std::string::npos;
@@ -246,8 +244,8 @@ suggest(const swift::planner::JobSpec &job, mlir::MLIRContext &context) {
 /// micro-batch) left to swift-plan, planned again: returned when that fits
 /// and is at least 5% faster than `pinned` (tokens/s), so the report can say
 /// what the fixed keys cost. Nothing when the job fixes none.
-std::optional<swift::plan::Suggestion>
-fasterIfOpen(const swift::planner::JobSpec &job, double pinned,
+std::optional<swift::report::Suggestion>
+fasterIfOpen(const swift::job::JobSpec &job, double pinned,
              mlir::MLIRContext &context) {
   std::vector<std::string> fixed;
   if (job.strategy.zero)
@@ -260,7 +258,7 @@ fasterIfOpen(const swift::planner::JobSpec &job, double pinned,
     fixed.push_back("the micro-batch");
   if (fixed.empty() || pinned <= 0)
     return std::nullopt;
-  swift::planner::JobSpec open = job;
+  swift::job::JobSpec open = job;
   open.strategy.zero.reset();
   open.strategy.offload.reset();
   open.strategy.checkpointing.reset();
@@ -274,7 +272,7 @@ fasterIfOpen(const swift::planner::JobSpec &job, double pinned,
   for (size_t i = 1; i < fixed.size(); ++i)
     change += (i + 1 == fixed.size() ? " and " : ", ") + fixed[i];
   change += " left to swift-plan";
-  return swift::plan::Suggestion{change, p.facts.chosen->text,
+  return swift::report::Suggestion{change, p.facts.chosen->text,
                                  p.facts.estimate->peakBytes,
                                  p.facts.estimate->tokensPerSecond};
 }
@@ -299,9 +297,9 @@ int main(int argc, char **argv) {
     return kExitBadInput;
   }
 
-  swift::planner::Diagnostic diag;
-  std::optional<swift::planner::JobSpec> job =
-      swift::planner::loadJob(jobFile, overrides, diag);
+  swift::job::Diagnostic diag;
+  std::optional<swift::job::JobSpec> job =
+      swift::job::loadJob(jobFile, overrides, diag);
   if (!job) {
     errs() << diag.str() << "\n";
     return kExitBadInput;
@@ -355,7 +353,7 @@ int main(int argc, char **argv) {
   if (emit == Emit::MLIR) {
     planned.module->print(os);
   } else if (emit == Emit::Plan) {
-    emitError = swift::plan::emitPlan(*planned.module, *job, planned.facts, os);
+    (void)swift::emit::emitPlan(*planned.module, os);
   } else if (emit == Emit::DeepSpeed) {
     (void)swift::emit::emitDeepSpeedConfig(*planned.module, os);
   } else if (emit == Emit::Launch) {
@@ -364,9 +362,9 @@ int main(int argc, char **argv) {
       options.planPath = outputFile;
     (void)swift::emit::emitLaunch(*planned.module, os, options);
   } else if (jsonReport)
-    swift::plan::printJson(os, *job, planned.facts);
+    swift::report::printJson(os, *job, planned.facts);
   else
-    swift::plan::printReport(os, *job, planned.facts, *planned.module, explain);
+    swift::report::printReport(os, *job, planned.facts, *planned.module, explain);
   if (!emitError.empty()) {
     errs() << job->path << ": error: " << emitError << "\n";
     return kExitBadInput;

@@ -15,7 +15,7 @@
 #include "swift/Runtime/Device.h"
 #include "swift/Runtime/Engine.h"
 #include "swift/Runtime/Launch.h"
-#include "swift/Runtime/Plan.h"
+#include "swift/Runtime/PlanTypes.h"
 #include "swift/Runtime/Trace.h"
 
 #include <c10/util/Exception.h>

@@ -4,7 +4,7 @@
 #define SWIFT_PASSES_PROFILE_H
 
 #include "swift/Dialect/SwiftOps.h"
-#include "swift/Planner/Cost.h"
+#include "swift/Cost/Cost.h"
 
 namespace mlir::swift {
 

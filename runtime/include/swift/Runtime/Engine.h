@@ -30,7 +30,7 @@
 #include "swift/Runtime/Comm.h"
 #include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/Model.h"
-#include "swift/Runtime/Plan.h"
+#include "swift/Runtime/PlanTypes.h"
 
 #include <ATen/ATen.h>
 

@@ -12,7 +12,7 @@
 #pragma once
 
 #include "swift/Runtime/Kernels.h"
-#include "swift/Runtime/Plan.h"
+#include "swift/Runtime/PlanTypes.h"
 
 #include <ATen/ATen.h>
 

@@ -1,0 +1,72 @@
+//===- Search.h - choosing a strategy ---------------------------*- C++ -*-===//
+//
+// Enumerates ZeRO stage x offload x checkpointing (none, selective, full,
+// first-k layers) x micro-batch (gradient accumulation keeping the global
+// batch) x bucket size x prefetch depth, honouring every decision the job
+// fixed, prices each candidate with the cost model and ranks them: highest
+// predicted tokens/s among those whose peak fits under the usable memory
+// (capacity minus the margin), ties to less memory. Exhaustive except where
+// a bound proves a region cannot win: model states alone over the usable
+// memory prune every micro-batch of a (zero, offload) pair, and first-k
+// checkpointing is bisected (memory falls and time rises with k).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SWIFT_PLANNER_SEARCH_H
+#define SWIFT_PLANNER_SEARCH_H
+
+#include "swift/Cost/Cost.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace swift::cost {
+
+/// Decisions the job fixed; nullopt means the search chooses.
+struct FixedDecisions {
+  std::optional<int> zero;
+  std::optional<Offload> offload;
+  std::optional<Checkpointing> checkpointing;
+  std::optional<int64_t> checkpointLayers;
+  std::optional<int64_t> microBatchSize;
+  std::optional<int64_t> bucketBytes;
+  std::optional<int> prefetchDepth;
+};
+
+struct SearchOptions {
+  /// Fraction of the capacity kept free for allocator fragmentation (the
+  /// caching allocator reserves 2-60% above what it hands out).
+  double memoryMargin = 0.10;
+  /// How many runners-up to keep, best first.
+  size_t alternatives = 5;
+};
+
+struct Candidate {
+  Strategy strategy;
+  Estimate estimate;
+  bool fits = false;
+  std::string verdict; // why it lost, or "chosen"
+};
+
+struct SearchResult {
+  std::optional<Candidate> best;       // nullopt: nothing fits
+  std::vector<Candidate> alternatives; // best first, distinct from `best`
+  std::optional<Candidate> closest;    // smallest peak when nothing fits
+  int64_t usableBytes = 0;             // capacity minus the margin
+  size_t evaluated = 0;                // strategies priced
+  size_t considered = 0;               // strategies in the space
+  std::string error;                   // the job admits no strategy at all
+};
+
+SearchResult search(const ModelProfile &model, const TrainingSetup &setup,
+                    const Hardware &hw, const FixedDecisions &fixed,
+                    const SearchOptions &options = {});
+
+/// One line naming a strategy: "zero 3, offload none, checkpointing full,
+/// micro-batch 2 x 8 accumulation".
+std::string describe(const Strategy &s);
+
+} // namespace swift::cost
+
+#endif // SWIFT_PLANNER_SEARCH_H

@@ -1,0 +1,290 @@
+//===- Search.cpp - enumerate, price and rank strategies ------------------===//
+
+#include "swift/Cost/Search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace swift::cost {
+
+std::string describe(const Strategy &s) {
+  std::string text = "zero " + std::to_string(s.zero) + ", offload " +
+                     toString(s.offload) + ", checkpointing " +
+                     toString(s.checkpointing);
+  if (s.checkpointing != Checkpointing::None && s.checkpointLayers >= 0)
+    text += " (first " + std::to_string(s.checkpointLayers) + " layers)";
+  text += ", micro-batch " + std::to_string(s.microBatchSize) + " x " +
+          std::to_string(s.gradientAccumulation) + " accumulation";
+  return text;
+}
+
+namespace {
+
+constexpr double kGiB = double(int64_t(1) << 30);
+
+std::string gib(double bytes) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.1f GiB", bytes / kGiB);
+  return buffer;
+}
+
+template <typename T>
+std::vector<T> choices(const std::optional<T> &fixed, std::vector<T> all) {
+  return fixed ? std::vector<T>{*fixed} : all;
+}
+
+/// Predicted throughputs closer than this are a tie, decided by memory.
+constexpr double kTie = 1e-3;
+
+/// A strict order: fitting before not; fitting ones faster first, then
+/// leaner; others by how little they need.
+bool better(const Candidate &a, const Candidate &b) {
+  if (a.fits != b.fits)
+    return a.fits;
+  if (!a.fits)
+    return a.estimate.memory.peakBytes < b.estimate.memory.peakBytes;
+  double ta = a.estimate.time.tokensPerSecond, tb = b.estimate.time.tokensPerSecond;
+  if (ta != tb)
+    return ta > tb;
+  return a.estimate.memory.peakBytes < b.estimate.memory.peakBytes;
+}
+
+/// Moves the leanest of the candidates tied with the fastest to the front.
+void breakTies(std::vector<Candidate> &ranked) {
+  if (ranked.empty() || !ranked.front().fits)
+    return;
+  double top = ranked.front().estimate.time.tokensPerSecond;
+  auto leanest = ranked.begin();
+  for (auto it = ranked.begin(); it != ranked.end() && it->fits &&
+                                 it->estimate.time.tokensPerSecond >= top * (1 - kTie);
+       ++it)
+    if (it->estimate.memory.peakBytes < leanest->estimate.memory.peakBytes)
+      leanest = it;
+  std::rotate(ranked.begin(), leanest, leanest + 1);
+}
+
+class Searcher {
+public:
+  Searcher(const ModelProfile &m, const TrainingSetup &setup, const Hardware &hw,
+           const SearchOptions &options, SearchResult &result)
+      : m(m), setup(setup), hw(hw), options(options), result(result) {}
+
+  /// Prices `s`; returns whether it fits. Unsupported strategies are
+  /// counted and skipped.
+  std::optional<bool> price(const Strategy &s) {
+    ++result.considered;
+    std::string why = unsupportedReason(m, setup, hw, s);
+    if (!why.empty()) {
+      if (firstRefusal.empty())
+        firstRefusal = why;
+      return std::nullopt;
+    }
+    ++result.evaluated;
+    Candidate c{s, estimate(m, setup, hw, s)};
+    c.fits = c.estimate.memory.peakBytes <= result.usableBytes &&
+             c.estimate.memory.hostBytes <= hw.hostMemoryBytes;
+    bool fits = c.fits;
+    keep(std::move(c));
+    return fits;
+  }
+
+  /// Why the backend refused the first strategy it could not run.
+  std::string firstRefusal;
+
+  std::vector<Candidate> ranked() {
+    std::vector<Candidate> all;
+    for (auto &entry : bestPerFamily)
+      all.push_back(entry.second);
+    std::sort(all.begin(), all.end(), better);
+    breakTies(all);
+    return all;
+  }
+
+private:
+  /// The best candidate of each (zero, offload, checkpointing) family, so
+  /// alternatives are different strategies rather than other micro-batches.
+  void keep(Candidate c) {
+    auto key = std::make_tuple(c.strategy.zero, int(c.strategy.offload),
+                               int(c.strategy.checkpointing),
+                               c.strategy.checkpointLayers >= 0);
+    auto it = bestPerFamily.find(key);
+    if (it == bestPerFamily.end() || better(c, it->second))
+      bestPerFamily[key] = std::move(c);
+  }
+
+  const ModelProfile &m;
+  const TrainingSetup &setup;
+  const Hardware &hw;
+  const SearchOptions &options;
+  SearchResult &result;
+  std::map<std::tuple<int, int, int, bool>, Candidate> bestPerFamily;
+};
+
+std::string verdict(const Candidate &c, const Candidate &best, int64_t usable,
+                    const Hardware &hw) {
+  if (!c.fits) {
+    if (c.estimate.memory.hostBytes > hw.hostMemoryBytes)
+      return "needs " + gib(c.estimate.memory.hostBytes) + " of host memory per node, " +
+             gib(hw.hostMemoryBytes) + " available";
+    return "over memory by " + gib(c.estimate.memory.peakBytes - usable);
+  }
+  double slower = 1 - c.estimate.time.tokensPerSecond / best.estimate.time.tokensPerSecond;
+  char buffer[160];
+  int64_t more = c.estimate.memory.peakBytes - best.estimate.memory.peakBytes;
+  if (slower < kTie && more >= 0) {
+    std::snprintf(buffer, sizeof(buffer), "as fast (within 0.1%%), %s more memory",
+                  gib(double(more)).c_str());
+    return buffer;
+  }
+  // Name the part of the step that grew most against the chosen strategy.
+  const TimeEstimate &t = c.estimate.time, &b = best.estimate.time;
+  std::pair<double, const char *> parts[] = {
+      {t.computeSeconds - b.computeSeconds, "compute"},
+      {t.exposedCommunicationSeconds - b.exposedCommunicationSeconds,
+       "exposed communication"},
+      {t.offloadSeconds + t.optimizerSeconds - b.offloadSeconds - b.optimizerSeconds,
+       "offload and optimizer step"}};
+  auto *worst = std::max_element(std::begin(parts), std::end(parts));
+  bool ms = worst->first < 1;
+  std::snprintf(buffer, sizeof(buffer), "%.1f%% slower (+%.3g %s of %s per step)",
+                100 * slower, ms ? 1e3 * worst->first : worst->first,
+                ms ? "ms" : "s", worst->second);
+  return buffer;
+}
+
+} // namespace
+
+SearchResult search(const ModelProfile &m, const TrainingSetup &setup,
+                    const Hardware &hw, const FixedDecisions &fixed,
+                    const SearchOptions &options) {
+  SearchResult result;
+  int64_t W = hw.worldSize();
+  int64_t L = m.numLayers;
+  result.usableBytes = static_cast<int64_t>(
+      (hw.memoryBytes - (int64_t(1) << 30)) * (1 - options.memoryMargin));
+  if (setup.globalBatchSize % W != 0) {
+    result.error = "training.global_batch_size: " +
+                   std::to_string(setup.globalBatchSize) +
+                   " sequences do not divide evenly over the " + std::to_string(W) +
+                   " GPUs; use a multiple of " + std::to_string(W);
+    return result;
+  }
+  int64_t perGpu = setup.globalBatchSize / W;
+  std::vector<int64_t> micros;
+  for (int64_t b = 1; b <= perGpu; ++b)
+    if (perGpu % b == 0)
+      micros.push_back(b);
+  if (fixed.microBatchSize) {
+    if (perGpu % *fixed.microBatchSize != 0) {
+      result.error = "training.micro_batch_size: " +
+                     std::to_string(*fixed.microBatchSize) + " does not divide the " +
+                     std::to_string(perGpu) +
+                     " sequences each GPU gets per step (global_batch_size / GPUs)";
+      return result;
+    }
+    micros = {*fixed.microBatchSize};
+  }
+
+  Searcher searcher(m, setup, hw, options, result);
+  // Strategies without checkpointing that fit: first-k checkpointing is
+  // explored only where they do not (it can only be slower otherwise).
+  std::set<std::tuple<int, int, int64_t, int64_t, int>> fitWithout;
+  bool sharded = W > 1;
+  std::vector<int64_t> buckets = {25 << 20};
+  if (setup.backend != Backend::HF && sharded)
+    buckets.push_back(200 << 20);
+  if (fixed.bucketBytes)
+    buckets = {*fixed.bucketBytes};
+  for (int zero : choices<int>(fixed.zero, {0, 1, 2, 3}))
+    for (Offload offload : choices<Offload>(
+             fixed.offload, {Offload::None, Offload::Optimizer, Offload::OptimizerAndParams}))
+      for (Checkpointing ckpt : choices<Checkpointing>(
+               fixed.checkpointing,
+               {Checkpointing::None, Checkpointing::Selective, Checkpointing::Full}))
+        for (int64_t bucket : buckets)
+          for (int prefetch : fixed.prefetchDepth ? std::vector<int>{*fixed.prefetchDepth}
+                              : (zero == 3 && setup.backend == Backend::SwiftRun)
+                                  ? std::vector<int>{1, 2}
+                                  : std::vector<int>{1}) {
+            // Memory grows with the micro-batch: once one does not fit, no
+            // larger one will.
+            for (int64_t micro : micros) {
+              Strategy s;
+              s.zero = zero;
+              s.offload = offload;
+              s.checkpointing = ckpt;
+              s.microBatchSize = micro;
+              s.gradientAccumulation = perGpu / micro;
+              s.bucketBytes = bucket;
+              s.prefetchDepth = prefetch;
+              s.checkpointLayers =
+                  ckpt == Checkpointing::None ? -1 : fixed.checkpointLayers.value_or(-1);
+              // One GPU shards nothing: ZeRO stages only matter there with
+              // offload.
+              if (W == 1 && zero > 0 && offload == Offload::None && !fixed.zero)
+                break;
+              std::optional<bool> fits = searcher.price(s);
+              if (!fits)
+                break; // the backend cannot run this family
+              auto key = std::make_tuple(zero, int(offload), micro, bucket, prefetch);
+              if (ckpt == Checkpointing::None && *fits)
+                fitWithout.insert(key);
+              // A job that fixes checkpointing means every layer unless it
+              // also names checkpoint_layers; first-k is the planner's own
+              // refinement when checkpointing is open.
+              if (ckpt != Checkpointing::None && !fixed.checkpointing && *fits &&
+                  setup.backend == Backend::SwiftRun && !fitWithout.count(key)) {
+                // All layers fit; the fewest checkpointed layers that still
+                // fit recompute least. Memory falls as k grows: bisect.
+                int64_t lo = 0, hi = L;
+                while (hi - lo > 1) {
+                  int64_t k = (lo + hi) / 2;
+                  Strategy probe = s;
+                  probe.checkpointLayers = k;
+                  std::optional<bool> ok = searcher.price(probe);
+                  if (ok && *ok)
+                    hi = k;
+                  else
+                    lo = k;
+                }
+                if (hi < L) {
+                  Strategy firstK = s;
+                  firstK.checkpointLayers = hi;
+                  searcher.price(firstK);
+                }
+              }
+              if (!*fits)
+                break;
+            }
+          }
+
+  std::vector<Candidate> ranked = searcher.ranked();
+  if (ranked.empty()) {
+    result.error = "backend: " + std::string(toString(setup.backend)) +
+                   " can run none of the strategies the job allows: " +
+                   searcher.firstRefusal;
+    return result;
+  }
+  if (ranked.front().fits) {
+    result.best = ranked.front();
+    result.best->verdict = "chosen";
+  } else {
+    result.closest = ranked.front();
+  }
+  const Candidate &reference = result.best ? *result.best : ranked.front();
+  for (size_t i = result.best ? 1 : 0;
+       i < ranked.size() && result.alternatives.size() < options.alternatives; ++i) {
+    Candidate c = ranked[i];
+    c.verdict = verdict(c, reference, result.usableBytes, hw);
+    result.alternatives.push_back(std::move(c));
+  }
+  if (result.closest)
+    result.closest->verdict = verdict(*result.closest, *result.closest, result.usableBytes, hw);
+  return result;
+}
+
+} // namespace swift::cost

@@ -1,0 +1,82 @@
+//===- Emit.h - plan artifacts from a materialized module -------*- C++ -*-===//
+//
+// Emitters read a module after buildMaterializePipeline()
+// (swift/Passes/Pipelines.h) has run on it: one swift.job with a complete
+// strategy, its swift.model and swift.cluster, and the verified
+// swift.schedule of that job. They translate, never decide: every number
+// they write is in the IR. On a module without those they emit an error
+// diagnostic (through the context's handler, located at the offending op)
+// and return failure; nothing is written to the stream then.
+//
+// Typical use in swift-plan, after the pipeline succeeded:
+//
+//   if (failed(swift::emit::emitDeepSpeedConfig(module, os)))
+//     return 2;
+//   swift::emit::LaunchOptions opts;          // plan.json, ds_config.json, ...
+//   opts.planPath = outputPath;
+//   if (failed(swift::emit::emitLaunch(module, os, opts)))
+//     return 2;
+//   if (failed(swift::emit::emitPlan(module, os)))   // plan.json
+//     return 2;
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SWIFT_EMIT_EMIT_H
+#define SWIFT_EMIT_EMIT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace swift::emit {
+
+/// plan.json (swift/Plan/Plan.h's schema) for swift-run: the model as its
+/// ops spell it, the training step and world from the job and cluster, the
+/// strategy and schedule the passes built, and swift.estimate as
+/// `predicted`; validated by the plan layer before anything is written.
+/// Fails on a job whose backend is not swift-run.
+mlir::LogicalResult emitPlan(mlir::ModuleOp module, llvm::raw_ostream &os);
+
+/// plan.json's "schedule" section (units, buckets, forward, backward,
+/// optimizer), one JSON entry per schedule op: a step is a swift.compute
+/// with the swift.all_gathers before it and the swift.releases and
+/// reductions after it. Host copies, streams and `recompute` marks have no
+/// plan.json field (the runtime derives them from strategy.offload and the
+/// units' checkpoint) and are left out.
+mlir::FailureOr<llvm::json::Object> scheduleJson(mlir::ModuleOp module);
+
+/// plan.json's "strategy" section as the schedule was built with: zero,
+/// offload, checkpointing, checkpoint_layers, bucket_bytes, prefetch_depth.
+mlir::FailureOr<llvm::json::Object> strategyJson(mlir::ModuleOp module);
+
+/// A DeepSpeed config (ds_config.json) for the same strategy: ZeRO stage,
+/// CPU offload of optimizer/parameters (pinned), batch sizes, bf16/fp16,
+/// bucket sizes in elements, overlap_comm, contiguous_gradients, gradient
+/// clipping. Field names follow DeepSpeed's config-json documentation.
+mlir::FailureOr<llvm::json::Object> deepSpeedConfig(mlir::ModuleOp module);
+/// deepSpeedConfig() pretty-printed, with a trailing newline.
+mlir::LogicalResult emitDeepSpeedConfig(mlir::ModuleOp module,
+                                        llvm::raw_ostream &os);
+
+/// What the launch commands refer to.
+struct LaunchOptions {
+  std::string planPath = "plan.json"; // swift-run's input
+  std::string deepSpeedConfigPath = "ds_config.json";
+  std::string trainingScript = "train.py"; // the hf/deepspeed entry point
+  int masterPort = 29500;
+};
+
+/// Shell text (comments start with '#') launching the job on its cluster:
+/// for backend swift-run, `swift-run PLAN --nproc-per-node N` on one node,
+/// and for several nodes a torchrun command per node plus the equivalent
+/// RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/MASTER_ADDR/MASTER_PORT
+/// environment form; for backends hf and deepspeed, torchrun running the
+/// training script (with `--deepspeed CONFIG` for deepspeed).
+mlir::LogicalResult emitLaunch(mlir::ModuleOp module, llvm::raw_ostream &os,
+                               const LaunchOptions &options = {});
+
+} // namespace swift::emit
+
+#endif // SWIFT_EMIT_EMIT_H

@@ -1,0 +1,78 @@
+//===- Launch.cpp - the command lines that start the job ------------------===//
+//
+// swift-run reads the torchrun/srun environment (RANK, WORLD_SIZE,
+// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; DESIGN.md), so one
+// plan runs under torchrun, under a hand-written launcher, or on one node
+// through its own --nproc-per-node. The text printed here is meant to be
+// pasted into a shell on each node.
+//
+//===----------------------------------------------------------------------===//
+
+#include "swift/Emit/Emit.h"
+
+#include "Materialized.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+namespace swift::emit {
+using namespace mlir;
+using namespace mlir::swift;
+
+LogicalResult emitLaunch(ModuleOp module, llvm::raw_ostream &os,
+                         const LaunchOptions &options) {
+  FailureOr<Materialized> m = findMaterialized(module);
+  if (failed(m))
+    return failure();
+  const int64_t nodes = m->cluster.getNodes();
+  const int64_t perNode = m->cluster.getGpusPerNode();
+  const int64_t world = m->worldSize;
+  const Backend backend = m->job.getBackend();
+  os << llvm::formatv("# {0} node(s) x {1} GPU(s) = {2} rank(s), backend {3}\n",
+                      nodes, perNode, world, stringifyBackend(backend));
+
+  // torchrun's rendezvous: standalone on one node, else c10d at MASTER_ADDR
+  // (node 0), the same command on every node.
+  std::string torchrun =
+      nodes == 1
+          ? llvm::formatv("torchrun --standalone --nnodes=1 "
+                          "--nproc-per-node={0}",
+                          perNode)
+                .str()
+          : llvm::formatv("torchrun --nnodes={0} --nproc-per-node={1} "
+                          "--rdzv-backend=c10d "
+                          "--rdzv-endpoint=$MASTER_ADDR:{2} --rdzv-id=swift",
+                          nodes, perNode, options.masterPort)
+                .str();
+
+  if (backend != Backend::swift_run) {
+    std::string args = backend == Backend::deepspeed
+                           ? " --deepspeed " + options.deepSpeedConfigPath
+                           : std::string();
+    if (nodes > 1)
+      os << "# On every node, with MASTER_ADDR set to node 0's address:\n";
+    os << torchrun << " " << options.trainingScript << args << "\n";
+    return success();
+  }
+
+  const std::string &plan = options.planPath;
+  if (nodes == 1) {
+    os << "swift-run " << plan << " --nproc-per-node " << perNode << "\n";
+    os << "# or, under torchrun:\n";
+    os << "# " << torchrun << " --no-python swift-run " << plan << "\n";
+    return success();
+  }
+  os << "# On every node, with MASTER_ADDR set to node 0's address:\n";
+  os << torchrun << " --no-python swift-run " << plan << "\n";
+  os << llvm::formatv(
+      "# or without torchrun, on node NODE_RANK (0..{0}), one process per "
+      "GPU:\n"
+      "# for LOCAL_RANK in $(seq 0 {1}); do\n"
+      "#   RANK=$((NODE_RANK * {2} + LOCAL_RANK)) WORLD_SIZE={3} "
+      "LOCAL_RANK=$LOCAL_RANK LOCAL_WORLD_SIZE={2} \\\n"
+      "#   MASTER_ADDR=$MASTER_ADDR MASTER_PORT={4} swift-run {5} &\n"
+      "# done; wait\n",
+      nodes - 1, perNode - 1, perNode, world, options.masterPort, plan);
+  return success();
+}
+
+} // namespace swift::emit

@@ -1,0 +1,148 @@
+//===- Job.h - the job description a user writes ----------------*- C++ -*-===//
+//
+// Reads a job YAML (DESIGN.md's contract), applies `--set KEY=VALUE`
+// overrides, resolves presets and HF config.json files, and validates
+// everything a user can get wrong. Errors come back as one Diagnostic that
+// names the file, line and column (where known), the field and the fix.
+//
+// This library has no MLIR dependency; the importer turns a JobSpec into IR.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef SWIFT_PLANNER_JOB_H
+#define SWIFT_PLANNER_JOB_H
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace swift::job {
+
+/// One user-facing error: `file:line:col: error: field: message`.
+struct Diagnostic {
+  std::string file; // job file, config.json, or "--set"
+  int line = 0;     // 1-based; 0 when unknown
+  int column = 0;
+  std::string field; // dotted key path, e.g. "training.sequence_length"
+  std::string message;
+
+  std::string str() const;
+};
+
+struct ModelSpec {
+  std::string name;      // preset name, config.json path, or "inline"
+  std::string modelType; // llama | qwen2 | mistral | qwen3
+  int64_t hiddenSize = 0;
+  int64_t intermediateSize = 0;
+  int64_t numHiddenLayers = 0;
+  int64_t numAttentionHeads = 0;
+  int64_t numKeyValueHeads = 0;
+  int64_t headDim = 0;
+  int64_t vocabSize = 0;
+  bool tieWordEmbeddings = false;
+  bool qkvBias = false; // bias on q/k/v projections (Qwen2, attention_bias)
+  bool oBias = false;   // bias on o_proj (HF llama attention_bias)
+  bool mlpBias = false; // bias on gate/up/down (HF llama mlp_bias)
+  bool qkNorm = false;  // per-head RMSNorm of q and k (Qwen3)
+  double rmsNormEps = 1e-6;
+  double ropeTheta = 10000.0;
+};
+
+struct LoraSpec {
+  int64_t rank = 16;
+  double alpha = 32;
+  std::vector<std::string> targets = {"all-linear"};
+};
+
+struct TrainingSpec {
+  int64_t sequenceLength = 0;
+  int64_t globalBatchSize = 0;
+  std::optional<int64_t> microBatchSize; // nullopt: auto
+  std::string precision = "bf16-mixed";  // bf16-mixed | bf16 | fp32
+  std::string optimizer = "adamw";
+  std::string method = "full"; // full | lora | qlora
+  LoraSpec lora;
+};
+
+struct GpuSpec {
+  std::string name;
+  double memoryGiB = 0;
+  double bf16Tflops = 0;
+  double hbmGBps = 0;
+  double hostLinkGBps = 0;
+  double nvlinkGBps = 0;
+};
+
+struct LinkSpec {
+  std::string name;
+  double bandwidthGBps = 0;
+  double latencyUs = 0;
+};
+
+/// Rates measured on the real machine (a hardware profile file); each one
+/// present replaces the datasheet number times a typical efficiency.
+struct MeasuredRates {
+  std::string path; // the profile file, "" when none
+  std::map<std::string, double> rates; // key -> value, keys in profileKeys()
+};
+
+struct ClusterSpec {
+  GpuSpec gpu;
+  MeasuredRates measured;
+  int64_t gpusPerNode = 1;
+  int64_t nodes = 1;
+  LinkSpec intraNode;
+  LinkSpec interNode;
+  double hostMemoryGiB = 512;
+  int64_t numGpus() const { return gpusPerNode * nodes; }
+};
+
+/// Strategy keys; nullopt means `auto` (the planner decides).
+struct StrategySpec {
+  std::optional<int> zero;                  // 0..3
+  std::optional<std::string> offload;       // none | optimizer | optimizer+params
+  std::optional<std::string> checkpointing; // none | selective | full
+  std::optional<int64_t> checkpointLayers;  // first k layers only
+  std::optional<int64_t> bucketBytes;       // gradient bucket (bucket_mib)
+  std::optional<int64_t> prefetchDepth;     // ZeRO-3 units gathered ahead
+};
+
+struct JobSpec {
+  std::string path; // the job file
+  ModelSpec model;
+  TrainingSpec training;
+  ClusterSpec cluster;
+  std::string backend = "swift-run"; // swift-run | hf | deepspeed
+  StrategySpec strategy;
+};
+
+/// Loads `path`, applies `overrides` ("a.b.c=value", in order) and validates.
+/// Returns nullopt and fills `error` on the first problem.
+std::optional<JobSpec> loadJob(const std::string &path,
+                               const std::vector<std::string> &overrides,
+                               Diagnostic &error);
+
+/// Reads an HF config.json into a ModelSpec.
+std::optional<ModelSpec> loadHFConfig(const std::string &path,
+                                      Diagnostic &error);
+
+/// The allowed spellings of each enum-like job key, for validation and for
+/// tests that check the importer understands every one.
+const std::vector<std::string> &precisionValues();
+const std::vector<std::string> &methodValues();
+const std::vector<std::string> &backendValues();
+const std::vector<std::string> &offloadValues();
+const std::vector<std::string> &checkpointingValues();
+
+/// The rates a hardware profile may give, with their units in the name.
+const std::vector<std::string> &profileKeys();
+
+/// The closest of `candidates` to `word` if it is close enough to be a typo.
+std::optional<std::string>
+closestMatch(const std::string &word, const std::vector<std::string> &candidates);
+
+} // namespace swift::job
+
+#endif // SWIFT_PLANNER_JOB_H

@@ -1,0 +1,867 @@
+//===- Job.cpp - reading and validating job files -------------------------===//
+//
+// Errors are thrown as JobError inside this file (yaml-cpp throws too) and
+// turned into one Diagnostic at the API boundary; nothing escapes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "swift/Job/Job.h"
+#include "swift/Job/Presets.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace swift::job {
+
+std::string Diagnostic::str() const {
+  std::ostringstream os;
+  os << file;
+  if (line > 0)
+    os << ":" << line << ":" << column;
+  os << ": error: ";
+  if (!field.empty())
+    os << field << ": ";
+  os << message;
+  return os.str();
+}
+
+static size_t editDistance(const std::string &a, const std::string &b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j)
+    row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::optional<std::string>
+closestMatch(const std::string &word,
+             const std::vector<std::string> &candidates) {
+  std::optional<std::string> best;
+  size_t bestDistance = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const std::string &candidate : candidates) {
+    size_t d = editDistance(word, candidate);
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+static std::string joinList(const std::vector<std::string> &items) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i)
+    out += (i ? ", " : "") + items[i];
+  return out;
+}
+
+const std::vector<std::string> &precisionValues() {
+  static const std::vector<std::string> v = {"bf16-mixed", "bf16", "fp32"};
+  return v;
+}
+const std::vector<std::string> &methodValues() {
+  static const std::vector<std::string> v = {"full", "lora", "qlora"};
+  return v;
+}
+const std::vector<std::string> &backendValues() {
+  static const std::vector<std::string> v = {"swift-run", "hf", "deepspeed"};
+  return v;
+}
+const std::vector<std::string> &offloadValues() {
+  static const std::vector<std::string> v = {"none", "optimizer",
+                                             "optimizer+params"};
+  return v;
+}
+const std::vector<std::string> &profileKeys() {
+  static const std::vector<std::string> v = {
+      "matmul_tflops",       "attention_tflops",    "elementwise_gbps",
+      "host_link_gbps",      "intra_node_bus_gbps", "inter_node_bus_gbps",
+      "collective_latency_us", "cpu_adam_ns_per_param"};
+  return v;
+}
+
+const std::vector<std::string> &checkpointingValues() {
+  static const std::vector<std::string> v = {"none", "selective", "full"};
+  return v;
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The schema: which keys each mapping may hold.
+//===----------------------------------------------------------------------===//
+
+// HF config.json fields the model reads.
+const std::vector<std::string> kModelKeys = {
+    "model_type",          "hidden_size",        "intermediate_size",
+    "num_hidden_layers",   "num_attention_heads", "num_key_value_heads",
+    "head_dim",            "vocab_size",          "tie_word_embeddings",
+    "attention_bias",      "mlp_bias",            "rms_norm_eps",
+    "rope_theta",          "name"};
+
+// config.json fields that do not change memory or time; an inline model may
+// carry them (pasted from a real config) without being a typo.
+const std::vector<std::string> kIgnoredHFKeys = {
+    "architectures", "torch_dtype", "dtype", "bos_token_id", "eos_token_id",
+    "pad_token_id", "hidden_act", "initializer_range", "use_cache",
+    "transformers_version", "rope_scaling", "rope_parameters",
+    "max_position_embeddings", "sliding_window", "use_sliding_window",
+    "max_window_layers", "attention_dropout", "pretraining_tp",
+    "layer_types", "_name_or_path"};
+
+const std::vector<std::string> *allowedKeys(const std::string &path) {
+  static const std::map<std::string, std::vector<std::string>> schema = {
+      {"", {"model", "training", "cluster", "backend", "strategy"}},
+      {"training",
+       {"sequence_length", "global_batch_size", "micro_batch_size",
+        "precision", "optimizer", "method", "lora"}},
+      {"training.lora", {"rank", "alpha", "targets"}},
+      {"cluster",
+       {"gpu", "gpus_per_node", "nodes", "interconnect", "host", "profile"}},
+      {"cluster.gpu",
+       {"preset", "name", "memory_gib", "bf16_tflops", "hbm_gbps",
+        "host_link_gbps", "nvlink_gbps"}},
+      {"cluster.interconnect", {"intra_node", "inter_node"}},
+      {"cluster.interconnect.intra_node",
+       {"preset", "name", "bandwidth_gbps", "latency_us"}},
+      {"cluster.interconnect.inter_node",
+       {"preset", "name", "bandwidth_gbps", "latency_us"}},
+      {"cluster.host", {"memory_gib"}},
+      {"strategy",
+       {"zero", "offload", "checkpointing", "checkpoint_layers", "bucket_mib",
+        "prefetch_depth"}},
+  };
+  auto it = schema.find(path);
+  return it == schema.end() ? nullptr : &it->second;
+}
+
+template <typename Preset>
+std::vector<std::string> presetNames(const std::vector<Preset> &table) {
+  std::vector<std::string> out;
+  for (const Preset &p : table)
+    out.push_back(p.name);
+  return out;
+}
+
+/// "unknown GPU preset 'h300'; did you mean 'h100'? (presets: ...; or ...)"
+template <typename Preset>
+std::string unknownPreset(const std::string &kind, const std::string &name,
+                          const std::vector<Preset> &table,
+                          const std::string &otherwise) {
+  std::vector<std::string> names = presetNames(table);
+  std::string message = "unknown " + kind + " preset '" + name + "'";
+  if (auto close = closestMatch(name, names))
+    message += "; did you mean '" + *close + "'?";
+  return message + " (presets: " + joinList(names) + "; " + otherwise + ")";
+}
+
+std::string join(const std::string &path, const std::string &key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+struct JobError {
+  Diagnostic diag;
+};
+
+//===----------------------------------------------------------------------===//
+// Reading typed values with locations.
+//===----------------------------------------------------------------------===//
+
+class Reader {
+public:
+  Reader(std::string file, std::map<std::string, std::string> overridden)
+      : file(std::move(file)), overridden(std::move(overridden)) {}
+
+  [[noreturn]] void fail(const YAML::Node &at, const std::string &field,
+                         const std::string &message) const {
+    Diagnostic d;
+    d.field = field;
+    d.message = message;
+    auto set = overridden.find(field);
+    if (set == overridden.end()) {
+      // A key inside an overridden value (--set model.x=...) reports the
+      // override too.
+      for (const auto &[key, text] : overridden)
+        if (field.rfind(key + ".", 0) == 0)
+          set = overridden.find(key);
+    }
+    if (set != overridden.end()) {
+      d.file = "--set " + set->second;
+    } else {
+      d.file = file;
+      if (at.IsDefined() && at.Mark().line >= 0) {
+        d.line = at.Mark().line + 1;
+        d.column = at.Mark().column + 1;
+      }
+    }
+    throw JobError{d};
+  }
+
+  /// Rejects keys the schema does not know, suggesting the closest one.
+  void checkKeys(const YAML::Node &map, const std::string &path,
+                 const std::vector<std::string> &allowed,
+                 const std::vector<std::string> &ignored = {}) const {
+    for (const auto &entry : map) {
+      std::string key = entry.first.Scalar();
+      if (std::count(allowed.begin(), allowed.end(), key) ||
+          std::count(ignored.begin(), ignored.end(), key))
+        continue;
+      std::string message = "unknown key";
+      if (auto close = closestMatch(key, allowed))
+        message += "; did you mean '" + *close + "'?";
+      else
+        message += "; expected one of: " + joinList(allowed);
+      fail(entry.first, join(path, key), message);
+    }
+  }
+
+  YAML::Node mapping(const YAML::Node &parent, const std::string &key,
+                     const std::string &path) const {
+    YAML::Node node = parent[key];
+    if (node && !node.IsMap() && !node.IsNull())
+      fail(node, join(path, key), "expected a mapping of keys");
+    return node;
+  }
+
+  std::string scalar(const YAML::Node &node, const std::string &field) const {
+    if (!node.IsScalar())
+      fail(node, field, "expected a single value, got a " +
+                            std::string(node.IsMap() ? "mapping" : "list"));
+    return node.Scalar();
+  }
+
+  int64_t integer(const YAML::Node &node, const std::string &field,
+                  int64_t min) const {
+    std::string text = scalar(node, field);
+    int64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size())
+      fail(node, field, "expected an integer, got '" + text + "'");
+    if (value < min)
+      fail(node, field,
+           "must be " + std::string(min == 1 ? "positive" : ">= " + std::to_string(min)) +
+               ", got " + text);
+    return value;
+  }
+
+  double real(const YAML::Node &node, const std::string &field,
+              bool allowZero = false) const {
+    std::string text = scalar(node, field);
+    errno = 0;
+    char *end = nullptr;
+    double value = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || errno == ERANGE)
+      fail(node, field, "expected a number, got '" + text + "'");
+    if (allowZero ? value < 0 : value <= 0)
+      fail(node, field, std::string("must be ") +
+                            (allowZero ? ">= 0" : "positive") + ", got " + text);
+    return value;
+  }
+
+  bool boolean(const YAML::Node &node, const std::string &field) const {
+    std::string text = scalar(node, field);
+    std::string lower = text;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+    if (lower == "true" || lower == "yes" || lower == "on")
+      return true;
+    if (lower == "false" || lower == "no" || lower == "off")
+      return false;
+    fail(node, field, "expected true or false, got '" + text + "'");
+  }
+
+  std::string oneOf(const YAML::Node &node, const std::string &field,
+                    const std::vector<std::string> &values) const {
+    std::string text = scalar(node, field);
+    if (std::count(values.begin(), values.end(), text))
+      return text;
+    std::string message = "'" + text + "' is not one of " + joinList(values);
+    if (auto close = closestMatch(text, values))
+      message += "; did you mean '" + *close + "'?";
+    fail(node, field, message);
+  }
+
+  static bool isAuto(const YAML::Node &node) {
+    return !node || node.IsNull() || (node.IsScalar() && node.Scalar() == "auto");
+  }
+
+  const std::string file;
+
+private:
+  std::map<std::string, std::string> overridden;
+};
+
+//===----------------------------------------------------------------------===//
+// Sections.
+//===----------------------------------------------------------------------===//
+
+void readModelFields(const Reader &r, const YAML::Node &map,
+                     const std::string &path, bool strict, ModelSpec &m) {
+  if (strict)
+    r.checkKeys(map, path, kModelKeys, kIgnoredHFKeys);
+  auto field = [&](const char *key) { return join(path, key); };
+  auto required = [&](const char *key) {
+    YAML::Node node = map[key];
+    if (!node)
+      r.fail(map, field(key), "missing; an HF model config needs it");
+    return r.integer(node, field(key), 1);
+  };
+
+  m.modelType = "llama";
+  if (YAML::Node t = map["model_type"]) {
+    static const std::vector<std::string> supported = {"llama", "qwen2",
+                                                       "mistral", "qwen3"};
+    std::string type = r.scalar(t, field("model_type"));
+    if (!std::count(supported.begin(), supported.end(), type))
+      r.fail(t, field("model_type"),
+             "unsupported model_type '" + type +
+                 "'; supported: " + joinList(supported) +
+                 " (decoder-only Llama-family models)");
+    m.modelType = type;
+  } else if (!strict) {
+    r.fail(map, field("model_type"),
+           "missing; expected one of llama, qwen2, mistral, qwen3");
+  }
+  m.hiddenSize = required("hidden_size");
+  m.intermediateSize = required("intermediate_size");
+  m.numHiddenLayers = required("num_hidden_layers");
+  m.numAttentionHeads = required("num_attention_heads");
+  m.vocabSize = required("vocab_size");
+  m.numKeyValueHeads = m.numAttentionHeads;
+  if (YAML::Node kv = map["num_key_value_heads"]; kv && !kv.IsNull())
+    m.numKeyValueHeads = r.integer(kv, field("num_key_value_heads"), 1);
+  if (YAML::Node hd = map["head_dim"]; hd && !hd.IsNull()) {
+    m.headDim = r.integer(hd, field("head_dim"), 1);
+  } else {
+    if (m.hiddenSize % m.numAttentionHeads != 0)
+      r.fail(map["num_attention_heads"], field("num_attention_heads"),
+             std::to_string(m.numAttentionHeads) +
+                 " heads do not divide hidden_size " +
+                 std::to_string(m.hiddenSize) + "; fix the sizes or set head_dim");
+    m.headDim = m.hiddenSize / m.numAttentionHeads;
+  }
+  if (m.numAttentionHeads % m.numKeyValueHeads != 0)
+    r.fail(map["num_key_value_heads"], field("num_key_value_heads"),
+           std::to_string(m.numKeyValueHeads) +
+               " key/value heads do not divide num_attention_heads " +
+               std::to_string(m.numAttentionHeads) +
+               " (grouped-query attention shares each kv head by a whole "
+               "number of query heads)");
+  if (m.headDim % 2 != 0)
+    r.fail(map, field("head_dim"),
+           "head_dim " + std::to_string(m.headDim) +
+               " is odd; rotary embeddings need an even head_dim");
+  if (YAML::Node tie = map["tie_word_embeddings"]; tie && !tie.IsNull())
+    m.tieWordEmbeddings = r.boolean(tie, field("tie_word_embeddings"));
+  bool attentionBias = false;
+  if (YAML::Node b = map["attention_bias"]; b && !b.IsNull())
+    attentionBias = r.boolean(b, field("attention_bias"));
+  if (YAML::Node b = map["mlp_bias"]; b && !b.IsNull())
+    m.mlpBias = r.boolean(b, field("mlp_bias"));
+  if (YAML::Node e = map["rms_norm_eps"]; e && !e.IsNull())
+    m.rmsNormEps = r.real(e, field("rms_norm_eps"));
+  if (YAML::Node t = map["rope_theta"]; t && !t.IsNull())
+    m.ropeTheta = r.real(t, field("rope_theta"));
+
+  // Bias and norm layout per architecture, as HF transformers builds it.
+  if (m.modelType == "qwen2") {
+    m.qkvBias = true; // Qwen2Attention: q/k/v with bias, o without.
+  } else if (m.modelType == "mistral") {
+    m.mlpBias = false;
+  } else {
+    m.qkvBias = m.oBias = attentionBias;
+    m.qkNorm = m.modelType == "qwen3";
+  }
+}
+
+ModelSpec fromPreset(const ModelPreset &p) {
+  ModelSpec m;
+  m.name = p.name;
+  m.modelType = p.modelType;
+  m.hiddenSize = p.hiddenSize;
+  m.intermediateSize = p.intermediateSize;
+  m.numHiddenLayers = p.numHiddenLayers;
+  m.numAttentionHeads = p.numAttentionHeads;
+  m.numKeyValueHeads = p.numKeyValueHeads;
+  m.headDim = p.headDim ? p.headDim : p.hiddenSize / p.numAttentionHeads;
+  m.vocabSize = p.vocabSize;
+  m.tieWordEmbeddings = p.tieWordEmbeddings;
+  m.qkvBias = std::string(p.modelType) == "qwen2";
+  m.qkNorm = std::string(p.modelType) == "qwen3";
+  m.rmsNormEps = p.rmsNormEps;
+  m.ropeTheta = p.ropeTheta;
+  return m;
+}
+
+ModelSpec readHFConfigFile(const std::string &path) {
+  YAML::Node root;
+  try {
+    // JSON is YAML; yaml-cpp keeps line/column marks for errors.
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile &) {
+    throw JobError{{path, 0, 0, "", "cannot read the file"}};
+  } catch (const YAML::ParserException &e) {
+    throw JobError{{path, e.mark.line + 1, e.mark.column + 1, "",
+                    "not valid JSON: " + e.msg}};
+  }
+  Reader r(path, {});
+  if (!root.IsMap())
+    r.fail(root, "", "expected a JSON object (an HF config.json)");
+  ModelSpec m;
+  readModelFields(r, root, "", /*strict=*/false, m);
+  m.name = path;
+  return m;
+}
+
+ModelSpec readModel(const Reader &r, const YAML::Node &node) {
+  if (!node || node.IsNull())
+    r.fail(node, "model",
+           "missing; name a preset (e.g. llama3.1-8b), a path to an HF "
+           "config.json, or a mapping of config.json fields");
+  if (node.IsMap()) {
+    ModelSpec m;
+    readModelFields(r, node, "model", /*strict=*/true, m);
+    m.name = node["name"] ? r.scalar(node["name"], "model.name") : "inline";
+    return m;
+  }
+  std::string name = r.scalar(node, "model");
+  if (const ModelPreset *p = findModelPreset(name))
+    return fromPreset(*p);
+
+  bool looksLikePath = name.find('/') != std::string::npos ||
+                       (name.size() > 5 && name.substr(name.size() - 5) == ".json");
+  fs::path candidate = name;
+  if (candidate.is_relative() && !r.file.empty())
+    candidate = fs::path(r.file).parent_path() / name;
+  if (!fs::exists(candidate) && fs::exists(name))
+    candidate = name;
+  if (fs::is_directory(candidate))
+    candidate /= "config.json";
+  if (fs::exists(candidate)) {
+    try {
+      return readHFConfigFile(candidate.string());
+    } catch (JobError &e) {
+      // Errors inside config.json name that file; say which key led there.
+      e.diag.field = e.diag.field.empty() ? "model" : "model -> " + e.diag.field;
+      throw;
+    }
+  }
+  if (looksLikePath)
+    r.fail(node, "model",
+           "no such file '" + candidate.string() +
+               "' (paths are relative to the job file's directory)");
+  r.fail(node, "model",
+         unknownPreset("model", name, modelPresets(),
+                       "or a path to an HF config.json, or a mapping of its fields"));
+}
+
+TrainingSpec readTraining(const Reader &r, const YAML::Node &root) {
+  YAML::Node t = r.mapping(root, "training", "");
+  if (!t || t.IsNull())
+    r.fail(root, "training",
+           "missing; needs at least sequence_length and global_batch_size");
+  r.checkKeys(t, "training", *allowedKeys("training"));
+  TrainingSpec s;
+  auto need = [&](const char *key) {
+    if (!t[key])
+      r.fail(t, join("training", key), "missing; give a positive integer");
+    return r.integer(t[key], join("training", key), 1);
+  };
+  s.sequenceLength = need("sequence_length");
+  s.globalBatchSize = need("global_batch_size");
+  if (YAML::Node mb = t["micro_batch_size"]; !Reader::isAuto(mb)) {
+    s.microBatchSize = r.integer(mb, "training.micro_batch_size", 1);
+    if (*s.microBatchSize > s.globalBatchSize)
+      r.fail(mb, "training.micro_batch_size",
+             "micro_batch_size " + std::to_string(*s.microBatchSize) +
+                 " exceeds global_batch_size " +
+                 std::to_string(s.globalBatchSize) +
+                 "; lower it or use auto");
+  }
+  if (t["precision"])
+    s.precision = r.oneOf(t["precision"], "training.precision", precisionValues());
+  if (t["optimizer"])
+    s.optimizer = r.oneOf(t["optimizer"], "training.optimizer", {"adamw"});
+  if (t["method"])
+    s.method = r.oneOf(t["method"], "training.method", methodValues());
+  if (YAML::Node l = r.mapping(t, "lora", "training"); l && !l.IsNull()) {
+    r.checkKeys(l, "training.lora", *allowedKeys("training.lora"));
+    if (l["rank"])
+      s.lora.rank = r.integer(l["rank"], "training.lora.rank", 1);
+    if (l["alpha"])
+      s.lora.alpha = r.real(l["alpha"], "training.lora.alpha");
+    if (YAML::Node targets = l["targets"]) {
+      s.lora.targets.clear();
+      if (targets.IsSequence()) {
+        for (const auto &target : targets)
+          s.lora.targets.push_back(r.scalar(target, "training.lora.targets"));
+      } else {
+        s.lora.targets.push_back(r.scalar(targets, "training.lora.targets"));
+      }
+      if (s.lora.targets.empty())
+        r.fail(targets, "training.lora.targets",
+               "empty; use all-linear or a list like [q_proj, v_proj]");
+    }
+  }
+  return s;
+}
+
+GpuSpec readGpu(const Reader &r, const YAML::Node &node) {
+  const std::string field = "cluster.gpu";
+  auto unknown = [&](const YAML::Node &at, const std::string &name) {
+    r.fail(at, field,
+           unknownPreset("GPU", name, gpuPresets(),
+                         "or a mapping {memory_gib, bf16_tflops, hbm_gbps}"));
+  };
+  auto fromPreset = [](const GpuPreset &p) {
+    return GpuSpec{p.name, p.memoryGiB, p.bf16Tflops, p.hbmGBps,
+                   p.hostLinkGBps, p.nvlinkGBps};
+  };
+  if (!node || node.IsNull())
+    r.fail(node, field,
+           "missing; name a GPU preset (" + joinList(presetNames(gpuPresets())) +
+               ") or give {memory_gib, bf16_tflops, hbm_gbps}");
+  if (!node.IsMap()) {
+    std::string name = r.scalar(node, field);
+    const GpuPreset *p = findGpuPreset(name);
+    if (!p)
+      unknown(node, name);
+    return fromPreset(*p);
+  }
+  r.checkKeys(node, field, *allowedKeys(field));
+  GpuSpec g{"custom", 0, 0, 0, 32, 0};
+  if (YAML::Node preset = node["preset"]) {
+    const GpuPreset *p = findGpuPreset(r.scalar(preset, field + ".preset"));
+    if (!p)
+      unknown(preset, preset.Scalar());
+    g = fromPreset(*p);
+  }
+  auto number = [&](const char *key, double &out, bool allowZero) {
+    if (YAML::Node n = node[key])
+      out = r.real(n, join(field, key), allowZero);
+    else if (out <= 0 && !allowZero)
+      r.fail(node, join(field, key),
+             "missing; a custom GPU needs memory_gib, bf16_tflops and hbm_gbps");
+  };
+  if (node["name"])
+    g.name = r.scalar(node["name"], field + ".name");
+  number("memory_gib", g.memoryGiB, false);
+  number("bf16_tflops", g.bf16Tflops, false);
+  number("hbm_gbps", g.hbmGBps, false);
+  number("host_link_gbps", g.hostLinkGBps, false);
+  number("nvlink_gbps", g.nvlinkGBps, true);
+  return g;
+}
+
+LinkSpec readLink(const Reader &r, const YAML::Node &node,
+                  const std::string &field, const std::string &fallback) {
+  auto unknown = [&](const YAML::Node &at, const std::string &name) {
+    r.fail(at, field,
+           unknownPreset("interconnect", name, linkPresets(),
+                         "or a mapping {bandwidth_gbps, latency_us}"));
+  };
+  auto fromPreset = [](const LinkPreset &p) {
+    return LinkSpec{p.name, p.bandwidthGBps, p.latencyUs};
+  };
+  if (!node || node.IsNull())
+    return fromPreset(*findLinkPreset(fallback));
+  if (!node.IsMap()) {
+    std::string name = r.scalar(node, field);
+    const LinkPreset *p = findLinkPreset(name);
+    if (!p)
+      unknown(node, name);
+    return fromPreset(*p);
+  }
+  r.checkKeys(node, field, *allowedKeys(field));
+  LinkSpec l{"custom", 0, 10};
+  if (YAML::Node preset = node["preset"]) {
+    const LinkPreset *p = findLinkPreset(r.scalar(preset, field + ".preset"));
+    if (!p)
+      unknown(preset, preset.Scalar());
+    l = fromPreset(*p);
+  }
+  if (node["name"])
+    l.name = r.scalar(node["name"], field + ".name");
+  if (node["bandwidth_gbps"])
+    l.bandwidthGBps = r.real(node["bandwidth_gbps"], field + ".bandwidth_gbps");
+  else if (l.bandwidthGBps <= 0)
+    r.fail(node, field + ".bandwidth_gbps", "missing; give GB/s per direction");
+  if (node["latency_us"])
+    l.latencyUs = r.real(node["latency_us"], field + ".latency_us", true);
+  return l;
+}
+
+/// A hardware profile: rates measured on the machine
+/// (benchmarks/hardware/measure_profile.py writes one).
+MeasuredRates readProfile(const Reader &r, const YAML::Node &node,
+                          const GpuSpec &gpu) {
+  MeasuredRates measured;
+  std::string name = r.scalar(node, "cluster.profile");
+  fs::path path = name;
+  if (path.is_relative() && !r.file.empty())
+    path = fs::path(r.file).parent_path() / name;
+  if (!fs::exists(path))
+    r.fail(node, "cluster.profile",
+           "no such file '" + path.string() +
+               "' (paths are relative to the job file's directory)");
+  YAML::Node profile;
+  try {
+    profile = YAML::LoadFile(path.string());
+  } catch (const YAML::Exception &e) {
+    throw JobError{{path.string(), e.mark.line + 1, e.mark.column + 1, "",
+                    "YAML syntax error: " + e.msg}};
+  }
+  Reader pr(path.string(), {});
+  if (!profile.IsMap())
+    pr.fail(profile, "", "expected a mapping of measured rates");
+  std::vector<std::string> allowed = profileKeys();
+  pr.checkKeys(profile, "", allowed, {"gpu", "source", "date"});
+  if (YAML::Node g = profile["gpu"]; g && pr.scalar(g, "gpu") != gpu.name)
+    pr.fail(g, "gpu",
+            "profile measured on '" + g.Scalar() + "' but the cluster's gpu is '" +
+                gpu.name + "'");
+  for (const std::string &key : allowed)
+    if (YAML::Node v = profile[key])
+      measured.rates[key] = pr.real(v, key);
+  measured.path = path.string();
+  return measured;
+}
+
+ClusterSpec readCluster(const Reader &r, const YAML::Node &root) {
+  YAML::Node c = r.mapping(root, "cluster", "");
+  if (!c || c.IsNull())
+    r.fail(root, "cluster", "missing; needs at least gpu (e.g. gpu: h100)");
+  r.checkKeys(c, "cluster", *allowedKeys("cluster"));
+  ClusterSpec s;
+  s.gpu = readGpu(r, c["gpu"]);
+  if (c["gpus_per_node"])
+    s.gpusPerNode = r.integer(c["gpus_per_node"], "cluster.gpus_per_node", 1);
+  if (c["nodes"])
+    s.nodes = r.integer(c["nodes"], "cluster.nodes", 1);
+  const GpuPreset *preset = findGpuPreset(s.gpu.name);
+  std::string intraDefault = preset ? preset->intraNode : "pcie4";
+  std::string interDefault = preset ? preset->interNode : "ib-100g";
+  YAML::Node links = r.mapping(c, "interconnect", "cluster");
+  if (links && links.IsMap())
+    r.checkKeys(links, "cluster.interconnect",
+                *allowedKeys("cluster.interconnect"));
+  YAML::Node none;
+  s.intraNode = readLink(r, links && links.IsMap() ? links["intra_node"] : none,
+                         "cluster.interconnect.intra_node", intraDefault);
+  s.interNode = readLink(r, links && links.IsMap() ? links["inter_node"] : none,
+                         "cluster.interconnect.inter_node", interDefault);
+  if (YAML::Node profile = c["profile"]; profile && !profile.IsNull())
+    s.measured = readProfile(r, profile, s.gpu);
+  if (YAML::Node host = r.mapping(c, "host", "cluster"); host && host.IsMap()) {
+    r.checkKeys(host, "cluster.host", *allowedKeys("cluster.host"));
+    if (host["memory_gib"])
+      s.hostMemoryGiB = r.real(host["memory_gib"], "cluster.host.memory_gib");
+  }
+  return s;
+}
+
+StrategySpec readStrategy(const Reader &r, const YAML::Node &root,
+                          const ModelSpec &model) {
+  StrategySpec s;
+  YAML::Node st = r.mapping(root, "strategy", "");
+  if (!st || st.IsNull())
+    return s;
+  r.checkKeys(st, "strategy", *allowedKeys("strategy"));
+  if (YAML::Node z = st["zero"]; !Reader::isAuto(z)) {
+    std::string text = r.scalar(z, "strategy.zero");
+    if (text != "0" && text != "1" && text != "2" && text != "3")
+      r.fail(z, "strategy.zero", "must be 0, 1, 2, 3 or auto, got '" + text + "'");
+    s.zero = text[0] - '0';
+  }
+  if (YAML::Node o = st["offload"]; !Reader::isAuto(o))
+    s.offload = r.oneOf(o, "strategy.offload", offloadValues());
+  if (YAML::Node c = st["checkpointing"]; !Reader::isAuto(c))
+    s.checkpointing = r.oneOf(c, "strategy.checkpointing", checkpointingValues());
+  if (YAML::Node b = st["bucket_mib"]; !Reader::isAuto(b))
+    s.bucketBytes = static_cast<int64_t>(r.real(b, "strategy.bucket_mib") * (1 << 20));
+  if (YAML::Node p = st["prefetch_depth"]; !Reader::isAuto(p))
+    s.prefetchDepth = r.integer(p, "strategy.prefetch_depth", 1);
+  if (YAML::Node k = st["checkpoint_layers"]; !Reader::isAuto(k)) {
+    s.checkpointLayers = r.integer(k, "strategy.checkpoint_layers", 0);
+    if (*s.checkpointLayers > model.numHiddenLayers)
+      r.fail(k, "strategy.checkpoint_layers",
+             std::to_string(*s.checkpointLayers) + " exceeds the model's " +
+                 std::to_string(model.numHiddenLayers) + " layers");
+    if (s.checkpointing == std::string("none"))
+      r.fail(k, "strategy.checkpoint_layers",
+             "set, but checkpointing is none; use selective or full");
+  }
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// --set KEY=VALUE
+//===----------------------------------------------------------------------===//
+
+void applyOverride(YAML::Node &root, const std::string &text,
+                   std::map<std::string, std::string> &overridden) {
+  auto fail = [&](const std::string &field, const std::string &message) {
+    throw JobError{{"--set " + text, 0, 0, field, message}};
+  };
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    fail("", "expected KEY=VALUE, e.g. --set strategy.zero=3");
+  std::string key = text.substr(0, eq);
+  std::string value = text.substr(eq + 1);
+
+  std::vector<std::string> parts;
+  std::stringstream ss(key);
+  for (std::string part; std::getline(ss, part, '.');) {
+    if (part.empty())
+      fail(key, "empty key component");
+    parts.push_back(part);
+  }
+  YAML::Node node;
+  node.reset(root);
+  std::string path;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string &part = parts[i];
+    if (const auto *allowed = allowedKeys(path)) {
+      if (!std::count(allowed->begin(), allowed->end(), part)) {
+        std::string message = "unknown key '" + part + "'";
+        if (auto close = closestMatch(part, *allowed))
+          message += "; did you mean '" + *close + "'?";
+        else
+          message += "; expected one of: " + joinList(*allowed);
+        fail(join(path, part), message);
+      }
+    } else if (path == "model" &&
+               !std::count(kModelKeys.begin(), kModelKeys.end(), part)) {
+      std::string message = "unknown key '" + part + "'";
+      if (auto close = closestMatch(part, kModelKeys))
+        message += "; did you mean '" + *close + "'?";
+      fail(join(path, part), message);
+    }
+    if (i + 1 < parts.size()) {
+      YAML::Node child = node[part];
+      if (child && child.IsScalar() && path.empty() && part == "model") {
+        // A preset: expand it so single fields can be changed.
+        if (const ModelPreset *p = findModelPreset(child.Scalar())) {
+          ModelSpec m = fromPreset(*p);
+          YAML::Node map(YAML::NodeType::Map);
+          map["name"] = m.name;
+          map["model_type"] = m.modelType;
+          map["hidden_size"] = m.hiddenSize;
+          map["intermediate_size"] = m.intermediateSize;
+          map["num_hidden_layers"] = m.numHiddenLayers;
+          map["num_attention_heads"] = m.numAttentionHeads;
+          map["num_key_value_heads"] = m.numKeyValueHeads;
+          map["head_dim"] = m.headDim;
+          map["vocab_size"] = m.vocabSize;
+          map["tie_word_embeddings"] = m.tieWordEmbeddings;
+          map["rms_norm_eps"] = m.rmsNormEps;
+          map["rope_theta"] = m.ropeTheta;
+          node[part] = map;
+          child.reset(node[part]);
+        } else {
+          fail(key, "model is '" + child.Scalar() +
+                        "', not a preset or mapping whose fields can be set");
+        }
+      } else if (child && child.IsScalar() && !child.IsNull()) {
+        // e.g. --set cluster.gpu.memory_gib=40 over gpu: h100.
+        YAML::Node map(YAML::NodeType::Map);
+        map["preset"] = child.Scalar();
+        node[part] = map;
+        child.reset(node[part]);
+      } else if (!child || !child.IsMap()) {
+        node[part] = YAML::Node(YAML::NodeType::Map);
+        child.reset(node[part]);
+      }
+      node.reset(child);
+    } else {
+      YAML::Node parsed;
+      try {
+        parsed = YAML::Load(value);
+      } catch (const YAML::Exception &e) {
+        fail(key, "value is not valid YAML: " + e.msg);
+      }
+      node[part] = parsed;
+    }
+    path = join(path, part);
+  }
+  overridden[key] = text;
+}
+
+} // namespace
+
+std::optional<ModelSpec> loadHFConfig(const std::string &path,
+                                      Diagnostic &error) {
+  try {
+    return readHFConfigFile(path);
+  } catch (const JobError &e) {
+    error = e.diag;
+    return std::nullopt;
+  }
+}
+
+std::optional<JobSpec> loadJob(const std::string &path,
+                               const std::vector<std::string> &overrides,
+                               Diagnostic &error) {
+  try {
+    YAML::Node root;
+    try {
+      root = YAML::LoadFile(path);
+    } catch (const YAML::BadFile &) {
+      throw JobError{{path, 0, 0, "",
+                      fs::exists(path) ? "cannot read the file"
+                                       : "no such file"}};
+    } catch (const YAML::ParserException &e) {
+      throw JobError{{path, e.mark.line + 1, e.mark.column + 1, "",
+                      "YAML syntax error: " + e.msg}};
+    }
+    if (root.IsNull())
+      root = YAML::Node(YAML::NodeType::Map);
+    if (!root.IsMap())
+      throw JobError{{path, 1, 1, "",
+                      "expected a mapping with model, training and cluster"}};
+
+    std::map<std::string, std::string> overridden;
+    for (const std::string &text : overrides)
+      applyOverride(root, text, overridden);
+
+    Reader r(path, overridden);
+    r.checkKeys(root, "", *allowedKeys(""));
+    JobSpec job;
+    job.path = path;
+    job.model = readModel(r, root["model"]);
+    job.training = readTraining(r, root);
+    job.cluster = readCluster(r, root);
+    if (root["backend"])
+      job.backend = r.oneOf(root["backend"], "backend", backendValues());
+    job.strategy = readStrategy(r, root, job.model);
+    return job;
+  } catch (const JobError &e) {
+    error = e.diag;
+  } catch (const YAML::Exception &e) {
+    // A yaml-cpp error this reader did not anticipate: still one line.
+    error = {path, e.mark.line + 1, e.mark.column + 1, "", e.msg};
+  } catch (const std::exception &e) {
+    error = {path, 0, 0, "", e.what()};
+  }
+  return std::nullopt;
+}
+
+} // namespace swift::job

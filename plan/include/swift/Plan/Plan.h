@@ -1,0 +1,188 @@
+//===- Plan.h - the plan.json schema: single source of truth --------------===//
+//
+// swift-plan (the compiler) writes plan.json; swift-run executes it. This
+// header *is* the schema: every field the runtime reads is a member below,
+// with its JSON name, unit and default. docs/plan-schema.md explains the same
+// fields for people; when they disagree, this file wins and the doc is a bug.
+//
+// Ownership: a Plan is a plain value. parsePlan() builds it from JSON and
+// validates it completely (types, ranges, cross-field consistency, the
+// schedule's residency rules), so code past parsePlan() may trust every field.
+// Nothing here touches LibTorch: the compiler could include it unchanged.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace swift::plan {
+
+inline constexpr const char *kPlanSchemaName = "swift.plan";
+inline constexpr int kPlanSchemaVersion = 1;
+
+/// "model": a Llama-family decoder, named with HF config.json's fields.
+struct ModelConfig {
+  int64_t hiddenSize = 0;         // hidden_size (C)
+  int64_t intermediateSize = 0;   // intermediate_size (I)
+  int64_t numLayers = 0;          // num_hidden_layers (L)
+  int64_t numHeads = 0;           // num_attention_heads (NH)
+  int64_t numKvHeads = 0;         // num_key_value_heads (NKV), NH % NKV == 0
+  int64_t headDim = 0;            // head_dim (D), default C / NH
+  int64_t vocabSize = 0;          // vocab_size (V)
+  bool tieWordEmbeddings = false; // tie_word_embeddings
+  double rmsNormEps = 1e-6;       // rms_norm_eps
+  double ropeTheta = 10000.0;     // rope_theta
+  bool qkvBias = false;           // attention_qkv_bias (Qwen2: true)
+  bool oBias = false;             // attention_o_bias (HF llama attention_bias)
+  bool qkNorm = false;            // qk_norm (Qwen3: per-head RMSNorm on q, k)
+
+  int64_t numParameters() const; // all parameters, tied ones counted once
+  int64_t numEmbeddingParameters() const; // V*C (the input table)
+};
+
+enum class Precision { Bf16Mixed, Bf16, Fp32 };
+enum class Offload { None, Optimizer, OptimizerAndParams };
+enum class Checkpointing { None, Selective, Full };
+enum class Collective { AllReduce, ReduceScatter };
+enum class OptimizerDevice { Accelerator, Cpu };
+
+struct OptimizerConfig { // "training.optimizer" (AdamW only)
+  double lr = 1e-4;
+  double beta1 = 0.9, beta2 = 0.95; // "betas": [b1, b2]
+  double eps = 1e-8;
+  double weightDecay = 0.0; // decoupled, applied to every parameter
+};
+
+/// "training": what one optimizer step consumes.
+struct TrainingConfig {
+  int64_t sequenceLength = 0;       // tokens per sample (S)
+  int64_t globalBatchSize = 0;      // samples per optimizer step, all ranks
+  int64_t microBatchSize = 0;       // samples per forward/backward (B)
+  int64_t gradientAccumulation = 0; // micro-steps per step; must equal
+                                    // global / (micro * world.size)
+  Precision precision = Precision::Bf16Mixed;
+  OptimizerConfig optimizer;
+  uint64_t seed = 0; // initial weights and synthetic data
+};
+
+struct WorldConfig { // "world"
+  int64_t size = 1;  // ranks (one GPU each on CUDA)
+  int64_t gpusPerNode = 1;
+};
+
+/// "strategy": the compiler's decisions in summary form. The "schedule"
+/// section spells them out; when "schedule" is absent it is derived from this
+/// section by deriveSchedule().
+struct StrategyConfig {
+  int zero = 0; // 0..3
+  Offload offload = Offload::None;
+  Checkpointing checkpointing = Checkpointing::None;
+  int64_t checkpointLayers = -1;  // first k layers checkpointed; -1: all
+  int64_t bucketBytes = 25 << 20; // gradient bucket target size
+  int prefetchDepth = 1;          // ZeRO-3: units all-gathered ahead
+};
+
+/// The units of the model: the granularity of sharding, gathering, gradient
+/// reduction and recompute. Unit 0 is the embedding, units 1..L the decoder
+/// layers, unit L+1 the head (final norm, lm_head unless tied, loss). Each
+/// unit owns one flat parameter buffer; the tied head also *uses* unit 0's.
+enum class UnitKind { Embedding, Decoder, Head };
+
+struct UnitSpec { // "schedule.units[i]"
+  UnitKind kind = UnitKind::Decoder;
+  int64_t layer = -1; // decoder layer index, -1 otherwise
+  Checkpointing checkpoint = Checkpointing::None; // decoders only
+};
+
+/// One entry of the forward or backward program ("schedule.forward[i]").
+/// Executed in order for every micro-batch: issue the all-gathers in
+/// `gather` (asynchronous, on the communication stream; a unit already
+/// resident is skipped, so a prefetch is a gather listed before the unit's
+/// own entry), wait for the gathers `unit` needs, compute `unit`, free the
+/// gathered parameters of the units in `release`, and (backward only) launch
+/// the gradient reductions of the buckets in `reduce`.
+struct ProgramStep {
+  int unit = 0;
+  std::vector<int> gather;
+  std::vector<int> release;
+  std::vector<int> reduce; // bucket ids, backward only
+};
+
+/// "schedule.buckets[i]": units whose gradients are reduced together (one
+/// grouped collective), launched from the backward program.
+struct Bucket {
+  std::vector<int> units;
+  Collective collective = Collective::AllReduce;
+  bool everyMicroBatch = false; // false: only on the last micro-batch
+                                // (local accumulation in between)
+};
+
+struct OptimizerPlacementSpec { // "schedule.optimizer"
+  OptimizerDevice device = OptimizerDevice::Accelerator;
+  bool gatherParams = false; // all-gather updated params (ZeRO-1/2)
+};
+
+struct Schedule {
+  std::vector<UnitSpec> units; // L + 2 entries
+  std::vector<Bucket> buckets;
+  std::vector<ProgramStep> forward;  // units in order 0..L+1
+  std::vector<ProgramStep> backward; // units in order L+1..0 (autograd's)
+  OptimizerPlacementSpec optimizer;
+};
+
+struct Predicted {             // "predicted": the compiler's estimates
+  int64_t peakMemoryBytes = 0; // per rank, allocator-allocated bytes
+  double stepSeconds = 0;
+  double tokensPerSecond = 0; // all ranks together
+};
+
+struct Plan {
+  std::string path; // where it was read from (for messages)
+  ModelConfig model;
+  TrainingConfig training;
+  WorldConfig world;
+  StrategyConfig strategy;
+  Schedule schedule;
+  bool scheduleDerived = false; // true: "schedule" absent, derived
+  Predicted predicted;
+};
+
+/// Reads and fully validates a plan file. Throws UserError with one line:
+/// "<path>: <json path>: <why>".
+Plan parsePlan(const std::string &path);
+/// Same, from text already in memory (`path` is used in messages only).
+Plan parsePlanText(const std::string &text, const std::string &path);
+
+/// The plan as JSON text in this schema, schedule included (a derived
+/// schedule is written out explicitly). parsePlanText(planToJson(p)) == p.
+std::string planToJson(const Plan &plan);
+
+/// The schedule the runtime uses when the plan has none: ZeRO-0 all-reduce
+/// buckets of ~bucket_bytes on the last micro-batch; ZeRO-1 reduce-scatter
+/// on the last micro-batch; ZeRO-2/3 reduce-scatter every micro-batch;
+/// ZeRO-3 gathers prefetch_depth units ahead and releases after use;
+/// checkpointing on the first checkpoint_layers decoders.
+Schedule deriveSchedule(const ModelConfig &m, const StrategyConfig &s,
+                        int64_t worldSize);
+
+/// Units whose parameters `unit` reads (its own, plus unit 0 for a tied head).
+std::vector<int> unitOwners(const ModelConfig &m, int unit);
+/// Parameter count of a unit's own flat buffer.
+int64_t unitParameterCount(const ModelConfig &m, int unit);
+
+/// Checks the schedule's rules by simulating its programs (docs/plan-schema.md
+/// lists them). parsePlan() calls it; throws UserError naming the entry.
+void validateSchedule(const Plan &plan);
+
+/// Checks the plan against the launched job (world size).
+void checkPlanMatchesWorld(const Plan &plan, int64_t worldSize);
+
+const char *toString(Precision p);
+const char *toString(Offload o);
+const char *toString(Checkpointing c);
+const char *toString(Collective c);
+
+} // namespace swift::plan

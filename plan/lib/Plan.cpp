@@ -1,0 +1,515 @@
+//===- Plan.cpp - parse and validate plan.json ----------------------------===//
+//
+// Every error names the file, the JSON path of the field and why, in one
+// line, because the user's next action is to open the file at that field.
+//
+//===----------------------------------------------------------------------===//
+#include "swift/Plan/Plan.h"
+#include "swift/Plan/Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+using nlohmann::json;
+
+namespace swift::plan {
+namespace {
+
+/// A JSON object with the path it was found at, for error messages.
+struct Node {
+  const json &j;
+  std::string where; // e.g. "strategy.zero"
+  const std::string &file;
+
+  [[noreturn]] void fail(const std::string &why) const {
+    throw UserError(file + ": " + (where.empty() ? "<root>" : where) + ": " +
+                    why);
+  }
+  bool has(const char *key) const { return j.contains(key); }
+  Node at(const char *key) const {
+    std::string sub = where.empty() ? key : where + "." + key;
+    if (!j.contains(key))
+      throw UserError(file + ": " + sub + ": missing required field");
+    return Node{j.at(key), sub, file};
+  }
+  Node index(size_t i) const {
+    return Node{j.at(i), where + "[" + std::to_string(i) + "]", file};
+  }
+  const Node &object() const {
+    if (!j.is_object())
+      fail("expected an object, got " + std::string(j.type_name()));
+    return *this;
+  }
+  const Node &array() const {
+    if (!j.is_array())
+      fail("expected an array, got " + std::string(j.type_name()));
+    return *this;
+  }
+  int64_t integer(int64_t lo, int64_t hi) const {
+    if (!j.is_number_integer())
+      fail("expected an integer, got " + std::string(j.type_name()));
+    int64_t v = j.get<int64_t>();
+    if (v < lo || v > hi)
+      fail("value " + std::to_string(v) + " out of range [" +
+           std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return v;
+  }
+  double number(double lo, double hi) const {
+    if (!j.is_number())
+      fail("expected a number, got " + std::string(j.type_name()));
+    double v = j.get<double>();
+    if (!(v >= lo && v <= hi)) {
+      std::ostringstream os;
+      os << "value " << v << " out of range [" << lo << ", " << hi << "]";
+      fail(os.str());
+    }
+    return v;
+  }
+  bool boolean() const {
+    if (!j.is_boolean())
+      fail("expected true or false, got " + std::string(j.type_name()));
+    return j.get<bool>();
+  }
+  std::string string() const {
+    if (!j.is_string())
+      fail("expected a string, got " + std::string(j.type_name()));
+    return j.get<std::string>();
+  }
+  template <typename E>
+  E choice(std::initializer_list<std::pair<const char *, E>> options) const {
+    std::string s = string(), all;
+    for (auto &[name, value] : options) {
+      if (s == name)
+        return value;
+      all += (all.empty() ? "" : " | ") + std::string(name);
+    }
+    fail("unknown value \"" + s + "\" (expected " + all + ")");
+  }
+  /// Rejects keys not in `known`: a typo must not silently mean "default".
+  void onlyKeys(std::initializer_list<const char *> known) const {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      bool ok = false;
+      for (const char *k : known)
+        ok |= it.key() == k;
+      if (!ok)
+        Node{it.value(), where.empty() ? it.key() : where + "." + it.key(),
+             file}
+            .fail("unknown field");
+    }
+  }
+};
+
+constexpr int64_t kBig = int64_t(1) << 40;
+
+ModelConfig parseModel(const Node &n) {
+  n.object().onlyKeys({"hidden_size", "intermediate_size", "num_hidden_layers",
+                       "num_attention_heads", "num_key_value_heads", "head_dim",
+                       "vocab_size", "tie_word_embeddings", "rms_norm_eps",
+                       "rope_theta", "attention_qkv_bias", "attention_o_bias",
+                       "qk_norm", "name"});
+  ModelConfig m;
+  m.hiddenSize = n.at("hidden_size").integer(1, 1 << 20);
+  m.intermediateSize = n.at("intermediate_size").integer(1, 1 << 22);
+  m.numLayers = n.at("num_hidden_layers").integer(1, 4096);
+  m.numHeads = n.at("num_attention_heads").integer(1, 4096);
+  m.numKvHeads = n.has("num_key_value_heads")
+                     ? n.at("num_key_value_heads").integer(1, 4096)
+                     : m.numHeads;
+  if (m.numHeads % m.numKvHeads != 0)
+    n.at("num_key_value_heads")
+        .fail("num_attention_heads (" + std::to_string(m.numHeads) +
+              ") is not a multiple of it (" + std::to_string(m.numKvHeads) +
+              ")");
+  if (n.has("head_dim")) {
+    m.headDim = n.at("head_dim").integer(2, 4096);
+  } else {
+    if (m.hiddenSize % m.numHeads != 0)
+      n.at("hidden_size")
+          .fail("not divisible by num_attention_heads; give head_dim");
+    m.headDim = m.hiddenSize / m.numHeads;
+  }
+  if (m.headDim % 2 != 0)
+    n.fail("head_dim must be even for rotary embeddings");
+  m.vocabSize = n.at("vocab_size").integer(2, 1 << 24);
+  m.tieWordEmbeddings = n.at("tie_word_embeddings").boolean();
+  m.rmsNormEps = n.at("rms_norm_eps").number(0, 1);
+  m.ropeTheta = n.at("rope_theta").number(1, 1e12);
+  m.qkvBias =
+      n.has("attention_qkv_bias") && n.at("attention_qkv_bias").boolean();
+  m.oBias = n.has("attention_o_bias") && n.at("attention_o_bias").boolean();
+  m.qkNorm = n.has("qk_norm") && n.at("qk_norm").boolean();
+  return m;
+}
+
+TrainingConfig parseTraining(const Node &n) {
+  n.object().onlyKeys({"sequence_length", "global_batch_size",
+                       "micro_batch_size", "gradient_accumulation", "precision",
+                       "optimizer", "seed"});
+  TrainingConfig t;
+  t.sequenceLength = n.at("sequence_length").integer(2, 1 << 22);
+  t.globalBatchSize = n.at("global_batch_size").integer(1, kBig);
+  t.microBatchSize = n.at("micro_batch_size").integer(1, kBig);
+  t.gradientAccumulation = n.at("gradient_accumulation").integer(1, kBig);
+  t.precision = n.at("precision")
+                    .choice<Precision>({{"bf16-mixed", Precision::Bf16Mixed},
+                                        {"bf16", Precision::Bf16},
+                                        {"fp32", Precision::Fp32}});
+  Node o = n.at("optimizer");
+  o.object().onlyKeys({"name", "lr", "betas", "eps", "weight_decay"});
+  if (o.has("name") && o.at("name").string() != "adamw")
+    o.at("name").fail("only \"adamw\" is supported");
+  t.optimizer.lr = o.at("lr").number(0, 10);
+  Node betas = o.at("betas");
+  betas.array();
+  if (betas.j.size() != 2)
+    betas.fail("expected [beta1, beta2]");
+  t.optimizer.beta1 = betas.index(0).number(0, 0.999999);
+  t.optimizer.beta2 = betas.index(1).number(0, 0.999999);
+  t.optimizer.eps = o.at("eps").number(0, 1);
+  t.optimizer.weightDecay = o.at("weight_decay").number(0, 10);
+  t.seed = n.has("seed") ? uint64_t(n.at("seed").integer(0, kBig)) : 0;
+  return t;
+}
+
+WorldConfig parseWorld(const Node &n) {
+  n.object().onlyKeys({"size", "gpus_per_node"});
+  WorldConfig w;
+  w.size = n.at("size").integer(1, 1 << 20);
+  w.gpusPerNode =
+      n.has("gpus_per_node") ? n.at("gpus_per_node").integer(1, 1024) : 1;
+  return w;
+}
+
+Checkpointing parseCheckpointing(const Node &n) {
+  return n.choice<Checkpointing>({{"none", Checkpointing::None},
+                                  {"selective", Checkpointing::Selective},
+                                  {"full", Checkpointing::Full}});
+}
+
+StrategyConfig parseStrategy(const Node &n) {
+  n.object().onlyKeys({"zero", "offload", "checkpointing", "checkpoint_layers",
+                       "bucket_bytes", "prefetch_depth"});
+  StrategyConfig s;
+  s.zero = int(n.at("zero").integer(0, 3));
+  s.offload = n.at("offload").choice<Offload>(
+      {{"none", Offload::None},
+       {"optimizer", Offload::Optimizer},
+       {"optimizer+params", Offload::OptimizerAndParams}});
+  s.checkpointing = parseCheckpointing(n.at("checkpointing"));
+  if (n.has("checkpoint_layers"))
+    s.checkpointLayers = n.at("checkpoint_layers").integer(-1, 1 << 20);
+  if (n.has("bucket_bytes"))
+    s.bucketBytes = n.at("bucket_bytes").integer(1, kBig);
+  if (n.has("prefetch_depth"))
+    s.prefetchDepth = int(n.at("prefetch_depth").integer(0, 64));
+  if (s.offload == Offload::OptimizerAndParams && s.zero != 3)
+    n.at("offload").fail("\"optimizer+params\" needs zero 3 (only sharded "
+                         "parameters can live on the host between uses)");
+  return s;
+}
+
+std::vector<int> intList(const Node &n, int lo, int hi) {
+  n.array();
+  std::vector<int> out;
+  for (size_t i = 0; i < n.j.size(); ++i)
+    out.push_back(int(n.index(i).integer(lo, hi)));
+  return out;
+}
+
+Schedule parseSchedule(const Node &n, const ModelConfig &m) {
+  n.object().onlyKeys({"units", "buckets", "forward", "backward", "optimizer"});
+  const int numUnits = int(m.numLayers) + 2, last = numUnits - 1;
+  Schedule s;
+  Node units = n.at("units");
+  units.array();
+  if (units.j.size() != size_t(numUnits))
+    units.fail("expected " + std::to_string(numUnits) + " units (embedding, " +
+               std::to_string(m.numLayers) + " decoder layers, head), got " +
+               std::to_string(units.j.size()));
+  for (int u = 0; u < numUnits; ++u) {
+    Node e = units.index(u);
+    e.object().onlyKeys({"kind", "layer", "checkpoint"});
+    UnitSpec spec;
+    spec.kind =
+        e.at("kind").choice<UnitKind>({{"embedding", UnitKind::Embedding},
+                                       {"decoder", UnitKind::Decoder},
+                                       {"head", UnitKind::Head}});
+    UnitKind expected = u == 0      ? UnitKind::Embedding
+                        : u == last ? UnitKind::Head
+                                    : UnitKind::Decoder;
+    if (spec.kind != expected)
+      e.at("kind").fail("unit " + std::to_string(u) + " must be the " +
+                        (u == 0      ? "embedding"
+                         : u == last ? "head"
+                                     : "decoder"));
+    if (spec.kind == UnitKind::Decoder) {
+      spec.layer = e.at("layer").integer(0, m.numLayers - 1);
+      if (spec.layer != u - 1)
+        e.at("layer").fail("unit " + std::to_string(u) + " is decoder layer " +
+                           std::to_string(u - 1));
+      if (e.has("checkpoint"))
+        spec.checkpoint = parseCheckpointing(e.at("checkpoint"));
+    }
+    s.units.push_back(spec);
+  }
+  Node buckets = n.at("buckets");
+  buckets.array();
+  for (size_t b = 0; b < buckets.j.size(); ++b) {
+    Node e = buckets.index(b);
+    e.object().onlyKeys({"units", "collective", "every_micro_batch"});
+    Bucket bucket;
+    bucket.units = intList(e.at("units"), 0, last);
+    if (bucket.units.empty())
+      e.at("units").fail("a bucket needs at least one unit");
+    bucket.collective =
+        e.at("collective")
+            .choice<Collective>(
+                {{"all_reduce", Collective::AllReduce},
+                 {"reduce_scatter", Collective::ReduceScatter}});
+    bucket.everyMicroBatch = e.at("every_micro_batch").boolean();
+    s.buckets.push_back(bucket);
+  }
+  const int numBuckets = int(s.buckets.size());
+  auto program = [&](const char *key, bool backward) {
+    Node p = n.at(key);
+    p.array();
+    std::vector<ProgramStep> steps;
+    for (size_t i = 0; i < p.j.size(); ++i) {
+      Node e = p.index(i);
+      e.object().onlyKeys({"unit", "gather", "release", "reduce"});
+      ProgramStep st;
+      st.unit = int(e.at("unit").integer(0, last));
+      if (e.has("gather"))
+        st.gather = intList(e.at("gather"), 0, last);
+      if (e.has("release"))
+        st.release = intList(e.at("release"), 0, last);
+      if (e.has("reduce")) {
+        if (!backward)
+          e.at("reduce").fail("gradient reductions belong to the backward "
+                              "program");
+        st.reduce = intList(e.at("reduce"), 0, std::max(0, numBuckets - 1));
+        if (numBuckets == 0 && !st.reduce.empty())
+          e.at("reduce").fail("no buckets are defined");
+      }
+      steps.push_back(st);
+    }
+    return steps;
+  };
+  s.forward = program("forward", false);
+  s.backward = program("backward", true);
+  Node opt = n.at("optimizer");
+  opt.object().onlyKeys({"device", "gather_params"});
+  s.optimizer.device = opt.at("device").choice<OptimizerDevice>(
+      {{"accelerator", OptimizerDevice::Accelerator},
+       {"cpu", OptimizerDevice::Cpu}});
+  s.optimizer.gatherParams = opt.at("gather_params").boolean();
+  return s;
+}
+
+} // namespace
+
+Plan parsePlanText(const std::string &text, const std::string &file) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error &e) {
+    throw UserError(file + ": not valid JSON: " + e.what());
+  }
+  Node root{j, "", file};
+  root.object().onlyKeys({"schema", "version", "model", "training", "world",
+                          "strategy", "schedule", "predicted", "comment",
+                          "generator"});
+  if (root.at("schema").string() != kPlanSchemaName)
+    root.at("schema").fail(std::string("expected \"") + kPlanSchemaName +
+                           "\"; this is not a swift plan");
+  int64_t version = root.at("version").integer(0, 1 << 20);
+  if (version != kPlanSchemaVersion)
+    root.at("version").fail("plan schema version " + std::to_string(version) +
+                            " is not supported by this swift-run (reads "
+                            "version " +
+                            std::to_string(kPlanSchemaVersion) + ")");
+  Plan p;
+  p.path = file;
+  p.model = parseModel(root.at("model"));
+  p.training = parseTraining(root.at("training"));
+  p.world = parseWorld(root.at("world"));
+  p.strategy = parseStrategy(root.at("strategy"));
+  const TrainingConfig &t = p.training;
+  if (t.microBatchSize * p.world.size * t.gradientAccumulation !=
+      t.globalBatchSize)
+    root.at("training")
+        .at("gradient_accumulation")
+        .fail("global_batch_size (" + std::to_string(t.globalBatchSize) +
+              ") != micro_batch_size (" + std::to_string(t.microBatchSize) +
+              ") * world.size (" + std::to_string(p.world.size) +
+              ") * gradient_accumulation (" +
+              std::to_string(t.gradientAccumulation) + ")");
+  if (p.strategy.offload != Offload::None && p.strategy.zero == 0)
+    root.at("strategy")
+        .at("offload")
+        .fail("offload needs zero >= 1 (the host optimizer updates shards)");
+  if (root.has("schedule")) {
+    p.schedule = parseSchedule(root.at("schedule"), p.model);
+  } else {
+    p.schedule = deriveSchedule(p.model, p.strategy, p.world.size);
+    p.scheduleDerived = true;
+  }
+  validateSchedule(p);
+  if (root.has("predicted")) {
+    Node pr = root.at("predicted");
+    pr.object().onlyKeys(
+        {"peak_memory_bytes", "step_seconds", "tokens_per_second", "mfu"});
+    if (pr.has("peak_memory_bytes"))
+      p.predicted.peakMemoryBytes =
+          pr.at("peak_memory_bytes").integer(0, kBig * 1024);
+    if (pr.has("step_seconds"))
+      p.predicted.stepSeconds = pr.at("step_seconds").number(0, 1e9);
+    if (pr.has("tokens_per_second"))
+      p.predicted.tokensPerSecond = pr.at("tokens_per_second").number(0, 1e15);
+  }
+  return p;
+}
+
+std::string planToJson(const Plan &p) {
+  const ModelConfig &m = p.model;
+  const TrainingConfig &t = p.training;
+  const StrategyConfig &st = p.strategy;
+  const Schedule &s = p.schedule;
+  // ordered_json keeps the documented field order in the output.
+  using ojson = nlohmann::ordered_json;
+  ojson units = ojson::array(), buckets = ojson::array();
+  for (const UnitSpec &u : s.units) {
+    ojson e = {{"kind", u.kind == UnitKind::Embedding ? "embedding"
+                        : u.kind == UnitKind::Head    ? "head"
+                                                      : "decoder"}};
+    if (u.kind == UnitKind::Decoder) {
+      e["layer"] = u.layer;
+      e["checkpoint"] = toString(u.checkpoint);
+    }
+    units.push_back(e);
+  }
+  for (const Bucket &b : s.buckets)
+    buckets.push_back({{"units", b.units},
+                       {"collective", toString(b.collective)},
+                       {"every_micro_batch", b.everyMicroBatch}});
+  auto program = [](const std::vector<ProgramStep> &steps, bool backward) {
+    ojson out = ojson::array();
+    for (const ProgramStep &st : steps) {
+      ojson e = {
+          {"unit", st.unit}, {"gather", st.gather}, {"release", st.release}};
+      if (backward)
+        e["reduce"] = st.reduce;
+      out.push_back(e);
+    }
+    return out;
+  };
+  ojson j = {
+      {"schema", kPlanSchemaName},
+      {"version", kPlanSchemaVersion},
+      {"model",
+       {{"hidden_size", m.hiddenSize},
+        {"intermediate_size", m.intermediateSize},
+        {"num_hidden_layers", m.numLayers},
+        {"num_attention_heads", m.numHeads},
+        {"num_key_value_heads", m.numKvHeads},
+        {"head_dim", m.headDim},
+        {"vocab_size", m.vocabSize},
+        {"tie_word_embeddings", m.tieWordEmbeddings},
+        {"rms_norm_eps", m.rmsNormEps},
+        {"rope_theta", m.ropeTheta},
+        {"attention_qkv_bias", m.qkvBias},
+        {"attention_o_bias", m.oBias},
+        {"qk_norm", m.qkNorm}}},
+      {"training",
+       {{"sequence_length", t.sequenceLength},
+        {"global_batch_size", t.globalBatchSize},
+        {"micro_batch_size", t.microBatchSize},
+        {"gradient_accumulation", t.gradientAccumulation},
+        {"precision", toString(t.precision)},
+        {"optimizer",
+         {{"name", "adamw"},
+          {"lr", t.optimizer.lr},
+          {"betas", {t.optimizer.beta1, t.optimizer.beta2}},
+          {"eps", t.optimizer.eps},
+          {"weight_decay", t.optimizer.weightDecay}}},
+        {"seed", t.seed}}},
+      {"world",
+       {{"size", p.world.size}, {"gpus_per_node", p.world.gpusPerNode}}},
+      {"strategy",
+       {{"zero", st.zero},
+        {"offload", toString(st.offload)},
+        {"checkpointing", toString(st.checkpointing)},
+        {"checkpoint_layers", st.checkpointLayers},
+        {"bucket_bytes", st.bucketBytes},
+        {"prefetch_depth", st.prefetchDepth}}},
+      {"schedule",
+       {{"units", units},
+        {"buckets", buckets},
+        {"forward", program(s.forward, false)},
+        {"backward", program(s.backward, true)},
+        {"optimizer",
+         {{"device",
+           s.optimizer.device == OptimizerDevice::Cpu ? "cpu" : "accelerator"},
+          {"gather_params", s.optimizer.gatherParams}}}}},
+      {"predicted",
+       {{"peak_memory_bytes", p.predicted.peakMemoryBytes},
+        {"step_seconds", p.predicted.stepSeconds},
+        {"tokens_per_second", p.predicted.tokensPerSecond}}}};
+  return j.dump(1) + "\n";
+}
+
+Plan parsePlan(const std::string &path) {
+  std::ifstream in(path);
+  SWIFT_CHECK(in.good(), path, ": cannot open plan file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parsePlanText(ss.str(), path);
+}
+
+void checkPlanMatchesWorld(const Plan &plan, int64_t worldSize) {
+  SWIFT_CHECK(plan.world.size == worldSize, plan.path,
+              ": world.size: plan is for ", plan.world.size,
+              " ranks but the job was started with ", worldSize);
+}
+
+const char *toString(Precision p) {
+  switch (p) {
+  case Precision::Bf16Mixed:
+    return "bf16-mixed";
+  case Precision::Bf16:
+    return "bf16";
+  case Precision::Fp32:
+    return "fp32";
+  }
+  return "?";
+}
+const char *toString(Offload o) {
+  switch (o) {
+  case Offload::None:
+    return "none";
+  case Offload::Optimizer:
+    return "optimizer";
+  case Offload::OptimizerAndParams:
+    return "optimizer+params";
+  }
+  return "?";
+}
+const char *toString(Checkpointing c) {
+  switch (c) {
+  case Checkpointing::None:
+    return "none";
+  case Checkpointing::Selective:
+    return "selective";
+  case Checkpointing::Full:
+    return "full";
+  }
+  return "?";
+}
+const char *toString(Collective c) {
+  return c == Collective::AllReduce ? "all_reduce" : "reduce_scatter";
+}
+
+} // namespace swift::plan

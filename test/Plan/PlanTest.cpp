@@ -1,0 +1,211 @@
+//===- PlanTest.cpp - plan.json schema: parsing, validation, schedules ----===//
+#include "swift/Plan/Plan.h"
+#include "swift/Plan/Error.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+using namespace swift::plan;
+using nlohmann::json;
+
+namespace {
+
+json basePlan(int zero = 0, int world = 1) {
+  return json::parse(R"({
+    "schema": "swift.plan", "version": 1,
+    "model": {"hidden_size": 64, "intermediate_size": 128,
+              "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "vocab_size": 256,
+              "tie_word_embeddings": true, "rms_norm_eps": 1e-5,
+              "rope_theta": 10000.0},
+    "training": {"sequence_length": 32, "global_batch_size": 8,
+                 "micro_batch_size": 2, "gradient_accumulation": 4,
+                 "precision": "fp32",
+                 "optimizer": {"lr": 1e-3, "betas": [0.9, 0.95],
+                               "eps": 1e-8, "weight_decay": 0.0}},
+    "world": {"size": 1},
+    "strategy": {"zero": 0, "offload": "none", "checkpointing": "none"}
+  })")
+      .patch(json::array(
+          {{{"op", "replace"}, {"path", "/strategy/zero"}, {"value", zero}},
+           {{"op", "replace"}, {"path", "/world/size"}, {"value", world}},
+           {{"op", "replace"},
+            {"path", "/training/gradient_accumulation"},
+            {"value", 4 / world}}}));
+}
+
+std::string errorOf(const json &j) {
+  try {
+    parsePlanText(j.dump(), "p.json");
+  } catch (const UserError &e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// The plan with its derived schedule written out, as the compiler would.
+json explicitPlan(int zero, int world) {
+  return json::parse(
+      planToJson(parsePlanText(basePlan(zero, world).dump(), "p")));
+}
+
+TEST(Plan, ExamplesParse) {
+  int n = 0;
+  for (auto &e : std::filesystem::directory_iterator(SWIFT_EXAMPLES_DIR)) {
+    if (e.path().extension() != ".json")
+      continue;
+    EXPECT_NO_THROW(parsePlan(e.path().string())) << e.path();
+    ++n;
+  }
+  EXPECT_GE(n, 2);
+}
+
+TEST(Plan, ModelDefaultsAndParameterCount) {
+  Plan p = parsePlanText(basePlan().dump(), "p");
+  EXPECT_EQ(p.model.headDim, 16); // hidden / heads
+  EXPECT_EQ(p.model.numKvHeads, 2);
+  // Llama-3.2-1B's published size: 1,235,814,400 parameters (tied).
+  ModelConfig m;
+  m.hiddenSize = 2048;
+  m.intermediateSize = 8192;
+  m.numLayers = 16;
+  m.numHeads = 32;
+  m.numKvHeads = 8;
+  m.headDim = 64;
+  m.vocabSize = 128256;
+  m.tieWordEmbeddings = true;
+  EXPECT_EQ(m.numParameters(), 1235814400);
+}
+
+TEST(Plan, DerivedSchedulesValidateForEveryStrategy) {
+  for (int zero = 0; zero <= 3; ++zero)
+    for (const char *offload : {"none", "optimizer", "optimizer+params"})
+      for (const char *ck : {"none", "selective", "full"})
+        for (bool tied : {true, false})
+          for (int depth : {0, 1, 2}) {
+            json j = basePlan(zero, 2);
+            j["strategy"]["offload"] = offload;
+            j["strategy"]["checkpointing"] = ck;
+            j["strategy"]["prefetch_depth"] = depth;
+            j["model"]["tie_word_embeddings"] = tied;
+            bool legal =
+                !((std::string(offload) != "none" && zero == 0) ||
+                  (std::string(offload) == "optimizer+params" && zero != 3));
+            std::string err = errorOf(j);
+            EXPECT_EQ(err.empty(), legal) << "zero " << zero << " " << offload
+                                          << " " << ck << ": " << err;
+            if (legal) // and its explicit form round-trips
+              EXPECT_EQ(errorOf(json::parse(
+                            planToJson(parsePlanText(j.dump(), "p")))),
+                        "");
+          }
+}
+
+TEST(Plan, FirstKLayersCheckpointed) {
+  json j = basePlan();
+  j["strategy"]["checkpointing"] = "full";
+  j["strategy"]["checkpoint_layers"] = 1;
+  Plan p = parsePlanText(j.dump(), "p");
+  EXPECT_EQ(p.schedule.units[1].checkpoint, Checkpointing::Full);
+  EXPECT_EQ(p.schedule.units[2].checkpoint, Checkpointing::None);
+}
+
+TEST(Plan, ErrorsNameTheFieldAndWhy) {
+  json j = basePlan();
+  j["version"] = 7;
+  EXPECT_EQ(errorOf(j), "p.json: version: plan schema version 7 is not "
+                        "supported by this swift-run (reads version 1)");
+  j = basePlan();
+  j["training"]["optimizer"]["betas"] = {0.9};
+  EXPECT_EQ(errorOf(j),
+            "p.json: training.optimizer.betas: expected [beta1, beta2]");
+  j = basePlan();
+  j["strategy"]["offload"] = "optimizer";
+  EXPECT_NE(errorOf(j).find("strategy.offload: offload needs zero >= 1"),
+            std::string::npos);
+  j = basePlan();
+  j["model"]["hidden_size"] = "64";
+  EXPECT_EQ(errorOf(j),
+            "p.json: model.hidden_size: expected an integer, got string");
+}
+
+TEST(Plan, WorldMismatchIsAUserError) {
+  Plan p = parsePlanText(basePlan(0, 4).dump(), "p.json");
+  try {
+    checkPlanMatchesWorld(p, 2);
+    FAIL() << "no error";
+  } catch (const UserError &e) {
+    EXPECT_STREQ(e.what(), "p.json: world.size: plan is for 4 ranks but the "
+                           "job was started with 2");
+  }
+}
+
+TEST(Schedule, ZeroThreeUseBeforeGatherIsRejected) {
+  json j = explicitPlan(3, 2);
+  // Unit 1 is prefetched by unit 0's entry and listed again in its own
+  // (a no-op when resident); remove both.
+  j["schedule"]["forward"][0]["gather"] = json::array({0});
+  j["schedule"]["forward"][1]["gather"] = json::array({2});
+  EXPECT_NE(errorOf(j).find("schedule.forward[1]: unit 1 needs the parameters "
+                            "of unit 1, which are not gathered"),
+            std::string::npos)
+      << errorOf(j);
+}
+
+TEST(Schedule, ZeroThreeMustReleaseEverything) {
+  json j = explicitPlan(3, 2);
+  j["schedule"]["backward"][1]["release"] = json::array();
+  EXPECT_NE(errorOf(j).find("still gathered after backward"), std::string::npos)
+      << errorOf(j);
+}
+
+TEST(Schedule, GatherAtZeroTwoIsRejected) {
+  json j = explicitPlan(2, 2);
+  j["schedule"]["forward"][0]["gather"] = json::array({1});
+  EXPECT_NE(errorOf(j).find("gather/release need zero 3"), std::string::npos);
+}
+
+TEST(Schedule, BucketReducedBeforeItsGradientsAreFinal) {
+  json j = explicitPlan(0, 2);
+  // Move every reduction to the head's backward entry (the first).
+  json all = json::array();
+  for (auto &st : j["schedule"]["backward"]) {
+    for (auto &b : st["reduce"])
+      all.push_back(b);
+    st["reduce"] = json::array();
+  }
+  j["schedule"]["backward"][0]["reduce"] = all;
+  EXPECT_NE(errorOf(j).find("whose gradients are not final yet"),
+            std::string::npos)
+      << errorOf(j);
+}
+
+TEST(Schedule, BucketCollectiveMustMatchTheStage) {
+  json j = explicitPlan(1, 2);
+  j["schedule"]["buckets"][0]["collective"] = "all_reduce";
+  EXPECT_NE(errorOf(j).find("zero 1 reduces gradients with reduce_scatter"),
+            std::string::npos);
+  j = explicitPlan(3, 2);
+  j["schedule"]["buckets"][0]["every_micro_batch"] = false;
+  EXPECT_NE(errorOf(j).find("must reduce every micro-batch"),
+            std::string::npos);
+}
+
+TEST(Schedule, BackwardOrderIsAutogradOrder) {
+  json j = explicitPlan(0, 1);
+  std::swap(j["schedule"]["backward"][0], j["schedule"]["backward"][1]);
+  EXPECT_NE(errorOf(j).find("backward must compute units in order 3..0"),
+            std::string::npos);
+}
+
+TEST(Schedule, BucketsFollowBucketBytes) {
+  json j = basePlan(0, 2);
+  j["strategy"]["bucket_bytes"] = 1; // one unit per bucket
+  EXPECT_EQ(parsePlanText(j.dump(), "p").schedule.buckets.size(), 4u);
+  j["strategy"]["bucket_bytes"] = int64_t(1) << 30; // everything in one
+  EXPECT_EQ(parsePlanText(j.dump(), "p").schedule.buckets.size(), 1u);
+}
+
+} // namespace
