@@ -9,23 +9,25 @@ import os, sys, json, time, gc, traceback, math
 import torch
 import torch.distributed as dist
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import models  # noqa: E402
+
 WORLD = int(sys.argv[1]); OUT = sys.argv[2]; FILT = sys.argv[3] if len(sys.argv) > 3 else ""
 DEADLINE = time.time() + float(os.environ.get("BUDGET_S", "520"))
 
-MODELS = {
-    "qwen2.5-0.5b": dict(hidden=896, layers=24, heads=14, kv=2, ffn=4864, vocab=151936, tie=True, bias=True),
-    "qwen2.5-1.5b": dict(hidden=1536, layers=28, heads=12, kv=2, ffn=8960, vocab=151936, tie=True, bias=True),
-    "llama3.2-1b": dict(hidden=2048, layers=16, heads=32, kv=8, ffn=8192, vocab=128256, tie=True, bias=False),
-    "llama3.2-3b": dict(hidden=3072, layers=28, heads=24, kv=8, ffn=8192, vocab=128256, tie=True, bias=False),
-    "llama3-8b": dict(hidden=4096, layers=32, heads=32, kv=8, ffn=14336, vocab=128256, tie=False, bias=False),
-}
-
 def cfg_of(name):
+    """HF's LlamaForCausalLM config of a table model (benchmarks/models.py),
+    as every row in test/data/calibration was measured: shapes only (HF's
+    defaults for the norm epsilon and rope), and Llama's one attention_bias
+    flag (q, k, v and o biases) where Qwen2 has q/k/v biases."""
     from transformers import LlamaConfig
-    m = MODELS[name]
-    return LlamaConfig(hidden_size=m["hidden"], num_hidden_layers=m["layers"], num_attention_heads=m["heads"],
-                       num_key_value_heads=m["kv"], intermediate_size=m["ffn"], vocab_size=m["vocab"],
-                       tie_word_embeddings=m["tie"], attention_bias=m["bias"], max_position_embeddings=32768,
+    m = models.model(name)
+    return LlamaConfig(hidden_size=m["hidden_size"], num_hidden_layers=m["num_hidden_layers"],
+                       num_attention_heads=m["num_attention_heads"],
+                       num_key_value_heads=m["num_key_value_heads"],
+                       intermediate_size=m["intermediate_size"], vocab_size=m["vocab_size"],
+                       tie_word_embeddings=m["tie_word_embeddings"],
+                       attention_bias=m["attention_qkv_bias"], max_position_embeddings=32768,
                        attn_implementation="sdpa")
 
 def fix_rope(model, cfg):

@@ -15,14 +15,8 @@ import json, os, sys, statistics
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "..", "test", "data", "calibration")
 MiB = 1 << 20
-
-MODELS = {  # same table as hf_baseline.py
-    "qwen2.5-0.5b": dict(hidden=896, layers=24, heads=14, kv=2, ffn=4864, vocab=151936, tie=True, bias=True),
-    "qwen2.5-1.5b": dict(hidden=1536, layers=28, heads=12, kv=2, ffn=8960, vocab=151936, tie=True, bias=True),
-    "llama3.2-1b": dict(hidden=2048, layers=16, heads=32, kv=8, ffn=8192, vocab=128256, tie=True, bias=False),
-    "llama3.2-3b": dict(hidden=3072, layers=28, heads=24, kv=8, ffn=8192, vocab=128256, tie=True, bias=False),
-    "llama3-8b": dict(hidden=4096, layers=32, heads=32, kv=8, ffn=14336, vocab=128256, tie=False, bias=False),
-}
+sys.path.insert(0, os.path.join(HERE, ".."))
+import models  # noqa: E402
 
 CONST = dict(
     # Fixed allocator-level extras at the peak (cuBLAS/cuDNN workspaces, 512-B rounding of the
@@ -43,18 +37,19 @@ CONST = dict(
 
 
 def dims(name):
-    m = MODELS[name]
-    h, L, H, kv, f, V = m["hidden"], m["layers"], m["heads"], m["kv"], m["ffn"], m["vocab"]
-    hd = h // H
+    m = models.model(name)
+    h, L, H, kv = m["hidden_size"], m["num_hidden_layers"], m["num_attention_heads"], m["num_key_value_heads"]
+    f, V, hd = m["intermediate_size"], m["vocab_size"], m["head_dim"]
     kvd = kv * hd
-    bias = (h + 2 * kvd + h) if m["bias"] else 0          # q,k,v,o biases (attention_bias=True)
+    # hf_baseline.py builds HF Llama, whose attention_bias adds q,k,v and o biases
+    bias = (h + 2 * kvd + h) if m["attention_qkv_bias"] else 0
     p_lin = h * h + 2 * h * kvd + h * h + 3 * h * f        # linear weights of one layer
     p_layer = p_lin + bias + 2 * h                         # + biases + 2 RMSNorm weights
     p_embed = V * h
-    p_head = 0 if m["tie"] else V * h
+    p_head = 0 if m["tie_word_embeddings"] else V * h
     P = L * p_layer + p_embed + p_head + h
     return dict(h=h, L=L, H=H, kv=kv, f=f, V=V, hd=hd, kvd=kvd, bias=bias, p_lin=p_lin,
-                p_layer=p_layer, p_embed=p_embed, p_head=p_head, P=P, tie=m["tie"])
+                p_layer=p_layer, p_embed=p_embed, p_head=p_head, P=P, tie=m["tie_word_embeddings"])
 
 
 def lora_params(d, r=16):

@@ -7,18 +7,28 @@ Prints ms per forward+backward and TFLOP/s counted as the MFU formula counts
 attention (6 * S * C per token per layer: causal half of 4*S*D*H forward,
 times 3 with backward).
 """
+import os
+import sys
+
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from cuda_timing import bench
 
-SHAPES = {  # name: B, H, KV, S, D
-    "llama3.2-1b B4 S2048": (4, 32, 8, 2048, 64),
-    "llama3.2-3b B2 S4096": (2, 24, 8, 4096, 128),
-    "qwen2.5-0.5b B4 S2048": (4, 14, 2, 2048, 64),
-    "llama3.1-8b B1 S4096": (1, 32, 8, 4096, 128),
-}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import models  # noqa: E402
+
+
+def shape(model, B, S):
+    """B, H, KV, S, D"""
+    m = models.MODELS[model]
+    return B, m["num_attention_heads"], m["num_key_value_heads"], S, m["head_dim"]
+
+
+SHAPES = {f"{model} B{B} S{S}": shape(model, B, S)
+          for model, B, S in (("llama3.2-1b", 4, 2048), ("llama3.2-3b", 2, 4096),
+                              ("qwen2.5-0.5b", 4, 2048), ("llama3.1-8b", 1, 4096))}
 BACKENDS = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
             "efficient": SDPBackend.EFFICIENT_ATTENTION}
 

@@ -5,15 +5,27 @@ gradient dW = dY^T X (what swift-run and autograd run).
 
 Usage (device): python3 benchmarks/runtime/gemm_bench.py
 """
+import os
+import sys
+
 import torch
 
 from cuda_timing import bench
 
-SHAPES = {  # name: tokens, hidden, qkv width, intermediate
-    "llama3.2-1b B4 S2048": (8192, 2048, 3072, 8192),
-    "llama3.2-3b B2 S4096": (8192, 3072, 5120, 8192),
-    "llama3.1-8b B1 S4096": (4096, 4096, 6144, 14336),
-}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import models  # noqa: E402
+
+
+def shape(model, B, S):
+    """tokens, hidden, qkv width, intermediate"""
+    m = models.MODELS[model]
+    qkv = (m["num_attention_heads"] + 2 * m["num_key_value_heads"]) * m["head_dim"]
+    return B * S, m["hidden_size"], qkv, m["intermediate_size"]
+
+
+SHAPES = {f"{model} B{B} S{S}": shape(model, B, S)
+          for model, B, S in (("llama3.2-1b", 4, 2048), ("llama3.2-3b", 2, 4096),
+                              ("llama3.1-8b", 1, 4096))}
 
 
 def main():

@@ -20,25 +20,8 @@ import json, os, sys
 PEAK_FLOPS = 989e12
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEMPLATE = os.path.join(HERE, "..", "..", "examples", "plans", "llama3.2-1b-h200.json")
-
-MODELS = {  # HF config fields of the plan schema's "model"
-    "llama3.2-1b": dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
-                        num_attention_heads=32, num_key_value_heads=8, head_dim=64,
-                        vocab_size=128256, tie_word_embeddings=True, rms_norm_eps=1e-5,
-                        rope_theta=500000.0),
-    "llama3.2-3b": dict(hidden_size=3072, intermediate_size=8192, num_hidden_layers=28,
-                        num_attention_heads=24, num_key_value_heads=8, head_dim=128,
-                        vocab_size=128256, tie_word_embeddings=True, rms_norm_eps=1e-5,
-                        rope_theta=500000.0),
-    "qwen2.5-0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                         num_attention_heads=14, num_key_value_heads=2, head_dim=64,
-                         vocab_size=151936, tie_word_embeddings=True, rms_norm_eps=1e-6,
-                         rope_theta=1000000.0, attention_qkv_bias=True),
-    "llama3-8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-                      num_attention_heads=32, num_key_value_heads=8, head_dim=128,
-                      vocab_size=128256, tie_word_embeddings=False, rms_norm_eps=1e-5,
-                      rope_theta=500000.0),
-}
+sys.path.insert(0, os.path.join(HERE, ".."))
+import models  # noqa: E402
 
 # name, model, swift precision, B, S, checkpointing, the HF baseline's case
 CONFIGS = [
@@ -73,7 +56,6 @@ def flops_per_token(m, S):
 
 
 PLANNED = os.path.join(HERE, "plans")
-PRESETS = {"llama3-8b": "llama3.1-8b"}  # hf_baseline.py's names -> swift presets
 
 
 def write_jobs(d):
@@ -82,7 +64,7 @@ def write_jobs(d):
         path = os.path.join(d, name + ".yaml")
         with open(path, "w") as f:
             f.write(f"# side_by_side.py: {name}\n"
-                    f"model: {PRESETS.get(model, model)}\n"
+                    f"model: {models.preset(model)}\n"
                     f"training: {{sequence_length: {S}, global_batch_size: {B}, "
                     f"micro_batch_size: {B}, precision: {prec}}}\n"
                     f"cluster: {{gpu: h200, gpus_per_node: 1}}\n"
@@ -104,8 +86,8 @@ def write_plans(d):
             continue
         p = json.loads(json.dumps(base))
         p["comment"] = f"side_by_side.py: {name}"
-        p["model"].update(attention_qkv_bias=False, attention_o_bias=False, qk_norm=False)
-        p["model"].update(MODELS[model])
+        # the plan schema's model: the table's fields but model_type
+        p["model"].update({k: v for k, v in models.model(model).items() if k != "model_type"})
         p["training"].update(sequence_length=S, global_batch_size=B, micro_batch_size=B,
                              gradient_accumulation=1, precision=prec)
         assert ckpt != "auto", f"{name}: run make_plans.sh (swift-plan chooses checkpointing)"
@@ -166,7 +148,7 @@ def table(out):
         cfg = next((c for c in all_cfgs if name == c[0] or name.startswith(c[0] + "/")), None)
         if cfg is None or not steps:
             continue
-        fpt = flops_per_token(MODELS[cfg[1]], cfg[4])
+        fpt = flops_per_token(models.model(cfg[1]), cfg[4])
         steady = steps[1:] or steps  # the first step warms up
         s_tps = sum(r["tokens"] for r in steady) / sum(r["step_seconds"] for r in steady)
         s_peak = max(r["peak_memory_bytes"] for r in steady)
