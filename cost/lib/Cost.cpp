@@ -4,33 +4,6 @@
 
 namespace swift::cost {
 
-const char *toString(Backend b) {
-  switch (b) {
-  case Backend::SwiftRun: return "swift-run";
-  case Backend::HF: return "hf";
-  case Backend::DeepSpeed: return "deepspeed";
-  }
-  return "?";
-}
-
-const char *toString(Offload o) {
-  switch (o) {
-  case Offload::None: return "none";
-  case Offload::Optimizer: return "optimizer";
-  case Offload::OptimizerAndParams: return "optimizer+params";
-  }
-  return "?";
-}
-
-const char *toString(Checkpointing c) {
-  switch (c) {
-  case Checkpointing::None: return "none";
-  case Checkpointing::Selective: return "selective";
-  case Checkpointing::Full: return "full";
-  }
-  return "?";
-}
-
 std::string PeakLocation::str() const {
   std::string s = phase;
   if (layer >= 0)

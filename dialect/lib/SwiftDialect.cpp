@@ -124,7 +124,7 @@ StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return success();
   if (*checkpointLayers < 0)
     return emitError() << "checkpoint_layers must be >= 0";
-  if (checkpointing == Checkpointing::none)
+  if (checkpointing == Checkpointing::None)
     return emitError() << "checkpoint_layers needs checkpointing selective "
                           "or full, not none";
   return success();

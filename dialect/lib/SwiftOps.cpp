@@ -31,10 +31,10 @@ static LogicalResult verifySameTokens(Operation *op, Value a, Value b) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult JobOp::verify() {
-  bool adapters = getMethod() != Method::full;
+  bool adapters = getMethod() != Method::Full;
   if (adapters && !getLora())
     return emitOpError("method ")
-           << stringifyMethod(getMethod()) << " needs a 'lora' attribute";
+           << irKeyword(getMethod()) << " needs a 'lora' attribute";
   if (!adapters && getLora())
     return emitOpError("'lora' is set but method is full");
   if (getMicroBatchSize() && *getMicroBatchSize() > getGlobalBatchSize())
@@ -95,7 +95,7 @@ int64_t ModelOp::getNumParameters() {
 }
 
 int64_t ModelOp::getNumTrainableParameters(Method method, LoraAttr lora) {
-  if (method == Method::full)
+  if (method == Method::Full)
     return getNumParameters();
   int64_t total = 0;
   walk([&](LinearOp linear) {

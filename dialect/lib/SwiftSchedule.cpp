@@ -42,8 +42,8 @@ OptimizerStepOp ScheduleOp::getOptimizerStep() {
 /// last), as plan.json's units list requires.
 static UnitKind expectedKind(int64_t index, int64_t numUnits) {
   if (index == 0)
-    return UnitKind::embedding;
-  return index == numUnits - 1 ? UnitKind::head : UnitKind::decoder;
+    return UnitKind::Embedding;
+  return index == numUnits - 1 ? UnitKind::Head : UnitKind::Decoder;
 }
 
 LogicalResult ScheduleOp::verifyRegions() {
@@ -60,8 +60,8 @@ LogicalResult ScheduleOp::verifyRegions() {
     UnitKind want = expectedKind(i, numUnits);
     if (unit.getKind() != want)
       return unit.emitOpError("unit ")
-             << i << " must be the " << stringifyUnitKind(want);
-    if (want == UnitKind::decoder && unit.getLayer() != int64_t(i) - 1)
+             << i << " must be the " << irKeyword(want);
+    if (want == UnitKind::Decoder && unit.getLayer() != int64_t(i) - 1)
       return unit.emitOpError("unit ")
              << i << " must be decoder layer " << int64_t(i) - 1;
   }
@@ -121,13 +121,13 @@ LogicalResult ScheduleOp::verifyRegions() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult UnitOp::verify() {
-  bool decoder = getKind() == UnitKind::decoder;
+  bool decoder = getKind() == UnitKind::Decoder;
   if (decoder != getLayer().has_value())
     return emitOpError(decoder ? "a decoder unit needs its layer index"
                                : "only decoder units have a layer index");
-  if (!decoder && getCheckpointMode() != Checkpointing::none)
+  if (!decoder && getCheckpointMode() != Checkpointing::None)
     return emitOpError("only decoder units are checkpointed");
-  if (getReadsEmbedding() && getKind() != UnitKind::head)
+  if (getReadsEmbedding() && getKind() != UnitKind::Head)
     return emitOpError("only the head reads the embedding table");
   return success();
 }

@@ -58,7 +58,7 @@ FailureOr<llvm::json::Object> deepSpeedConfig(ModuleOp module) {
     // layers, the largest unit that recurs.
     int64_t largestLayer = 0;
     for (UnitOp unit : schedule.getUnits())
-      if (unit.getKind() == UnitKind::decoder)
+      if (unit.getKind() == UnitKind::Decoder)
         largestLayer = std::max<int64_t>(largestLayer, unit.getParameters());
     zero["stage3_prefetch_bucket_size"] =
         *schedule.getPrefetchDepth() * largestLayer;
@@ -73,7 +73,7 @@ FailureOr<llvm::json::Object> deepSpeedConfig(ModuleOp module) {
   const int64_t micro = s.microBatchSize, accumulation = s.gradientAccumulation;
   // bf16-mixed and pure bf16 both compute in bf16; DeepSpeed's bf16 mode
   // keeps fp32 master weights in its optimizer (bf16-mixed semantics).
-  const bool bf16 = m->job.getPrecision() != Precision::fp32;
+  const bool bf16 = m->job.getPrecision() != Precision::Fp32;
   return llvm::json::Object{
       {"train_batch_size", micro * accumulation * m->worldSize},
       {"train_micro_batch_size_per_gpu", micro},

@@ -1,10 +1,10 @@
 //===- Launch.cpp - the command lines that start the job ------------------===//
 //
 // swift-run reads the torchrun/srun environment (RANK, WORLD_SIZE,
-// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; DESIGN.md), so one
-// plan runs under torchrun, under a hand-written launcher, or on one node
-// through its own --nproc-per-node. The text printed here is meant to be
-// pasted into a shell on each node.
+// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; docs/design.md,
+// swift-run), so one plan runs under torchrun, under a hand-written
+// launcher, or on one node through its own --nproc-per-node. The text
+// printed here is meant to be pasted into a shell on each node.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,7 +28,7 @@ LogicalResult emitLaunch(ModuleOp module, llvm::raw_ostream &os,
   const int64_t world = m->worldSize;
   const Backend backend = m->job.getBackend();
   os << llvm::formatv("# {0} node(s) x {1} GPU(s) = {2} rank(s), backend {3}\n",
-                      nodes, perNode, world, stringifyBackend(backend));
+                      nodes, perNode, world, irKeyword(backend));
 
   // torchrun's rendezvous: standalone on one node, else c10d at MASTER_ADDR
   // (node 0), the same command on every node.
@@ -44,8 +44,8 @@ LogicalResult emitLaunch(ModuleOp module, llvm::raw_ostream &os,
                           nodes, perNode, options.masterPort)
                 .str();
 
-  if (backend != Backend::swift_run) {
-    std::string args = backend == Backend::deepspeed
+  if (backend != Backend::SwiftRun) {
+    std::string args = backend == Backend::DeepSpeed
                            ? " --deepspeed " + options.deepSpeedConfigPath
                            : std::string();
     if (nodes > 1)

@@ -74,18 +74,6 @@ ReadModel readModel(ModelOp model) {
   return out;
 }
 
-plan::Precision precision(Precision p) {
-  switch (p) {
-  case Precision::bf16_mixed:
-    return plan::Precision::Bf16Mixed;
-  case Precision::bf16:
-    return plan::Precision::Bf16;
-  case Precision::fp32:
-    return plan::Precision::Fp32;
-  }
-  llvm_unreachable("unknown precision");
-}
-
 } // namespace
 
 LogicalResult emitPlan(ModuleOp module, llvm::raw_ostream &os) {
@@ -93,9 +81,9 @@ LogicalResult emitPlan(ModuleOp module, llvm::raw_ostream &os) {
   if (failed(m))
     return failure();
   JobOp job = m->job;
-  if (job.getBackend() != Backend::swift_run)
+  if (job.getBackend() != Backend::SwiftRun)
     return job.emitError("plan.json is swift-run's input, but the job's backend is ")
-           << (job.getBackend() == Backend::hf ? "hf" : "deepspeed")
+           << plan::toString(job.getBackend())
            << "; use --emit deepspeed or --emit launch, or --set "
               "backend=swift-run";
   auto model = dyn_cast_or_null<ModelOp>(
@@ -120,12 +108,12 @@ LogicalResult emitPlan(ModuleOp module, llvm::raw_ostream &os) {
   plan.training.globalBatchSize = job.getGlobalBatchSize();
   plan.training.microBatchSize = s.microBatchSize;
   plan.training.gradientAccumulation = s.gradientAccumulation;
-  plan.training.precision = precision(job.getPrecision());
+  plan.training.precision = job.getPrecision();
   plan.world.size = m->worldSize;
   plan.world.gpusPerNode = m->cluster.getGpusPerNode();
   plan.strategy.zero = s.zero;
-  plan.strategy.offload = static_cast<plan::Offload>(s.offload);
-  plan.strategy.checkpointing = static_cast<plan::Checkpointing>(s.checkpointing);
+  plan.strategy.offload = s.offload;
+  plan.strategy.checkpointing = s.checkpointing;
   plan.strategy.checkpointLayers = s.checkpointLayers;
   plan.strategy.bucketBytes = *m->schedule.getBucketBytes();
   plan.strategy.prefetchDepth = static_cast<int>(*m->schedule.getPrefetchDepth());

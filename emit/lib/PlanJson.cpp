@@ -1,8 +1,8 @@
 //===- PlanJson.cpp - plan.json's strategy and schedule from the IR -------===//
 //
-// One JSON entry per schedule op, in the spelling runtime/lib/Plan.cpp
+// One JSON entry per schedule op, in the spelling plan/lib/Plan.cpp
 // parses (the schema's single source of truth is
-// runtime/include/swift/Plan/Plan.h).
+// plan/include/swift/Plan/Plan.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,18 +54,6 @@ FailureOr<Materialized> findMaterialized(ModuleOp module) {
   return m;
 }
 
-static const char *offloadName(cost::Offload o) {
-  switch (o) {
-  case cost::Offload::None:
-    return "none";
-  case cost::Offload::Optimizer:
-    return "optimizer";
-  case cost::Offload::OptimizerAndParams:
-    return "optimizer+params";
-  }
-  llvm_unreachable("unknown offload");
-}
-
 FailureOr<llvm::json::Object> strategyJson(ModuleOp module) {
   FailureOr<Materialized> m = findMaterialized(module);
   if (failed(m))
@@ -73,9 +61,9 @@ FailureOr<llvm::json::Object> strategyJson(ModuleOp module) {
   const cost::Strategy &s = m->strategy;
   llvm::json::Object o{
       {"zero", s.zero},
-      {"offload", offloadName(s.offload)},
+      {"offload", ::swift::plan::toString(s.offload)},
       {"checkpointing",
-       stringifyCheckpointing(*m->job.getStrategy().getCheckpointing())},
+       ::swift::plan::toString(*m->job.getStrategy().getCheckpointing())},
       {"bucket_bytes", *m->schedule.getBucketBytes()},
       {"prefetch_depth", *m->schedule.getPrefetchDepth()},
   };
@@ -91,17 +79,17 @@ FailureOr<llvm::json::Object> scheduleJson(ModuleOp module) {
   ScheduleOp schedule = m->schedule;
   llvm::json::Array units, buckets;
   for (UnitOp unit : schedule.getUnits()) {
-    llvm::json::Object u{{"kind", stringifyUnitKind(unit.getKind())}};
-    if (unit.getKind() == UnitKind::decoder) {
+    llvm::json::Object u{{"kind", ::swift::plan::toString(unit.getKind())}};
+    if (unit.getKind() == UnitKind::Decoder) {
       u["layer"] = *unit.getLayer();
-      u["checkpoint"] = stringifyCheckpointing(unit.getCheckpointMode());
+      u["checkpoint"] = ::swift::plan::toString(unit.getCheckpointMode());
     }
     units.push_back(std::move(u));
   }
   for (BucketOp bucket : schedule.getBuckets())
     buckets.push_back(llvm::json::Object{
         {"units", llvm::json::Array(bucket.getUnits())},
-        {"collective", stringifyCollective(bucket.getCollective())},
+        {"collective", ::swift::plan::toString(bucket.getCollective())},
         {"every_micro_batch", bool(bucket.getEveryMicroBatch())}});
 
   // A step opens at each compute; the gathers issued since the previous
@@ -148,7 +136,7 @@ FailureOr<llvm::json::Object> scheduleJson(ModuleOp module) {
       {"forward", steps(schedule.getProgram(ProgramPhase::forward))},
       {"backward", steps(schedule.getProgram(ProgramPhase::backward))},
       {"optimizer", llvm::json::Object{
-                        {"device", stringifyOptimizerDevice(step.getDevice())},
+                        {"device", ::swift::plan::toString(step.getDevice())},
                         {"gather_params", bool(step.getGatherParams())}}}};
 }
 

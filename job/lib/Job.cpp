@@ -74,33 +74,11 @@ static std::string joinList(const std::vector<std::string> &items) {
   return out;
 }
 
-const std::vector<std::string> &precisionValues() {
-  static const std::vector<std::string> v = {"bf16-mixed", "bf16", "fp32"};
-  return v;
-}
-const std::vector<std::string> &methodValues() {
-  static const std::vector<std::string> v = {"full", "lora", "qlora"};
-  return v;
-}
-const std::vector<std::string> &backendValues() {
-  static const std::vector<std::string> v = {"swift-run", "hf", "deepspeed"};
-  return v;
-}
-const std::vector<std::string> &offloadValues() {
-  static const std::vector<std::string> v = {"none", "optimizer",
-                                             "optimizer+params"};
-  return v;
-}
 const std::vector<std::string> &profileKeys() {
   static const std::vector<std::string> v = {
       "matmul_tflops",       "attention_tflops",    "elementwise_gbps",
       "host_link_gbps",      "intra_node_bus_gbps", "inter_node_bus_gbps",
       "collective_latency_us", "cpu_adam_ns_per_param"};
-  return v;
-}
-
-const std::vector<std::string> &checkpointingValues() {
-  static const std::vector<std::string> v = {"none", "selective", "full"};
   return v;
 }
 
@@ -288,11 +266,13 @@ public:
     fail(node, field, "expected true or false, got '" + text + "'");
   }
 
-  std::string oneOf(const YAML::Node &node, const std::string &field,
-                    const std::vector<std::string> &values) const {
+  /// One of the plan enum E's spellings (swift/Plan/Enums.h).
+  template <typename E>
+  E oneOf(const YAML::Node &node, const std::string &field) const {
     std::string text = scalar(node, field);
-    if (std::count(values.begin(), values.end(), text))
-      return text;
+    if (std::optional<E> value = plan::parseEnum<E>(text))
+      return *value;
+    std::vector<std::string> values = plan::enumSpellings<E>();
     std::string message = "'" + text + "' is not one of " + joinList(values);
     if (auto close = closestMatch(text, values))
       message += "; did you mean '" + *close + "'?";
@@ -497,11 +477,11 @@ TrainingSpec readTraining(const Reader &r, const YAML::Node &root) {
                  "; lower it or use auto");
   }
   if (t["precision"])
-    s.precision = r.oneOf(t["precision"], "training.precision", precisionValues());
+    s.precision = r.oneOf<plan::Precision>(t["precision"], "training.precision");
   if (t["optimizer"])
-    s.optimizer = r.oneOf(t["optimizer"], "training.optimizer", {"adamw"});
+    s.optimizer = r.oneOf<plan::Optimizer>(t["optimizer"], "training.optimizer");
   if (t["method"])
-    s.method = r.oneOf(t["method"], "training.method", methodValues());
+    s.method = r.oneOf<plan::Method>(t["method"], "training.method");
   if (YAML::Node l = r.mapping(t, "lora", "training"); l && !l.IsNull()) {
     r.checkKeys(l, "training.lora", *allowedKeys("training.lora"));
     if (l["rank"])
@@ -692,9 +672,9 @@ StrategySpec readStrategy(const Reader &r, const YAML::Node &root,
     s.zero = text[0] - '0';
   }
   if (YAML::Node o = st["offload"]; !Reader::isAuto(o))
-    s.offload = r.oneOf(o, "strategy.offload", offloadValues());
+    s.offload = r.oneOf<plan::Offload>(o, "strategy.offload");
   if (YAML::Node c = st["checkpointing"]; !Reader::isAuto(c))
-    s.checkpointing = r.oneOf(c, "strategy.checkpointing", checkpointingValues());
+    s.checkpointing = r.oneOf<plan::Checkpointing>(c, "strategy.checkpointing");
   if (YAML::Node b = st["bucket_mib"]; !Reader::isAuto(b))
     s.bucketBytes = static_cast<int64_t>(r.real(b, "strategy.bucket_mib") * (1 << 20));
   if (YAML::Node p = st["prefetch_depth"]; !Reader::isAuto(p))
@@ -705,7 +685,7 @@ StrategySpec readStrategy(const Reader &r, const YAML::Node &root,
       r.fail(k, "strategy.checkpoint_layers",
              std::to_string(*s.checkpointLayers) + " exceeds the model's " +
                  std::to_string(model.numHiddenLayers) + " layers");
-    if (s.checkpointing == std::string("none"))
+    if (s.checkpointing == plan::Checkpointing::None)
       r.fail(k, "strategy.checkpoint_layers",
              "set, but checkpointing is none; use selective or full");
   }
@@ -850,7 +830,7 @@ std::optional<JobSpec> loadJob(const std::string &path,
     job.training = readTraining(r, root);
     job.cluster = readCluster(r, root);
     if (root["backend"])
-      job.backend = r.oneOf(root["backend"], "backend", backendValues());
+      job.backend = r.oneOf<plan::Backend>(root["backend"], "backend");
     job.strategy = readStrategy(r, root, job.model);
     return job;
   } catch (const JobError &e) {

@@ -13,7 +13,7 @@ using namespace mlir::swift;
 
 namespace {
 struct AnnotateModelPass
-    : swift::impl::AnnotateModelPassBase<AnnotateModelPass> {
+    : mlir::swift::impl::AnnotateModelPassBase<AnnotateModelPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);

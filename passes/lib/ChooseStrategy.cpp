@@ -24,9 +24,9 @@ cost::FixedDecisions fixedDecisions(JobOp job) {
   if (s.getZero())
     fixed.zero = static_cast<int>(*s.getZero());
   if (s.getOffload())
-    fixed.offload = static_cast<cost::Offload>(*s.getOffload());
+    fixed.offload = *s.getOffload();
   if (s.getCheckpointing())
-    fixed.checkpointing = static_cast<cost::Checkpointing>(*s.getCheckpointing());
+    fixed.checkpointing = *s.getCheckpointing();
   fixed.checkpointLayers = s.getCheckpointLayers();
   fixed.bucketBytes = s.getBucketBytes();
   if (s.getPrefetchDepth())
@@ -35,10 +35,6 @@ cost::FixedDecisions fixedDecisions(JobOp job) {
     fixed.microBatchSize = *job.getMicroBatchSize();
   return fixed;
 }
-
-static_assert(int(cost::Offload::OptimizerAndParams) == int(Offload::optimizer_params) &&
-                  int(cost::Checkpointing::Full) == int(Checkpointing::full),
-              "cost-model and IR enums share their order");
 
 DictionaryAttr candidateAttr(Builder &b, const cost::Candidate &c) {
   const cost::Strategy &s = c.strategy;
@@ -111,7 +107,7 @@ struct ChooseStrategyPass
         const cost::Strategy &s = pick->strategy;
         job.setStrategyAttr(StrategyAttr::get(
             b.getContext(), static_cast<ZeroStage>(s.zero),
-            static_cast<Offload>(s.offload), static_cast<Checkpointing>(s.checkpointing),
+            s.offload, s.checkpointing,
             s.checkpointLayers >= 0 ? std::optional<int64_t>(s.checkpointLayers)
                                     : std::nullopt,
             s.bucketBytes, s.prefetchDepth));

@@ -109,22 +109,6 @@ private:
   int64_t seq;
 };
 
-template <typename EnumT>
-EnumT symbolize(const std::string &yamlSpelling,
-                std::optional<EnumT> (*parse)(llvm::StringRef)) {
-  // Job files spell values as users type them (bf16-mixed,
-  // optimizer+params); the IR's enum keywords use '_'.
-  std::string keyword = yamlSpelling;
-  for (char &c : keyword)
-    if (c == '-' || c == '+')
-      c = '_';
-  std::optional<EnumT> value = parse(keyword);
-  if (!value)
-    llvm::report_fatal_error(llvm::Twine("job value without IR enum: ") +
-                             yamlSpelling);
-  return *value;
-}
-
 } // namespace
 
 OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
@@ -160,7 +144,7 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
   // The model.
   const ModelSpec &m = job.model;
   const TrainingSpec &t = job.training;
-  Type element = t.precision == "fp32" ? Type(b.getF32Type()) : b.getBF16Type();
+  Type element = t.precision == Precision::Fp32 ? Type(b.getF32Type()) : b.getBF16Type();
   std::string modelName = symbolName(m.name);
   auto model = ModelOp::create(b, loc, modelName, m.modelType);
   Block *body = new Block();
@@ -203,20 +187,14 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
   std::optional<ZeroStage> zero;
   if (job.strategy.zero)
     zero = static_cast<ZeroStage>(*job.strategy.zero);
-  std::optional<Offload> offload;
-  if (job.strategy.offload)
-    offload = symbolize<Offload>(*job.strategy.offload, symbolizeOffload);
-  std::optional<Checkpointing> checkpointing;
-  if (job.strategy.checkpointing)
-    checkpointing =
-        symbolize<Checkpointing>(*job.strategy.checkpointing, symbolizeCheckpointing);
-  auto strategy = StrategyAttr::get(&context, zero, offload, checkpointing,
+  auto strategy = StrategyAttr::get(&context, zero, job.strategy.offload,
+                                    job.strategy.checkpointing,
                                     job.strategy.checkpointLayers,
                                     job.strategy.bucketBytes,
                                     job.strategy.prefetchDepth);
-  Method method = symbolize<Method>(t.method, symbolizeMethod);
+  Method method = t.method;
   LoraAttr lora;
-  if (method != Method::full) {
+  if (method != Method::Full) {
     SmallVector<Attribute> targets;
     for (const std::string &target : t.lora.targets)
       targets.push_back(b.getStringAttr(target));
@@ -229,10 +207,10 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
       b.getI64IntegerAttr(t.sequenceLength),
       b.getI64IntegerAttr(t.globalBatchSize),
       t.microBatchSize ? b.getI64IntegerAttr(*t.microBatchSize) : IntegerAttr(),
-      PrecisionAttr::get(&context, symbolize<Precision>(t.precision, symbolizePrecision)),
-      OptimizerAttr::get(&context, symbolize<Optimizer>(t.optimizer, symbolizeOptimizer)),
+      PrecisionAttr::get(&context, t.precision),
+      OptimizerAttr::get(&context, t.optimizer),
       MethodAttr::get(&context, method), lora,
-      BackendAttr::get(&context, symbolize<Backend>(job.backend, symbolizeBackend)),
+      BackendAttr::get(&context, job.backend),
       strategy);
   return module;
 }

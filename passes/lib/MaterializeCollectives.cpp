@@ -1,7 +1,7 @@
 //===- MaterializeCollectives.cpp - buckets, gathers, reductions ----------===//
 //
 // Writes the forward and backward programs exactly as the runtime's
-// deriveSchedule() (runtime/lib/Plan.cpp) would derive them from plan.json's
+// deriveSchedule() (plan/lib/Schedule.cpp) would derive them from plan.json's
 // strategy section. Keeping the two identical means an explicit schedule
 // changes nothing about what swift-run executes: it only makes it visible
 // (and editable) in the IR. Change both together.
@@ -62,7 +62,7 @@ struct MaterializeCollectivesPass
     Location loc = schedule.getLoc();
     MLIRContext *ctx = b.getContext();
     const auto coll = CollectiveAttr::get(
-        ctx, zero == 0 ? Collective::all_reduce : Collective::reduce_scatter);
+        ctx, zero == 0 ? Collective::AllReduce : Collective::ReduceScatter);
     const Stream comm = Stream::communication;
 
     // Buckets in backward order, so each closes as early as possible.
@@ -127,7 +127,7 @@ struct MaterializeCollectivesPass
           for (int64_t owner : units[u - k].getOwners())
             gather(owner, k);
       ComputeUnitOp::create(
-          b, loc, u, units[u].getCheckpointMode() != Checkpointing::none);
+          b, loc, u, units[u].getCheckpointMode() != Checkpointing::None);
       if (z3 && u != 0)
         ReleaseOp::create(b, loc, u);
       if (z3 && u == last && tied)

@@ -1,7 +1,7 @@
 //===- MaterializeUnits.cpp - one schedule unit per layer -----------------===//
 //
 // The unit is the runtime's granularity of sharding, gathering, gradient
-// reduction and recompute (runtime/include/swift/Plan/Plan.h): the
+// reduction and recompute (plan/include/swift/Plan/Plan.h): the
 // embedding, each decoder layer, the head. The model keeps identical layers
 // folded in swift.repeat; the schedule unrolls them because per-layer
 // decisions (checkpoint the first k, gather layer i while computing i-1)
@@ -75,8 +75,8 @@ std::optional<Checkpointing> checkpointOf(const cost::Strategy &s,
       (s.checkpointLayers >= 0 && layer >= s.checkpointLayers))
     return std::nullopt;
   return s.checkpointing == cost::Checkpointing::Full
-             ? Checkpointing::full
-             : Checkpointing::selective;
+             ? Checkpointing::Full
+             : Checkpointing::Selective;
 }
 
 LogicalResult materializeUnits(JobOp job) {
@@ -112,12 +112,12 @@ LogicalResult materializeUnits(JobOp job) {
                        ? CheckpointingAttr::get(b.getContext(), *checkpoint)
                        : CheckpointingAttr());
   };
-  unit(UnitKind::embedding, std::nullopt, counts->embedding, false,
+  unit(UnitKind::Embedding, std::nullopt, counts->embedding, false,
        std::nullopt);
   for (auto [layer, parameters] : llvm::enumerate(counts->layers))
-    unit(UnitKind::decoder, layer, parameters, false,
+    unit(UnitKind::Decoder, layer, parameters, false,
          checkpointOf(target->strategy, layer));
-  unit(UnitKind::head, std::nullopt, counts->head, counts->headReadsEmbedding,
+  unit(UnitKind::Head, std::nullopt, counts->head, counts->headReadsEmbedding,
        std::nullopt);
   return success();
 }

@@ -35,8 +35,8 @@ LogicalResult placeOptimizer(JobOp job) {
   OpBuilder b = OpBuilder::atBlockEnd(&schedule.getBody().front());
   OptimizerStepOp::create(b, schedule.getLoc(),
                           s.offload == cost::Offload::None
-                              ? OptimizerDevice::accelerator
-                              : OptimizerDevice::cpu,
+                              ? OptimizerDevice::Accelerator
+                              : OptimizerDevice::Cpu,
                           /*gather_params=*/s.zero == 1 || s.zero == 2);
   return success();
 }

@@ -53,7 +53,7 @@ std::optional<cost::OpKind> kindOf(Operation *op) {
 
 class ProfileBuilder {
 public:
-  ProfileBuilder(JobOp job) : lora(job.getMethod() != Method::full ? job.getLoraAttr()
+  ProfileBuilder(JobOp job) : lora(job.getMethod() != Method::Full ? job.getLoraAttr()
                                                                     : LoraAttr()) {}
 
   cost::OpProfile profile(Operation *op) {
@@ -189,21 +189,9 @@ cost::ModelProfile mlir::swift::buildModelProfile(ModelOp model, JobOp job) {
 
 cost::TrainingSetup mlir::swift::trainingSetup(JobOp job) {
   cost::TrainingSetup s;
-  switch (job.getBackend()) {
-  case Backend::swift_run: s.backend = cost::Backend::SwiftRun; break;
-  case Backend::hf: s.backend = cost::Backend::HF; break;
-  case Backend::deepspeed: s.backend = cost::Backend::DeepSpeed; break;
-  }
-  switch (job.getPrecision()) {
-  case Precision::bf16_mixed: s.precision = cost::Precision::Bf16Mixed; break;
-  case Precision::bf16: s.precision = cost::Precision::Bf16; break;
-  case Precision::fp32: s.precision = cost::Precision::Fp32; break;
-  }
-  switch (job.getMethod()) {
-  case Method::full: s.method = cost::Method::Full; break;
-  case Method::lora: s.method = cost::Method::Lora; break;
-  case Method::qlora: s.method = cost::Method::QLora; break;
-  }
+  s.backend = job.getBackend();
+  s.precision = job.getPrecision();
+  s.method = job.getMethod();
   if (auto lora = job.getLoraAttr())
     s.loraRank = lora.getRank();
   s.globalBatchSize = job.getGlobalBatchSize();
@@ -264,16 +252,8 @@ mlir::swift::fixedStrategy(JobOp job, int64_t worldSize, std::string &missing) {
     return std::nullopt;
   cost::Strategy s;
   s.zero = static_cast<int>(*attr.getZero());
-  switch (*attr.getOffload()) {
-  case Offload::none: s.offload = cost::Offload::None; break;
-  case Offload::optimizer: s.offload = cost::Offload::Optimizer; break;
-  case Offload::optimizer_params: s.offload = cost::Offload::OptimizerAndParams; break;
-  }
-  switch (*attr.getCheckpointing()) {
-  case Checkpointing::none: s.checkpointing = cost::Checkpointing::None; break;
-  case Checkpointing::selective: s.checkpointing = cost::Checkpointing::Selective; break;
-  case Checkpointing::full: s.checkpointing = cost::Checkpointing::Full; break;
-  }
+  s.offload = *attr.getOffload();
+  s.checkpointing = *attr.getCheckpointing();
   s.checkpointLayers = attr.getCheckpointLayers().value_or(-1);
   if (attr.getBucketBytes())
     s.bucketBytes = *attr.getBucketBytes();

@@ -59,20 +59,20 @@ private:
              << units.size() << " units but the model needs " << layers + 2
              << " (embedding, " << layers << " decoder layers, head)";
     for (UnitOp unit : units) {
-      if (unit.getKind() != UnitKind::decoder)
+      if (unit.getKind() != UnitKind::Decoder)
         continue;
       int64_t layer = *unit.getLayer();
       bool want = s.checkpointing != cost::Checkpointing::None &&
                   (s.checkpointLayers < 0 || layer < s.checkpointLayers);
       bool full = s.checkpointing == cost::Checkpointing::Full;
-      Checkpointing expected = !want  ? Checkpointing::none
-                               : full ? Checkpointing::full
-                                      : Checkpointing::selective;
+      Checkpointing expected = !want  ? Checkpointing::None
+                               : full ? Checkpointing::Full
+                                      : Checkpointing::Selective;
       if (unit.getCheckpointMode() != expected)
         return unit.emitOpError("checkpoint mode ")
-               << stringifyCheckpointing(unit.getCheckpointMode())
+               << irKeyword(unit.getCheckpointMode())
                << " disagrees with the strategy ("
-               << stringifyCheckpointing(expected) << ")";
+               << irKeyword(expected) << ")";
     }
     return success();
   }
@@ -93,7 +93,7 @@ private:
                  << (next > last ? std::string("no more units")
                                  : "unit " + std::to_string(want));
         bool checkpointed =
-            units[want].getCheckpointMode() != Checkpointing::none;
+            units[want].getCheckpointMode() != Checkpointing::None;
         if (isBackward && compute.getRecompute() != checkpointed)
           return compute.emitOpError(
               checkpointed ? "must recompute its checkpointed unit"
@@ -183,7 +183,7 @@ private:
   LogicalResult checkBuckets() {
     SmallVector<int64_t> bucketOf(units.size(), -1);
     const Collective want =
-        s.zero == 0 ? Collective::all_reduce : Collective::reduce_scatter;
+        s.zero == 0 ? Collective::AllReduce : Collective::ReduceScatter;
     for (BucketOp bucket : buckets) {
       for (int64_t u : bucket.getUnits()) {
         if (bucketOf[u] >= 0)
@@ -201,7 +201,7 @@ private:
       if (bucket.getCollective() != want)
         return bucket.emitOpError("ZeRO-")
                << s.zero << " reduces gradients with "
-               << stringifyCollective(want);
+               << irKeyword(want);
       if (bucket.getEveryMicroBatch() != (s.zero >= 2))
         return bucket.emitOpError(
             s.zero >= 2 ? "must reduce every micro-batch (ZeRO-2/3 keep only "
@@ -220,11 +220,11 @@ private:
       if (auto c = dyn_cast<ComputeUnitOp>(op))
         done[c.getUnit()] = true;
       std::optional<int64_t> index;
-      Collective kind = Collective::all_reduce;
+      Collective kind = Collective::AllReduce;
       Stream stream = Stream::communication;
       if (auto r = dyn_cast<ReduceScatterOp>(op)) {
         index = r.getBucket();
-        kind = Collective::reduce_scatter;
+        kind = Collective::ReduceScatter;
         stream = r.getStream();
       } else if (auto r = dyn_cast<AllReduceOp>(op)) {
         index = r.getBucket();
@@ -238,7 +238,7 @@ private:
       if (kind != bucket.getCollective())
         return op.emitOpError("does not match bucket ")
                << *index << "'s collective ("
-               << stringifyCollective(bucket.getCollective()) << ")";
+               << irKeyword(bucket.getCollective()) << ")";
       if (reduced[*index])
         return op.emitOpError("reduces bucket ") << *index << " twice";
       reduced[*index] = true;
@@ -261,7 +261,7 @@ private:
     if (cpu && s.zero == 0)
       return step.emitOpError("offload needs ZeRO >= 1 (swift-run's host "
                               "optimizer updates gradient shards)");
-    if ((step.getDevice() == OptimizerDevice::cpu) != cpu)
+    if ((step.getDevice() == OptimizerDevice::Cpu) != cpu)
       return step.emitOpError("must run on ")
              << (cpu ? "cpu (the strategy offloads the optimizer)"
                      : "accelerator (nothing is offloaded)");

@@ -79,14 +79,11 @@ struct Node {
     return j.get<std::string>();
   }
   template <typename E>
-  E choice(std::initializer_list<std::pair<const char *, E>> options) const {
-    std::string s = string(), all;
-    for (auto &[name, value] : options) {
-      if (s == name)
-        return value;
-      all += (all.empty() ? "" : " | ") + std::string(name);
-    }
-    fail("unknown value \"" + s + "\" (expected " + all + ")");
+  E choice() const {
+    std::string s = string();
+    if (std::optional<E> value = parseEnum<E>(s))
+      return *value;
+    fail("unknown value \"" + s + "\" (expected " + enumChoices<E>() + ")");
   }
   /// Rejects keys not in `known`: a typo must not silently mean "default".
   void onlyKeys(std::initializer_list<const char *> known) const {
@@ -154,9 +151,7 @@ TrainingConfig parseTraining(const Node &n) {
   t.microBatchSize = n.at("micro_batch_size").integer(1, kBig);
   t.gradientAccumulation = n.at("gradient_accumulation").integer(1, kBig);
   t.precision = n.at("precision")
-                    .choice<Precision>({{"bf16-mixed", Precision::Bf16Mixed},
-                                        {"bf16", Precision::Bf16},
-                                        {"fp32", Precision::Fp32}});
+                    .choice<Precision>();
   Node o = n.at("optimizer");
   o.object().onlyKeys({"name", "lr", "betas", "eps", "weight_decay"});
   if (o.has("name") && o.at("name").string() != "adamw")
@@ -184,9 +179,7 @@ WorldConfig parseWorld(const Node &n) {
 }
 
 Checkpointing parseCheckpointing(const Node &n) {
-  return n.choice<Checkpointing>({{"none", Checkpointing::None},
-                                  {"selective", Checkpointing::Selective},
-                                  {"full", Checkpointing::Full}});
+  return n.choice<Checkpointing>();
 }
 
 StrategyConfig parseStrategy(const Node &n) {
@@ -194,10 +187,7 @@ StrategyConfig parseStrategy(const Node &n) {
                        "bucket_bytes", "prefetch_depth"});
   StrategyConfig s;
   s.zero = int(n.at("zero").integer(0, 3));
-  s.offload = n.at("offload").choice<Offload>(
-      {{"none", Offload::None},
-       {"optimizer", Offload::Optimizer},
-       {"optimizer+params", Offload::OptimizerAndParams}});
+  s.offload = n.at("offload").choice<Offload>();
   s.checkpointing = parseCheckpointing(n.at("checkpointing"));
   if (n.has("checkpoint_layers"))
     s.checkpointLayers = n.at("checkpoint_layers").integer(-1, 1 << 20);
@@ -234,9 +224,7 @@ Schedule parseSchedule(const Node &n, const ModelConfig &m) {
     e.object().onlyKeys({"kind", "layer", "checkpoint"});
     UnitSpec spec;
     spec.kind =
-        e.at("kind").choice<UnitKind>({{"embedding", UnitKind::Embedding},
-                                       {"decoder", UnitKind::Decoder},
-                                       {"head", UnitKind::Head}});
+        e.at("kind").choice<UnitKind>();
     UnitKind expected = u == 0      ? UnitKind::Embedding
                         : u == last ? UnitKind::Head
                                     : UnitKind::Decoder;
@@ -266,9 +254,7 @@ Schedule parseSchedule(const Node &n, const ModelConfig &m) {
       e.at("units").fail("a bucket needs at least one unit");
     bucket.collective =
         e.at("collective")
-            .choice<Collective>(
-                {{"all_reduce", Collective::AllReduce},
-                 {"reduce_scatter", Collective::ReduceScatter}});
+            .choice<Collective>();
     bucket.everyMicroBatch = e.at("every_micro_batch").boolean();
     s.buckets.push_back(bucket);
   }
@@ -302,9 +288,7 @@ Schedule parseSchedule(const Node &n, const ModelConfig &m) {
   s.backward = program("backward", true);
   Node opt = n.at("optimizer");
   opt.object().onlyKeys({"device", "gather_params"});
-  s.optimizer.device = opt.at("device").choice<OptimizerDevice>(
-      {{"accelerator", OptimizerDevice::Accelerator},
-       {"cpu", OptimizerDevice::Cpu}});
+  s.optimizer.device = opt.at("device").choice<OptimizerDevice>();
   s.optimizer.gatherParams = opt.at("gather_params").boolean();
   return s;
 }
@@ -382,9 +366,7 @@ std::string planToJson(const Plan &p) {
   using ojson = nlohmann::ordered_json;
   ojson units = ojson::array(), buckets = ojson::array();
   for (const UnitSpec &u : s.units) {
-    ojson e = {{"kind", u.kind == UnitKind::Embedding ? "embedding"
-                        : u.kind == UnitKind::Head    ? "head"
-                                                      : "decoder"}};
+    ojson e = {{"kind", toString(u.kind)}};
     if (u.kind == UnitKind::Decoder) {
       e["layer"] = u.layer;
       e["checkpoint"] = toString(u.checkpoint);
@@ -451,8 +433,7 @@ std::string planToJson(const Plan &p) {
         {"forward", program(s.forward, false)},
         {"backward", program(s.backward, true)},
         {"optimizer",
-         {{"device",
-           s.optimizer.device == OptimizerDevice::Cpu ? "cpu" : "accelerator"},
+         {{"device", toString(s.optimizer.device)},
           {"gather_params", s.optimizer.gatherParams}}}}},
       {"predicted",
        {{"peak_memory_bytes", p.predicted.peakMemoryBytes},
@@ -473,43 +454,6 @@ void checkPlanMatchesWorld(const Plan &plan, int64_t worldSize) {
   SWIFT_CHECK(plan.world.size == worldSize, plan.path,
               ": world.size: plan is for ", plan.world.size,
               " ranks but the job was started with ", worldSize);
-}
-
-const char *toString(Precision p) {
-  switch (p) {
-  case Precision::Bf16Mixed:
-    return "bf16-mixed";
-  case Precision::Bf16:
-    return "bf16";
-  case Precision::Fp32:
-    return "fp32";
-  }
-  return "?";
-}
-const char *toString(Offload o) {
-  switch (o) {
-  case Offload::None:
-    return "none";
-  case Offload::Optimizer:
-    return "optimizer";
-  case Offload::OptimizerAndParams:
-    return "optimizer+params";
-  }
-  return "?";
-}
-const char *toString(Checkpointing c) {
-  switch (c) {
-  case Checkpointing::None:
-    return "none";
-  case Checkpointing::Selective:
-    return "selective";
-  case Checkpointing::Full:
-    return "full";
-  }
-  return "?";
-}
-const char *toString(Collective c) {
-  return c == Collective::AllReduce ? "all_reduce" : "reduce_scatter";
 }
 
 } // namespace swift::plan

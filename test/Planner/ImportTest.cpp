@@ -8,6 +8,7 @@
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
 
 using namespace swift::job;
 using namespace swift::job::testing;
@@ -51,20 +52,38 @@ TEST(Import, EveryPresetVerifies) {
         << m.name;
 }
 
-// Each spelling a job file accepts has an IR enum (the importer would abort
-// otherwise).
-TEST(Import, EveryJobValueHasAnIREnum) {
+/// The job's value of each enum key after the module is printed and parsed
+/// back: the IR text carries every spelling of every enum.
+template <typename E>
+void expectRoundTrip(mlir::MLIRContext &context, const std::string &key,
+                     E (*read)(mlir::swift::JobOp)) {
+  for (const auto &s : swift::plan::EnumTraits<E>::kSpellings) {
+    auto module = import(context, {key + "=" + s.name});
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os);
+    auto parsed = mlir::parseSourceString<mlir::ModuleOp>(text, &context);
+    ASSERT_TRUE(parsed) << key << "=" << s.name << ":\n" << text;
+    mlir::swift::JobOp job = *parsed->getOps<mlir::swift::JobOp>().begin();
+    EXPECT_EQ(read(job), s.value) << key << "=" << s.name;
+  }
+}
+
+TEST(Import, EveryJobValueRoundTripsThroughTheIR) {
   mlir::MLIRContext context;
-  for (const std::string &v : precisionValues())
-    import(context, {"training.precision=" + v});
-  for (const std::string &v : methodValues())
-    import(context, {"training.method=" + v});
-  for (const std::string &v : backendValues())
-    import(context, {"backend=" + v});
-  for (const std::string &v : offloadValues())
-    import(context, {"strategy.offload=" + v});
-  for (const std::string &v : checkpointingValues())
-    import(context, {"strategy.checkpointing=" + v});
+  using mlir::swift::JobOp;
+  expectRoundTrip<swift::plan::Precision>(
+      context, "training.precision", [](JobOp j) { return j.getPrecision(); });
+  expectRoundTrip<swift::plan::Method>(
+      context, "training.method", [](JobOp j) { return j.getMethod(); });
+  expectRoundTrip<swift::plan::Backend>(
+      context, "backend", [](JobOp j) { return j.getBackend(); });
+  expectRoundTrip<swift::plan::Offload>(context, "strategy.offload", [](JobOp j) {
+    return *j.getStrategy().getOffload();
+  });
+  expectRoundTrip<swift::plan::Checkpointing>(
+      context, "strategy.checkpointing",
+      [](JobOp j) { return *j.getStrategy().getCheckpointing(); });
 }
 
 TEST(Import, StrategyAndTrainingReachTheJob) {
@@ -77,7 +96,7 @@ TEST(Import, StrategyAndTrainingReachTheJob) {
   ASSERT_TRUE(job);
   auto strategy = job.getStrategy();
   EXPECT_EQ(strategy.getZero(), mlir::swift::ZeroStage::zero2);
-  EXPECT_EQ(strategy.getCheckpointing(), mlir::swift::Checkpointing::full);
+  EXPECT_EQ(strategy.getCheckpointing(), mlir::swift::Checkpointing::Full);
   EXPECT_EQ(strategy.getCheckpointLayers(), 4);
   EXPECT_FALSE(strategy.getOffload());
   ASSERT_TRUE(job.getLora());

@@ -28,10 +28,10 @@ TEST(Job, DefaultsFollowTheGpu) {
   EXPECT_EQ(job.cluster.numGpus(), 8);
   EXPECT_EQ(job.cluster.intraNode.name, "nvlink4");
   EXPECT_EQ(job.cluster.interNode.name, "ib-400g");
-  EXPECT_EQ(job.training.precision, "bf16-mixed");
+  EXPECT_EQ(job.training.precision, swift::plan::Precision::Bf16Mixed);
   EXPECT_FALSE(job.training.microBatchSize.has_value());
   EXPECT_FALSE(job.strategy.zero.has_value());
-  EXPECT_EQ(job.backend, "swift-run");
+  EXPECT_EQ(job.backend, swift::plan::Backend::SwiftRun);
 
   JobSpec a10 = load(kBaseJob, {"cluster.gpu=a10"});
   EXPECT_EQ(a10.cluster.intraNode.name, "pcie4");
@@ -44,7 +44,7 @@ TEST(Job, SetOverridesNestedKeysInOrder) {
                                 "training.micro_batch_size=4",
                                 "cluster.interconnect.inter_node=ib-200g"});
   EXPECT_EQ(job.strategy.zero, 3);
-  EXPECT_EQ(job.strategy.offload, std::string("optimizer"));
+  EXPECT_EQ(job.strategy.offload, swift::plan::Offload::Optimizer);
   EXPECT_EQ(job.training.microBatchSize, 4);
   EXPECT_EQ(job.cluster.interNode.name, "ib-200g");
   JobSpec comm = load(kBaseJob, {"strategy.bucket_mib=50", "strategy.prefetch_depth=2"});
@@ -124,7 +124,7 @@ TEST(Job, LoraSettings) {
   JobSpec job = load(std::string(kBaseJob),
                      {"training.method=qlora", "training.lora.rank=64",
                       "training.lora.targets=[q_proj, v_proj]"});
-  EXPECT_EQ(job.training.method, "qlora");
+  EXPECT_EQ(job.training.method, swift::plan::Method::QLora);
   EXPECT_EQ(job.training.lora.rank, 64);
   ASSERT_EQ(job.training.lora.targets.size(), 2u);
   EXPECT_EQ(job.training.lora.targets[1], "v_proj");

@@ -112,8 +112,8 @@ std::string seconds(double s) {
   return buffer;
 }
 
-std::string strategyKey(const std::optional<std::string> &v) {
-  return v ? *v : "auto";
+template <typename E> std::string strategyKey(const std::optional<E> &v) {
+  return v ? plan::toString(*v) : "auto";
 }
 
 void printJob(raw_ostream &os, const job::JobSpec &job,
@@ -133,13 +133,14 @@ void printJob(raw_ostream &os, const job::JobSpec &job,
      << humanCount(facts.parameters) << ")";
   if (facts.trainableParameters != facts.parameters)
     os << ", " << grouped(facts.trainableParameters) << " trainable ("
-       << t.method << " rank " << t.lora.rank << ")";
+       << plan::toString(t.method) << " rank " << t.lora.rank << ")";
   os << "\n";
   os << "training  " << t.sequenceLength << " tokens x " << t.globalBatchSize
      << " sequences = " << grouped(facts.tokensPerStep)
      << " tokens per step; micro-batch "
      << (t.microBatchSize ? std::to_string(*t.microBatchSize) : "auto") << "; "
-     << t.precision << " " << t.optimizer << ", " << t.method << "\n";
+     << plan::toString(t.precision) << " " << plan::toString(t.optimizer) << ", "
+     << plan::toString(t.method) << "\n";
   os << "cluster   " << c.nodes << " node" << (c.nodes > 1 ? "s" : "") << " x "
      << c.gpusPerNode << " " << c.gpu.name << " = " << c.numGpus()
      << " GPUs; " << llvm::format("%g", c.gpu.memoryGiB) << " GiB, "
@@ -151,7 +152,7 @@ void printJob(raw_ostream &os, const job::JobSpec &job,
     os << ", inter-node " << c.interNode.name << " ("
        << llvm::format("%g", c.interNode.bandwidthGBps) << " GB/s)";
   os << "; host " << llvm::format("%g", c.hostMemoryGiB) << " GiB per node\n";
-  os << "backend   " << job.backend << "; strategy: zero "
+  os << "backend   " << plan::toString(job.backend) << "; strategy: zero "
      << (job.strategy.zero ? std::to_string(*job.strategy.zero) : "auto")
      << ", offload " << strategyKey(job.strategy.offload) << ", checkpointing "
      << strategyKey(job.strategy.checkpointing);
@@ -160,7 +161,7 @@ void printJob(raw_ostream &os, const job::JobSpec &job,
   os << "\n";
 }
 
-/// The decisions of one strategy as JSON attributes (DESIGN.md's keys).
+/// The decisions of one strategy as JSON attributes (docs/design.md's keys).
 void writeDecisions(llvm::json::OStream &j, const StrategyFacts &s) {
   j.attribute("zero", s.zero);
   j.attribute("offload", s.offload);
@@ -334,9 +335,9 @@ void printJson(raw_ostream &os, const job::JobSpec &job,
       j.attribute("sequence_length", t.sequenceLength);
       j.attribute("global_batch_size", t.globalBatchSize);
       j.attribute("tokens_per_step", facts.tokensPerStep);
-      j.attribute("precision", t.precision);
-      j.attribute("optimizer", t.optimizer);
-      j.attribute("method", t.method);
+      j.attribute("precision", plan::toString(t.precision));
+      j.attribute("optimizer", plan::toString(t.optimizer));
+      j.attribute("method", plan::toString(t.method));
     });
     j.attributeObject("cluster", [&] {
       j.attribute("gpu", c.gpu.name);
@@ -348,7 +349,7 @@ void printJson(raw_ostream &os, const job::JobSpec &job,
       j.attribute("intra_node", c.intraNode.name);
       j.attribute("inter_node", c.interNode.name);
     });
-    j.attribute("backend", job.backend);
+    j.attribute("backend", plan::toString(job.backend));
     if (!facts.chosen || !facts.estimate)
       return;
     const StrategyFacts &s = *facts.chosen;

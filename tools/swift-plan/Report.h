@@ -85,7 +85,7 @@ JobFacts readFacts(mlir::ModuleOp module);
 void printReport(llvm::raw_ostream &os, const job::JobSpec &job,
                  const JobFacts &facts, mlir::ModuleOp module, bool explain);
 
-/// The same as one JSON object (DESIGN.md's keys).
+/// The same as one JSON object (the keys in docs/design.md, "swift-plan").
 void printJson(llvm::raw_ostream &os, const job::JobSpec &job,
                const JobFacts &facts);
 

@@ -203,16 +203,20 @@ suggest(const swift::job::JobSpec &job, mlir::MLIRContext &context) {
                      "micro-batch",
                      open});
   }
-  if (job.training.method == "full") {
-    for (const char *method : {"lora", "qlora"}) {
+  if (job.training.method == swift::plan::Method::Full) {
+    for (swift::plan::Method method :
+         {swift::plan::Method::Lora, swift::plan::Method::QLora}) {
       JobSpec adapters = job;
       adapters.training.method = method;
       adapters.strategy = {};
       adapters.training.microBatchSize.reset();
-      if (adapters.backend == "swift-run")
-        adapters.backend = "hf";
-      tries.push_back({std::string("training.method ") + method +
-                           (job.backend == "swift-run" ? " (backend hf)" : ""),
+      if (adapters.backend == swift::plan::Backend::SwiftRun)
+        adapters.backend = swift::plan::Backend::HF;
+      tries.push_back({std::string("training.method ") +
+                           swift::plan::toString(method) +
+                           (job.backend == swift::plan::Backend::SwiftRun
+                                ? " (backend hf)"
+                                : ""),
                        adapters});
     }
   }

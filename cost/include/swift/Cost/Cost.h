@@ -14,6 +14,8 @@
 #ifndef SWIFT_PLANNER_COST_H
 #define SWIFT_PLANNER_COST_H
 
+#include "swift/Plan/Enums.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -85,14 +87,14 @@ struct ModelProfile {
   int64_t adapterParameters = 0;   // LoRA adapters over all layers (0: full)
 };
 
-enum class Backend { SwiftRun, HF, DeepSpeed };
-enum class Precision { Bf16Mixed, Bf16, Fp32 };
-enum class Method { Full, Lora, QLora };
-enum class Offload { None, Optimizer, OptimizerAndParams };
-enum class Checkpointing { None, Selective, Full };
-const char *toString(Backend b);
-const char *toString(Offload o);
-const char *toString(Checkpointing c);
+// The job's and the strategy's enums are the plan layer's (one table of
+// spellings: swift/Plan/Enums.h).
+using plan::Backend;
+using plan::Checkpointing;
+using plan::Method;
+using plan::Offload;
+using plan::Precision;
+using plan::toString;
 
 struct Link {
   std::string name;

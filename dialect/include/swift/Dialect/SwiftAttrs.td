@@ -109,8 +109,8 @@ def Swift_StrategyAttr : Swift_Attr<"Strategy", "strategy"> {
   }];
   let parameters = (ins
     Swift_OptionalEnumParameter<"::mlir::swift::ZeroStage">:$zero,
-    Swift_OptionalEnumParameter<"::mlir::swift::Offload">:$offload,
-    Swift_OptionalEnumParameter<"::mlir::swift::Checkpointing">:$checkpointing,
+    Swift_OptionalEnumParameter<"::swift::plan::Offload">:$offload,
+    Swift_OptionalEnumParameter<"::swift::plan::Checkpointing">:$checkpointing,
     OptionalParameter<"std::optional<int64_t>">:$checkpoint_layers,
     OptionalParameter<"std::optional<int64_t>">:$bucket_bytes,
     OptionalParameter<"std::optional<int64_t>">:$prefetch_depth);

@@ -1,6 +1,6 @@
 //===- SwiftSchedule.td - the materialized training schedule -*- tablegen -*-===//
 //
-// The plan made explicit: what runtime/include/swift/Runtime/Plan.h calls
+// The plan made explicit: what plan/include/swift/Plan/Plan.h calls
 // "schedule" (units, buckets, forward/backward programs, optimizer
 // placement), plus the host<->device copies of offload. Units and buckets
 // are referred to by index, exactly as plan.json does, so an emitter
@@ -79,20 +79,20 @@ def Swift_UnitOp : Swift_Op<"unit", [HasParent<"ScheduleOp">]> {
   }];
   let arguments = (ins
     ConfinedAttr<I64Attr, [IntNonNegative]>:$index,
-    Swift_UnitKind:$kind,
+    Swift_UnitKindAttr:$kind,
     OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$layer,
     ConfinedAttr<I64Attr, [IntNonNegative]>:$parameters,
     UnitAttr:$reads_embedding,
     OptionalAttr<Swift_CheckpointingAttr>:$checkpoint);
   let assemblyFormat = [{
-    $index $kind (`layer` $layer^)? `params` $parameters
+    $index custom<PlanEnum>($kind) (`layer` $layer^)? `params` $parameters
     (`reads_embedding` $reads_embedding^)? (`checkpoint` $checkpoint^)?
     attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    Checkpointing getCheckpointMode() {
-      return getCheckpoint().value_or(Checkpointing::none);
+    ::swift::plan::Checkpointing getCheckpointMode() {
+      return getCheckpoint().value_or(::swift::plan::Checkpointing::None);
     }
     /// Units whose parameters this unit's compute reads (plan.h's
     /// unitOwners): itself, and unit 0 for a tied head.
@@ -120,11 +120,11 @@ def Swift_BucketOp : Swift_Op<"bucket", [HasParent<"ScheduleOp">]> {
   let arguments = (ins
     ConfinedAttr<I64Attr, [IntNonNegative]>:$index,
     DenseI64ArrayAttr:$units,
-    Swift_Collective:$collective,
+    Swift_CollectiveAttr:$collective,
     UnitAttr:$every_micro_batch,
     ConfinedAttr<I64Attr, [IntNonNegative]>:$bytes);
   let assemblyFormat = [{
-    $index `units` $units $collective
+    $index `units` $units custom<PlanEnum>($collective)
     (`every_micro_batch` $every_micro_batch^)? `bytes` $bytes attr-dict
   }];
   let hasVerifier = 1;
@@ -250,9 +250,9 @@ def Swift_OptimizerStepOp : Swift_Op<"optimizer_step", [HasParent<"ScheduleOp">]
     swift.optimizer_step on cpu gather_params
     ```
   }];
-  let arguments = (ins Swift_OptimizerDevice:$device,
+  let arguments = (ins Swift_OptimizerDeviceAttr:$device,
                        UnitAttr:$gather_params);
-  let assemblyFormat = "`on` $device (`gather_params` $gather_params^)? attr-dict";
+  let assemblyFormat = "`on` custom<PlanEnum>($device) (`gather_params` $gather_params^)? attr-dict";
 }
 
 #endif // SWIFT_DIALECT_SWIFTSCHEDULE_TD

@@ -1,6 +1,6 @@
 //===- Job.h - the job description a user writes ----------------*- C++ -*-===//
 //
-// Reads a job YAML (DESIGN.md's contract), applies `--set KEY=VALUE`
+// Reads a job YAML (docs/design.md, "Job file"), applies `--set KEY=VALUE`
 // overrides, resolves presets and HF config.json files, and validates
 // everything a user can get wrong. Errors come back as one Diagnostic that
 // names the file, line and column (where known), the field and the fix.
@@ -11,6 +11,8 @@
 
 #ifndef SWIFT_PLANNER_JOB_H
 #define SWIFT_PLANNER_JOB_H
+
+#include "swift/Plan/Enums.h"
 
 #include <cstdint>
 #include <map>
@@ -60,9 +62,9 @@ struct TrainingSpec {
   int64_t sequenceLength = 0;
   int64_t globalBatchSize = 0;
   std::optional<int64_t> microBatchSize; // nullopt: auto
-  std::string precision = "bf16-mixed";  // bf16-mixed | bf16 | fp32
-  std::string optimizer = "adamw";
-  std::string method = "full"; // full | lora | qlora
+  plan::Precision precision = plan::Precision::Bf16Mixed;
+  plan::Optimizer optimizer = plan::Optimizer::AdamW;
+  plan::Method method = plan::Method::Full;
   LoraSpec lora;
 };
 
@@ -102,8 +104,8 @@ struct ClusterSpec {
 /// Strategy keys; nullopt means `auto` (the planner decides).
 struct StrategySpec {
   std::optional<int> zero;                  // 0..3
-  std::optional<std::string> offload;       // none | optimizer | optimizer+params
-  std::optional<std::string> checkpointing; // none | selective | full
+  std::optional<plan::Offload> offload;
+  std::optional<plan::Checkpointing> checkpointing;
   std::optional<int64_t> checkpointLayers;  // first k layers only
   std::optional<int64_t> bucketBytes;       // gradient bucket (bucket_mib)
   std::optional<int64_t> prefetchDepth;     // ZeRO-3 units gathered ahead
@@ -114,7 +116,7 @@ struct JobSpec {
   ModelSpec model;
   TrainingSpec training;
   ClusterSpec cluster;
-  std::string backend = "swift-run"; // swift-run | hf | deepspeed
+  plan::Backend backend = plan::Backend::SwiftRun;
   StrategySpec strategy;
 };
 
@@ -127,14 +129,6 @@ std::optional<JobSpec> loadJob(const std::string &path,
 /// Reads an HF config.json into a ModelSpec.
 std::optional<ModelSpec> loadHFConfig(const std::string &path,
                                       Diagnostic &error);
-
-/// The allowed spellings of each enum-like job key, for validation and for
-/// tests that check the importer understands every one.
-const std::vector<std::string> &precisionValues();
-const std::vector<std::string> &methodValues();
-const std::vector<std::string> &backendValues();
-const std::vector<std::string> &offloadValues();
-const std::vector<std::string> &checkpointingValues();
 
 /// The rates a hardware profile may give, with their units in the name.
 const std::vector<std::string> &profileKeys();

@@ -37,9 +37,10 @@ def ChooseStrategyPass : Pass<"swift-choose-strategy", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"memoryMargin", "memory-margin", "double", /*default=*/"0.10",
-           "Fraction of GPU capacity kept free for allocator fragmentation">,
+           "Fraction of GPU capacity kept free for allocator "
+           "fragmentation (default 0.10)">,
     Option<"alternatives", "alternatives", "unsigned", /*default=*/"5",
-           "Runners-up to record">
+           "Runners-up recorded in swift.decision (default 5)">
   ];
 }
 
@@ -80,8 +81,9 @@ def MaterializeCollectivesPass
     : Pass<"swift-materialize-collectives", "::mlir::ModuleOp"> {
   let summary = "Place gradient buckets, all-gathers and reductions";
   let description = [{
-    Mirrors the runtime's `deriveSchedule()` (runtime/lib/Plan.cpp), so
-    swift-run executes the same steps whether it reads or derives them:
+    Mirrors `deriveSchedule()` (plan/lib/Schedule.cpp), which swift-run
+    uses for a plan without a schedule, so swift-run executes the same
+    steps whether it reads or derives them:
     buckets filled in backward order until `bucket-bytes` of fp32 gradients
     (all_reduce at ZeRO-0 on the last micro-batch; reduce_scatter at ZeRO-1
     on the last micro-batch, at ZeRO-2/3 every micro-batch); a `forward`

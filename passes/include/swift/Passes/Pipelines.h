@@ -11,7 +11,7 @@ namespace mlir::swift {
 /// of #swift.strategy set and micro_batch_size known, e.g. after
 /// swift-choose-strategy or `--set`) into an explicit `swift.schedule`
 /// placed after the job, then verifies it. Runs on the ModuleOp. After it,
-/// planner/include/swift/Emit/Emit.h's emitters read the schedule.
+/// the emitters (emit/include/swift/Emit/Emit.h) read the schedule.
 void buildMaterializePipeline(OpPassManager &pm);
 
 /// Registers `--swift-materialize-pipeline` for swift-opt.

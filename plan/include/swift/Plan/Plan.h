@@ -13,6 +13,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "swift/Plan/Enums.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,12 +44,6 @@ struct ModelConfig {
   int64_t numParameters() const; // all parameters, tied ones counted once
   int64_t numEmbeddingParameters() const; // V*C (the input table)
 };
-
-enum class Precision { Bf16Mixed, Bf16, Fp32 };
-enum class Offload { None, Optimizer, OptimizerAndParams };
-enum class Checkpointing { None, Selective, Full };
-enum class Collective { AllReduce, ReduceScatter };
-enum class OptimizerDevice { Accelerator, Cpu };
 
 struct OptimizerConfig { // "training.optimizer" (AdamW only)
   double lr = 1e-4;
@@ -89,8 +85,6 @@ struct StrategyConfig {
 /// reduction and recompute. Unit 0 is the embedding, units 1..L the decoder
 /// layers, unit L+1 the head (final norm, lm_head unless tied, loss). Each
 /// unit owns one flat parameter buffer; the tied head also *uses* unit 0's.
-enum class UnitKind { Embedding, Decoder, Head };
-
 struct UnitSpec { // "schedule.units[i]"
   UnitKind kind = UnitKind::Decoder;
   int64_t layer = -1; // decoder layer index, -1 otherwise
@@ -179,10 +173,5 @@ void validateSchedule(const Plan &plan);
 
 /// Checks the plan against the launched job (world size).
 void checkPlanMatchesWorld(const Plan &plan, int64_t worldSize);
-
-const char *toString(Precision p);
-const char *toString(Offload o);
-const char *toString(Checkpointing c);
-const char *toString(Collective c);
 
 } // namespace swift::plan

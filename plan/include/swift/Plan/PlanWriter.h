@@ -1,7 +1,7 @@
 //===- PlanWriter.h - plan.json through the runtime's schema ----*- C++ -*-===//
 //
 // The compiler writes plans with the runtime's own code: it fills a
-// swift::plan::Plan (runtime/include/swift/Plan/Plan.h, the one definition
+// swift::plan::Plan (plan/include/swift/Plan/Plan.h, the one definition
 // of the schema), adds the schedule the materialization passes built, and
 // the runtime's parser validates the result before it is printed. No field
 // name of plan.json is spelled on the compiler side.

@@ -1,0 +1,169 @@
+//===- Enums.h - every enum of jobs, plans and the IR, spelled once -*- C++ -*-===//
+//
+// Each enum is declared here once, with one table of its spellings. Job
+// YAML, plan.json, swift-plan's report and JSON, and the runtime spell a value
+// as its table says ("bf16-mixed", "optimizer+params"); the IR's keyword is
+// the same spelling with '-' and '+' written '_' (#swift.precision<bf16_mixed>,
+// #swift.offload<optimizer_params>), because MLIR keywords cannot hold them.
+// The dialect's attributes (SwiftEnums.td) wrap these types, so ODS lists no
+// case of its own.
+//
+// Plain C++17: the runtime, the job reader and the cost model include it.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace swift::plan {
+
+/// Numeric precision of training.
+enum class Precision : uint8_t {
+  Bf16Mixed, // bf16 compute, fp32 master weights and optimizer states
+  Bf16,      // parameters, gradients and optimizer states all bf16
+  Fp32,
+};
+
+enum class Optimizer : uint8_t { AdamW };
+
+/// Which weights are trained.
+enum class Method : uint8_t {
+  Full,
+  Lora,  // low-rank adapters over a frozen bf16 base
+  QLora, // low-rank adapters over a frozen 4-bit NF4 base
+};
+
+/// The implementation that trains.
+enum class Backend : uint8_t {
+  SwiftRun,
+  HF,        // HF transformers + PyTorch (single process/DDP, FSDP2)
+  DeepSpeed,
+};
+
+/// What lives in host memory.
+enum class Offload : uint8_t { None, Optimizer, OptimizerAndParams };
+
+/// Activation checkpointing of decoder layers.
+enum class Checkpointing : uint8_t {
+  None,
+  // Recompute the cheap, memory-hungry parts (attention internals,
+  // activations of element-wise ops); keep matmul outputs.
+  Selective,
+  // Keep only each layer's input; recompute the layer in backward.
+  Full,
+};
+
+/// The part of the model a schedule unit holds.
+enum class UnitKind : uint8_t {
+  Embedding,
+  Decoder,
+  Head, // final norm, lm_head (unless tied) and the loss
+};
+
+/// How a bucket's gradients are reduced.
+enum class Collective : uint8_t { AllReduce, ReduceScatter };
+
+/// Where the optimizer step runs.
+enum class OptimizerDevice : uint8_t { Accelerator, Cpu };
+
+/// One value and its spelling.
+template <typename E> struct EnumSpelling {
+  E value;
+  const char *name;
+};
+
+/// EnumTraits<E>::kWhat names the enum in messages; kSpellings lists every
+/// value in declaration order.
+template <typename E> struct EnumTraits;
+
+#define SWIFT_PLAN_ENUM(E, what, ...)                                          \
+  template <> struct EnumTraits<E> {                                           \
+    static constexpr const char *kWhat = what;                                 \
+    static constexpr EnumSpelling<E> kSpellings[] = {__VA_ARGS__};             \
+  };
+SWIFT_PLAN_ENUM(Precision, "precision", {Precision::Bf16Mixed, "bf16-mixed"},
+                {Precision::Bf16, "bf16"}, {Precision::Fp32, "fp32"})
+SWIFT_PLAN_ENUM(Optimizer, "optimizer", {Optimizer::AdamW, "adamw"})
+SWIFT_PLAN_ENUM(Method, "method", {Method::Full, "full"},
+                {Method::Lora, "lora"}, {Method::QLora, "qlora"})
+SWIFT_PLAN_ENUM(Backend, "backend", {Backend::SwiftRun, "swift-run"},
+                {Backend::HF, "hf"}, {Backend::DeepSpeed, "deepspeed"})
+SWIFT_PLAN_ENUM(Offload, "offload", {Offload::None, "none"},
+                {Offload::Optimizer, "optimizer"},
+                {Offload::OptimizerAndParams, "optimizer+params"})
+SWIFT_PLAN_ENUM(Checkpointing, "checkpointing", {Checkpointing::None, "none"},
+                {Checkpointing::Selective, "selective"},
+                {Checkpointing::Full, "full"})
+SWIFT_PLAN_ENUM(UnitKind, "unit kind", {UnitKind::Embedding, "embedding"},
+                {UnitKind::Decoder, "decoder"}, {UnitKind::Head, "head"})
+SWIFT_PLAN_ENUM(Collective, "collective",
+                {Collective::AllReduce, "all_reduce"},
+                {Collective::ReduceScatter, "reduce_scatter"})
+SWIFT_PLAN_ENUM(OptimizerDevice, "optimizer device",
+                {OptimizerDevice::Accelerator, "accelerator"},
+                {OptimizerDevice::Cpu, "cpu"})
+#undef SWIFT_PLAN_ENUM
+
+/// The spelling of `value` ("optimizer+params").
+template <typename E> constexpr const char *toString(E value) {
+  for (const EnumSpelling<E> &s : EnumTraits<E>::kSpellings)
+    if (s.value == value)
+      return s.name;
+  return "?";
+}
+
+/// The value spelled `name`, if any.
+template <typename E> std::optional<E> parseEnum(std::string_view name) {
+  for (const EnumSpelling<E> &s : EnumTraits<E>::kSpellings)
+    if (name == s.name)
+      return s.value;
+  return std::nullopt;
+}
+
+/// Every spelling, in declaration order (for messages and typo hints).
+template <typename E> std::vector<std::string> enumSpellings() {
+  std::vector<std::string> out;
+  for (const EnumSpelling<E> &s : EnumTraits<E>::kSpellings)
+    out.push_back(s.name);
+  return out;
+}
+
+/// "a | b | c": the choices, for error messages.
+template <typename E> std::string enumChoices() {
+  std::string out;
+  for (const EnumSpelling<E> &s : EnumTraits<E>::kSpellings)
+    out += (out.empty() ? "" : " | ") + std::string(s.name);
+  return out;
+}
+
+/// The IR keyword of a spelling: '-' and '+' become '_'.
+inline std::string irKeywordOf(std::string_view spelling) {
+  std::string out(spelling);
+  for (char &c : out)
+    if (c == '-' || c == '+')
+      c = '_';
+  return out;
+}
+template <typename E> std::string irKeyword(E value) {
+  return irKeywordOf(toString(value));
+}
+
+/// The value whose IR keyword is `keyword`, if any.
+template <typename E> std::optional<E> parseIrKeyword(std::string_view keyword) {
+  for (const EnumSpelling<E> &s : EnumTraits<E>::kSpellings)
+    if (keyword == irKeywordOf(s.name))
+      return s.value;
+  return std::nullopt;
+}
+
+/// Number of values (they are 0..count-1).
+template <typename E> constexpr std::size_t enumCount() {
+  return std::size(EnumTraits<E>::kSpellings);
+}
+
+} // namespace swift::plan

@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Checks the include rules of the layers (docs/design.md, "Layers").
+
+usage: check_layers.py [REPO_ROOT]   (default: the repository this script is in)
+
+Walks the C/C++/CUDA sources and headers and the TableGen files of the tree,
+gives every file and every include a layer, and prints one line per violation,
+`file:line: layer A includes layer B header H`, then exits 1. Exit 0: none.
+
+Layers, bottom to top:  plan < job < cost < dialect < passes < emit < tools.
+A layer may include its own headers and those of any layer below it. runtime
+stands aside: it may include runtime and plan headers only, and no layer
+includes runtime. test/ and benchmarks/ are exempt. A source file in any other
+top-level folder is a violation: a new folder must be classified here.
+
+Includes are given a layer by their `swift/<Dir>/` prefix (generated
+`*.h.inc` included: they belong to the layer whose .td produced them) or,
+for a quoted path that exists relative to the including file, by the folder
+it resolves into. Third-party includes are checked too: plan, job and cost
+are plain C++ (no MLIR/LLVM, no LibTorch/CUDA), the compiler layers do not
+use LibTorch/CUDA, and the runtime never uses MLIR/LLVM.
+"""
+
+import os
+import re
+import sys
+
+# Top-level folder -> layer. The order of ORDER is the include order.
+ORDER = ["plan", "job", "cost", "dialect", "passes", "emit", "tools"]
+LAYERS = {name: name for name in ORDER + ["runtime"]}
+# Top-level folders whose sources may include anything.
+EXEMPT = {"test", "benchmarks"}
+
+# swift/<Dir>/... -> the layer that owns that header directory.
+HEADER_DIRS = {
+    "Plan": "plan",
+    "Job": "job",
+    "Cost": "cost",
+    "Dialect": "dialect",
+    "Passes": "passes",
+    "Emit": "emit",
+    "Runtime": "runtime",
+}
+
+# Third-party include prefixes, grouped by what they pull in.
+EXTERNAL = {
+    "MLIR/LLVM": ("mlir/", "mlir-c/", "llvm/", "llvm-c/"),
+    "LibTorch/CUDA": ("torch/", "ATen/", "c10/", "caffe2/", "cuda", "cublas",
+                      "cudnn", "nccl", "nvToolsExt"),
+}
+FORBIDDEN_EXTERNAL = {
+    "plan": {"MLIR/LLVM", "LibTorch/CUDA"},
+    "job": {"MLIR/LLVM", "LibTorch/CUDA"},
+    "cost": {"MLIR/LLVM", "LibTorch/CUDA"},
+    "dialect": {"LibTorch/CUDA"},
+    "passes": {"LibTorch/CUDA"},
+    "emit": {"LibTorch/CUDA"},
+    "tools": {"LibTorch/CUDA"},
+    "runtime": {"MLIR/LLVM"},
+}
+
+SOURCE_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".inc", ".def", ".c", ".cc",
+                   ".cpp", ".cxx", ".cu", ".cuh", ".td")
+
+CPP_INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+TD_INCLUDE = re.compile(r'^\s*include\s+"([^"]+)"')
+
+
+def may_include(src, dst):
+    """Whether layer `src` may include a header of layer `dst`."""
+    if src == dst:
+        return True
+    if src == "runtime":
+        return dst == "plan"
+    if dst == "runtime":
+        return False
+    return ORDER.index(dst) < ORDER.index(src)
+
+
+def allowed_text(src):
+    if src == "runtime":
+        return "runtime may include runtime and plan only"
+    below = ORDER[:ORDER.index(src)]
+    if not below:
+        return "%s may include only itself" % src
+    return "%s may include %s and itself" % (src, ", ".join(below))
+
+
+def is_build_dir(path):
+    return os.path.exists(os.path.join(path, "CMakeCache.txt"))
+
+
+def source_files(root):
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root)
+        keep = []
+        for d in sorted(dirnames):
+            full = os.path.join(dirpath, d)
+            if d.startswith(".") or d == "__pycache__" or is_build_dir(full):
+                continue
+            if rel_dir == "." and d.startswith("build"):
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        for f in sorted(filenames):
+            if f.endswith(SOURCE_SUFFIXES):
+                yield os.path.normpath(os.path.join(rel_dir, f))
+
+
+def top_folder(rel):
+    parts = rel.split(os.sep)
+    return parts[0] if len(parts) > 1 else ""
+
+
+def includes(path):
+    """(line number, quote char, included path) of each include line."""
+    td = path.endswith(".td")
+    in_comment = False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            # Skip /* ... */ blocks that start a line (commented-out code).
+            stripped = line.strip()
+            if in_comment:
+                if "*/" in stripped:
+                    in_comment = False
+                continue
+            if stripped.startswith("/*") and "*/" not in stripped:
+                in_comment = True
+                continue
+            m = CPP_INCLUDE.match(line)
+            if m:
+                yield number, m.group(1), m.group(2)
+                continue
+            if td:
+                m = TD_INCLUDE.match(line)
+                if m:
+                    yield number, '"', m.group(1)
+
+
+def external_group(header):
+    for group, prefixes in EXTERNAL.items():
+        if header.startswith(prefixes):
+            return group
+    return None
+
+
+def check(root):
+    root = os.path.abspath(root)
+    problems = []
+    for rel in source_files(root):
+        top = top_folder(rel)
+        if top in EXEMPT:
+            continue
+        layer = LAYERS.get(top)
+        if layer is None:
+            where = "the repository root" if not top else "folder '%s/'" % top
+            problems.append(
+                "%s:1: file in %s, which is no layer; move it into a layer or "
+                "classify the folder in scripts/check_layers.py" % (rel, where))
+            continue
+
+        # A header directory swift/<Dir>/ must belong to the layer it is in.
+        parts = rel.split(os.sep)
+        if len(parts) > 4 and parts[1] == "include" and parts[2] == "swift":
+            owner = HEADER_DIRS.get(parts[3])
+            if owner != layer:
+                problems.append(
+                    "%s:1: layer %s holds a header of %s; swift/%s/ belongs "
+                    "in %s/include/swift/%s/" %
+                    (rel, layer, "no layer" if owner is None else
+                     "layer " + owner, parts[3],
+                     owner or "<layer>", parts[3]))
+
+        full = os.path.join(root, rel)
+        for number, quote, header in includes(full):
+            target = None
+            if header.startswith("swift/"):
+                sub = header.split("/")
+                target = HEADER_DIRS.get(sub[1]) if len(sub) > 2 else None
+                if target is None:
+                    problems.append(
+                        "%s:%d: layer %s includes %s, a header of no layer "
+                        "(swift/%s/ is not classified in "
+                        "scripts/check_layers.py)" %
+                        (rel, number, layer, header,
+                         sub[1] if len(sub) > 2 else ""))
+                    continue
+            elif quote == '"':
+                resolved = os.path.normpath(
+                    os.path.join(os.path.dirname(full), header))
+                if os.path.isfile(resolved):
+                    rel_target = os.path.relpath(resolved, root)
+                    if rel_target.startswith(".."):
+                        continue
+                    target_top = top_folder(rel_target)
+                    target = LAYERS.get(target_top)
+                    if target is None:
+                        problems.append(
+                            "%s:%d: layer %s includes %s, a file of %s, which "
+                            "is no layer" %
+                            (rel, number, layer, header,
+                             ("folder '%s/'" % target_top) if target_top
+                             else "the repository root"))
+                        continue
+            if target is not None:
+                if not may_include(layer, target):
+                    problems.append(
+                        "%s:%d: layer %s includes layer %s header %s (%s)" %
+                        (rel, number, layer, target, header,
+                         allowed_text(layer)))
+                continue
+            group = external_group(header)
+            if group and group in FORBIDDEN_EXTERNAL.get(layer, ()):
+                problems.append(
+                    "%s:%d: layer %s includes %s header %s (%s does not "
+                    "depend on %s)" % (rel, number, layer, group, header,
+                                       layer, group))
+    return problems
+
+
+def main(argv):
+    if len(argv) > 2 or (len(argv) == 2 and argv[1] in ("-h", "--help")):
+        print(__doc__.strip())
+        return 0 if len(argv) == 2 else 2
+    root = argv[1] if len(argv) == 2 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..")
+    if not os.path.isdir(root):
+        print("check_layers.py: %s: not a directory" % root, file=sys.stderr)
+        return 2
+    problems = check(root)
+    for p in problems:
+        print(p)
+    if problems:
+        print("check_layers.py: %d layer violation(s); the rules are in "
+              "docs/design.md (Layers)" % len(problems), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,3 @@
+include "mlir/IR/OpBase.td"
+include "swift/Dialect/FakeBase.td"
+include "swift/Passes/FakePasses.td"

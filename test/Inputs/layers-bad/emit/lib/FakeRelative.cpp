@@ -1,0 +1,1 @@
+#include "../../tools/x/FakeUtil.h"

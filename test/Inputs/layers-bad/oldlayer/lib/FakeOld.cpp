@@ -1,0 +1,1 @@
+#include "swift/Plan/FakePlan.h"

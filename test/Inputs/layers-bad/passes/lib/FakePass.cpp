@@ -1,0 +1,5 @@
+#include "swift/Dialect/FakeOps.h"
+#include "swift/Passes/FakePasses.h.inc"
+#include "swift/Cost/FakeCost.h"
+#include "swift/Emit/FakeEmit.h"
+#include "swift/Legacy/FakeLegacy.h"

@@ -1,0 +1,3 @@
+// Allowed: plain C++ and the standard library.
+#include <string>
+#include <nlohmann/json.hpp>

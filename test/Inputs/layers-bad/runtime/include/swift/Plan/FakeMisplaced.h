@@ -1,0 +1,1 @@
+// A plan header kept in the runtime's folder.

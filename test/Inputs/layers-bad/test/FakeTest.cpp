@@ -1,0 +1,2 @@
+#include "swift/Runtime/FakeRuntime.h"
+#include "swift/Legacy/FakeLegacy.h"

@@ -1,0 +1,2 @@
+#include "swift/Emit/FakeEmit.h"
+#include <torch/torch.h>
