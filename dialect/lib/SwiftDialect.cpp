@@ -7,6 +7,7 @@
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <charconv>
+#include <cmath>
 
 using namespace mlir;
 using namespace mlir::swift;
@@ -128,4 +129,118 @@ StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "checkpoint_layers needs checkpointing selective "
                           "or full, not none";
   return success();
+}
+
+namespace {
+/// Reports the first of `values` that is negative (a byte count) or not a
+/// finite number >= 0 (seconds, rates).
+LogicalResult verifyCounts(function_ref<InFlightDiagnostic()> emitError,
+                           StringRef attr,
+                           ArrayRef<std::pair<StringRef, int64_t>> counts,
+                           ArrayRef<std::pair<StringRef, APFloat>> reals) {
+  for (auto [name, value] : counts)
+    if (value < 0)
+      return emitError() << attr << ": " << name << " must be >= 0, not "
+                         << value;
+  for (auto [name, value] : reals) {
+    double x = value.convertToDouble();
+    if (!std::isfinite(x) || x < 0)
+      return emitError() << attr << ": " << name
+                         << " must be a finite number >= 0, not "
+                         << formatReal(value);
+  }
+  return success();
+}
+} // namespace
+
+LogicalResult
+CandidateAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      int64_t zero, Offload offload,
+                      Checkpointing checkpointing, int64_t checkpointLayers,
+                      int64_t microBatchSize, int64_t gradientAccumulation,
+                      bool fits, int64_t peakBytes, APFloat stepSeconds,
+                      APFloat tokensPerSecond, StringRef verdict) {
+  if (zero < 0 || zero > 3)
+    return emitError() << "candidate: zero must be 0..3, not " << zero;
+  if (checkpointLayers < -1)
+    return emitError() << "candidate: checkpoint_layers must be >= 0, or -1 "
+                          "for all layers";
+  if (microBatchSize < 1 || gradientAccumulation < 1)
+    return emitError() << "candidate: micro_batch_size and "
+                          "gradient_accumulation must be >= 1";
+  return verifyCounts(emitError, "candidate", {{"peak_bytes", peakBytes}},
+                      {{"step_seconds", stepSeconds},
+                       {"tokens_per_second", tokensPerSecond}});
+}
+
+LogicalResult
+DecisionAttr::verify(function_ref<InFlightDiagnostic()> emitError, bool fits,
+                     int64_t usableBytes, APFloat memoryMargin,
+                     int64_t evaluated, int64_t considered,
+                     CandidateAttr chosen, CandidateAttr closest,
+                     std::optional<int64_t> shortfallBytes,
+                     ArrayAttr alternatives) {
+  if (fits && !chosen)
+    return emitError() << "decision: fits needs the chosen strategy";
+  if (!fits && chosen)
+    return emitError() << "decision: a chosen strategy but fits = false";
+  if (closest && !shortfallBytes)
+    return emitError() << "decision: closest needs shortfall_bytes";
+  double margin = memoryMargin.convertToDouble();
+  if (!(margin >= 0 && margin < 1))
+    return emitError() << "decision: memory_margin must be in [0, 1)";
+  for (Attribute a : alternatives)
+    if (!isa<CandidateAttr>(a))
+      return emitError() << "decision: alternatives must be #swift.candidate, "
+                            "not "
+                         << a;
+  return verifyCounts(emitError, "decision",
+                      {{"usable_bytes", usableBytes},
+                       {"evaluated", evaluated},
+                       {"considered", considered}},
+                      {});
+}
+
+SmallVector<CandidateAttr> DecisionAttr::getAlternativeCandidates() const {
+  return llvm::to_vector(llvm::map_range(
+      getAlternatives(), [](Attribute a) { return cast<CandidateAttr>(a); }));
+}
+
+LogicalResult EstimateAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t peakBytes,
+    int64_t capacityBytes, StringRef peakPhase, int64_t peakLayer,
+    StringRef peakOp, DictionaryAttr breakdown, int64_t forwardPeakBytes,
+    int64_t backwardPeakBytes, int64_t optimizerPeakBytes,
+    int64_t layerActivationBytes, int64_t checkpointedLayerBytes,
+    int64_t headActivationBytes, int64_t hostBytes, APFloat stepSeconds,
+    APFloat computeSeconds, APFloat recomputeSeconds,
+    APFloat communicationSeconds, APFloat exposedCommunicationSeconds,
+    APFloat offloadSeconds, APFloat optimizerSeconds, APFloat tokensPerSecond,
+    APFloat mfu) {
+  for (NamedAttribute part : breakdown)
+    if (!isa<IntegerAttr>(part.getValue()))
+      return emitError() << "estimate: breakdown." << part.getName().getValue()
+                         << " must be an integer byte count";
+  if (peakLayer < -1)
+    return emitError() << "estimate: peak_layer must be >= -1";
+  return verifyCounts(
+      emitError, "estimate",
+      {{"peak_bytes", peakBytes},
+       {"capacity_bytes", capacityBytes},
+       {"forward_peak_bytes", forwardPeakBytes},
+       {"backward_peak_bytes", backwardPeakBytes},
+       {"optimizer_peak_bytes", optimizerPeakBytes},
+       {"layer_activation_bytes", layerActivationBytes},
+       {"checkpointed_layer_bytes", checkpointedLayerBytes},
+       {"head_activation_bytes", headActivationBytes},
+       {"host_bytes", hostBytes}},
+      {{"step_seconds", stepSeconds},
+       {"compute_seconds", computeSeconds},
+       {"recompute_seconds", recomputeSeconds},
+       {"communication_seconds", communicationSeconds},
+       {"exposed_communication_seconds", exposedCommunicationSeconds},
+       {"offload_seconds", offloadSeconds},
+       {"optimizer_seconds", optimizerSeconds},
+       {"tokens_per_second", tokensPerSecond},
+       {"mfu", mfu}});
 }

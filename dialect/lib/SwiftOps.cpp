@@ -47,8 +47,19 @@ LogicalResult JobOp::verify() {
 LogicalResult JobOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!symbolTable.lookupNearestSymbolFrom<ModelOp>(*this, getModelAttr()))
     return emitOpError("'") << getModel() << "' is not a swift.model";
-  if (!symbolTable.lookupNearestSymbolFrom<ClusterOp>(*this, getClusterAttr()))
+  auto cluster =
+      symbolTable.lookupNearestSymbolFrom<ClusterOp>(*this, getClusterAttr());
+  if (!cluster)
     return emitOpError("'") << getCluster() << "' is not a swift.cluster";
+  if (getGradientAccumulation() && !getMicroBatchSize())
+    return emitOpError("gradient_accumulation needs micro_batch_size");
+  if (getGradientAccumulation() &&
+      *getMicroBatchSize() * *getGradientAccumulation() * cluster.getNumGpus() !=
+          getGlobalBatchSize())
+    return emitOpError("micro_batch_size (")
+           << *getMicroBatchSize() << ") x gradient_accumulation ("
+           << *getGradientAccumulation() << ") x " << cluster.getNumGpus()
+           << " GPUs != global_batch_size (" << getGlobalBatchSize() << ")";
   return success();
 }
 

@@ -31,7 +31,7 @@ FailureOr<Materialized> findMaterialized(ModuleOp module) {
     return m.job.emitOpError("needs its cluster to emit");
   m.worldSize = m.cluster.getNumGpus();
   std::string missing;
-  std::optional<cost::Strategy> s = fixedStrategy(m.job, m.worldSize, missing);
+  std::optional<cost::Strategy> s = fixedStrategy(m.job, missing);
   if (!s)
     return m.job.emitOpError("strategy is not complete (open: ")
            << missing << "); nothing to emit";

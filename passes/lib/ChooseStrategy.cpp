@@ -36,22 +36,13 @@ cost::FixedDecisions fixedDecisions(JobOp job) {
   return fixed;
 }
 
-DictionaryAttr candidateAttr(Builder &b, const cost::Candidate &c) {
+CandidateAttr candidateAttr(MLIRContext *context, const cost::Candidate &c) {
   const cost::Strategy &s = c.strategy;
-  return b.getDictionaryAttr({
-      b.getNamedAttr("strategy", b.getStringAttr(cost::describe(s))),
-      b.getNamedAttr("zero", b.getI64IntegerAttr(s.zero)),
-      b.getNamedAttr("offload", b.getStringAttr(cost::toString(s.offload))),
-      b.getNamedAttr("checkpointing", b.getStringAttr(cost::toString(s.checkpointing))),
-      b.getNamedAttr("checkpoint_layers", b.getI64IntegerAttr(s.checkpointLayers)),
-      b.getNamedAttr("micro_batch_size", b.getI64IntegerAttr(s.microBatchSize)),
-      b.getNamedAttr("gradient_accumulation", b.getI64IntegerAttr(s.gradientAccumulation)),
-      b.getNamedAttr("fits", b.getBoolAttr(c.fits)),
-      b.getNamedAttr("peak_bytes", b.getI64IntegerAttr(c.estimate.memory.peakBytes)),
-      b.getNamedAttr("step_seconds", b.getF64FloatAttr(c.estimate.time.stepSeconds)),
-      b.getNamedAttr("tokens_per_second", b.getF64FloatAttr(c.estimate.time.tokensPerSecond)),
-      b.getNamedAttr("verdict", b.getStringAttr(c.verdict)),
-  });
+  return CandidateAttr::get(
+      context, s.zero, s.offload, s.checkpointing, s.checkpointLayers,
+      s.microBatchSize, s.gradientAccumulation, c.fits,
+      c.estimate.memory.peakBytes, llvm::APFloat(c.estimate.time.stepSeconds),
+      llvm::APFloat(c.estimate.time.tokensPerSecond), c.verdict);
 }
 
 struct ChooseStrategyPass
@@ -78,27 +69,19 @@ struct ChooseStrategyPass
         job.emitError(result.error);
         return WalkResult::interrupt();
       }
-      Builder b(job);
+      MLIRContext *context = job.getContext();
+      Builder b(context);
       SmallVector<Attribute> alternativesAttr;
       for (const cost::Candidate &c : result.alternatives)
-        alternativesAttr.push_back(candidateAttr(b, c));
-      SmallVector<NamedAttribute> decision = {
-          b.getNamedAttr("status", b.getStringAttr(result.best ? "chosen" : "nothing-fits")),
-          b.getNamedAttr("usable_bytes", b.getI64IntegerAttr(result.usableBytes)),
-          b.getNamedAttr("memory_margin", b.getF64FloatAttr(memoryMargin)),
-          b.getNamedAttr("evaluated", b.getI64IntegerAttr(result.evaluated)),
-          b.getNamedAttr("considered", b.getI64IntegerAttr(result.considered)),
-          b.getNamedAttr("alternatives", b.getArrayAttr(alternativesAttr)),
-      };
-      if (result.closest) {
-        decision.push_back(b.getNamedAttr("closest", candidateAttr(b, *result.closest)));
-        decision.push_back(b.getNamedAttr(
-            "shortfall_bytes",
-            b.getI64IntegerAttr(result.closest->estimate.memory.peakBytes -
-                                result.usableBytes)));
-      }
+        alternativesAttr.push_back(candidateAttr(context, c));
+      CandidateAttr chosen, closest;
+      std::optional<int64_t> shortfall;
       if (result.best)
-        decision.push_back(b.getNamedAttr("chosen", candidateAttr(b, *result.best)));
+        chosen = candidateAttr(context, *result.best);
+      if (result.closest) {
+        closest = candidateAttr(context, *result.closest);
+        shortfall = result.closest->estimate.memory.peakBytes - result.usableBytes;
+      }
       // The job gets the chosen strategy, or the closest one when nothing
       // fits, so later phases can still show what it would take.
       if (const cost::Candidate *pick = result.best ? &*result.best
@@ -106,14 +89,18 @@ struct ChooseStrategyPass
                                                                       : nullptr) {
         const cost::Strategy &s = pick->strategy;
         job.setStrategyAttr(StrategyAttr::get(
-            b.getContext(), static_cast<ZeroStage>(s.zero),
-            s.offload, s.checkpointing,
+            context, static_cast<ZeroStage>(s.zero), s.offload, s.checkpointing,
             s.checkpointLayers >= 0 ? std::optional<int64_t>(s.checkpointLayers)
                                     : std::nullopt,
             s.bucketBytes, s.prefetchDepth));
         job.setMicroBatchSizeAttr(b.getI64IntegerAttr(s.microBatchSize));
+        job.setGradientAccumulationAttr(b.getI64IntegerAttr(s.gradientAccumulation));
       }
-      job->setAttr("swift.decision", b.getDictionaryAttr(decision));
+      job.setDecisionAttr(DecisionAttr::get(
+          context, result.best.has_value(), result.usableBytes,
+          llvm::APFloat(double(memoryMargin)), int64_t(result.evaluated),
+          int64_t(result.considered), chosen, closest, shortfall,
+          b.getArrayAttr(alternativesAttr)));
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())

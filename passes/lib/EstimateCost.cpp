@@ -49,37 +49,23 @@ void annotateOps(ModelOp model, const cost::Strategy &s, bool frozen) {
   });
 }
 
-DictionaryAttr estimateAttr(Builder &b, const cost::Estimate &e) {
+EstimateAttr estimateAttr(MLIRContext *context, const cost::Estimate &e) {
+  Builder b(context);
   SmallVector<NamedAttribute> breakdown;
   for (const auto &[name, bytes] : e.memory.breakdown)
     breakdown.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(bytes)));
+  const cost::MemoryEstimate &m = e.memory;
   const cost::TimeEstimate &t = e.time;
-  return b.getDictionaryAttr({
-      b.getNamedAttr("peak_bytes", b.getI64IntegerAttr(e.memory.peakBytes)),
-      b.getNamedAttr("capacity_bytes", b.getI64IntegerAttr(e.memory.capacityBytes)),
-      b.getNamedAttr("peak", b.getDictionaryAttr({
-          b.getNamedAttr("phase", b.getStringAttr(e.memory.peak.phase)),
-          b.getNamedAttr("layer", b.getI64IntegerAttr(e.memory.peak.layer)),
-          b.getNamedAttr("op", b.getStringAttr(e.memory.peak.op))})),
-      b.getNamedAttr("forward_peak_bytes", b.getI64IntegerAttr(e.memory.forwardPeakBytes)),
-      b.getNamedAttr("backward_peak_bytes", b.getI64IntegerAttr(e.memory.backwardPeakBytes)),
-      b.getNamedAttr("optimizer_peak_bytes", b.getI64IntegerAttr(e.memory.optimizerPeakBytes)),
-      b.getNamedAttr("layer_activation_bytes", b.getI64IntegerAttr(e.memory.layerActivationBytes)),
-      b.getNamedAttr("checkpointed_layer_bytes", b.getI64IntegerAttr(e.memory.checkpointedLayerBytes)),
-      b.getNamedAttr("head_activation_bytes", b.getI64IntegerAttr(e.memory.headActivationBytes)),
-      b.getNamedAttr("recompute_seconds", b.getF64FloatAttr(t.recomputeSeconds)),
-      b.getNamedAttr("communication_seconds", b.getF64FloatAttr(t.communicationSeconds)),
-      b.getNamedAttr("breakdown", b.getDictionaryAttr(breakdown)),
-      b.getNamedAttr("host_bytes", b.getI64IntegerAttr(e.memory.hostBytes)),
-      b.getNamedAttr("step_seconds", b.getF64FloatAttr(t.stepSeconds)),
-      b.getNamedAttr("compute_seconds", b.getF64FloatAttr(t.computeSeconds)),
-      b.getNamedAttr("exposed_communication_seconds",
-                     b.getF64FloatAttr(t.exposedCommunicationSeconds)),
-      b.getNamedAttr("offload_seconds", b.getF64FloatAttr(t.offloadSeconds)),
-      b.getNamedAttr("optimizer_seconds", b.getF64FloatAttr(t.optimizerSeconds)),
-      b.getNamedAttr("tokens_per_second", b.getF64FloatAttr(t.tokensPerSecond)),
-      b.getNamedAttr("mfu", b.getF64FloatAttr(t.mfu)),
-  });
+  auto real = [](double x) { return llvm::APFloat(x); };
+  return EstimateAttr::get(
+      context, m.peakBytes, m.capacityBytes, m.peak.phase, m.peak.layer,
+      m.peak.op, b.getDictionaryAttr(breakdown), m.forwardPeakBytes,
+      m.backwardPeakBytes, m.optimizerPeakBytes, m.layerActivationBytes,
+      m.checkpointedLayerBytes, m.headActivationBytes, m.hostBytes,
+      real(t.stepSeconds), real(t.computeSeconds), real(t.recomputeSeconds),
+      real(t.communicationSeconds), real(t.exposedCommunicationSeconds),
+      real(t.offloadSeconds), real(t.optimizerSeconds),
+      real(t.tokensPerSecond), real(t.mfu));
 }
 
 struct EstimateCostPass
@@ -96,7 +82,7 @@ struct EstimateCostPass
       }
       std::string missing;
       std::optional<cost::Strategy> strategy =
-          fixedStrategy(job, cluster.getNumGpus(), missing);
+          fixedStrategy(job, missing);
       if (!strategy) {
         job.emitOpError("strategy is not complete (open: ")
             << missing << "); fix every decision before estimating";
@@ -113,8 +99,7 @@ struct EstimateCostPass
       }
       annotateOps(model, *strategy, setup.method != cost::Method::Full);
       cost::Estimate e = cost::estimate(profile, setup, hw, *strategy);
-      Builder b(job);
-      job->setAttr("swift.estimate", estimateAttr(b, e));
+      job.setEstimateAttr(estimateAttr(job.getContext(), e));
       return WalkResult::advance();
     });
     if (result.wasInterrupted())

@@ -210,8 +210,9 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
       PrecisionAttr::get(&context, t.precision),
       OptimizerAttr::get(&context, t.optimizer),
       MethodAttr::get(&context, method), lora,
-      BackendAttr::get(&context, job.backend),
-      strategy);
+      BackendAttr::get(&context, job.backend), strategy,
+      /*gradient_accumulation=*/IntegerAttr(), /*decision=*/DecisionAttr(),
+      /*estimate=*/EstimateAttr());
   return module;
 }
 

@@ -51,14 +51,9 @@ struct MaterializeOffloadPass
     const cost::Offload offload = target->strategy.offload;
     if (offload == cost::Offload::None)
       return success();
-    if (target->strategy.zero == 0)
-      return job.emitOpError("offload needs ZeRO >= 1 (the host optimizer "
-                             "updates gradient shards)");
-    if (offload == cost::Offload::OptimizerAndParams &&
-        target->strategy.zero != 3)
-      return job.emitOpError("offloading parameters needs ZeRO-3 (only "
-                             "sharded parameters live on the host between "
-                             "uses)");
+    if (std::optional<std::string> why =
+            ::swift::plan::offloadViolation(strategyConfig(*target)))
+      return job.emitOpError(*why);
 
     OpBuilder b(schedule.getContext());
     Location loc = schedule.getLoc();

@@ -5,7 +5,8 @@
 // embedding, each decoder layer, the head. The model keeps identical layers
 // folded in swift.repeat; the schedule unrolls them because per-layer
 // decisions (checkpoint the first k, gather layer i while computing i-1)
-// need one op per layer.
+// need one op per layer. The units and their checkpointing are those of
+// plan/'s buildSchedule(); the parameter counts are the IR's own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,7 +21,6 @@ namespace mlir::swift {
 
 using namespace mlir;
 using namespace mlir::swift;
-namespace cost = ::swift::cost;
 
 namespace {
 
@@ -31,18 +31,22 @@ struct UnitParameters {
   int64_t embedding = 0;
   SmallVector<int64_t> layers; // indexed by decoder layer
   int64_t head = 0;
-  bool headReadsEmbedding = false;
+
+  /// In unit order: embedding, layers, head.
+  std::vector<int64_t> units() const {
+    std::vector<int64_t> out{embedding};
+    out.insert(out.end(), layers.begin(), layers.end());
+    out.push_back(head);
+    return out;
+  }
 };
 
 FailureOr<UnitParameters> countUnitParameters(ModelOp model) {
   UnitParameters counts;
-  llvm::DenseSet<Value> beforeLayers;
   bool afterLayers = false;
   for (Operation &op : model.getBody().front()) {
     if (auto param = dyn_cast<ParamOp>(op)) {
       (afterLayers ? counts.head : counts.embedding) += param.getNumElements();
-      if (!afterLayers)
-        beforeLayers.insert(param.getResult());
       continue;
     }
     if (auto repeat = dyn_cast<RepeatOp>(op)) {
@@ -56,27 +60,12 @@ FailureOr<UnitParameters> countUnitParameters(ModelOp model) {
                << " come before it; the schedule needs layers in order";
       counts.layers.append(repeat.getCount(), perLayer);
       afterLayers = true;
-      continue;
     }
-    // A head op reading a parameter of the embedding: tied embeddings.
-    if (afterLayers)
-      for (Value operand : op.getOperands())
-        counts.headReadsEmbedding |= beforeLayers.contains(operand);
   }
   if (counts.layers.empty())
     return model.emitOpError("has no swift.repeat of decoder layers to "
                              "schedule");
   return counts;
-}
-
-std::optional<Checkpointing> checkpointOf(const cost::Strategy &s,
-                                          int64_t layer) {
-  if (s.checkpointing == cost::Checkpointing::None ||
-      (s.checkpointLayers >= 0 && layer >= s.checkpointLayers))
-    return std::nullopt;
-  return s.checkpointing == cost::Checkpointing::Full
-             ? Checkpointing::Full
-             : Checkpointing::Selective;
 }
 
 LogicalResult materializeUnits(JobOp job) {
@@ -91,34 +80,37 @@ LogicalResult materializeUnits(JobOp job) {
   if (failed(counts))
     return failure();
 
+  std::vector<int64_t> parameters = counts->units();
+  FailureOr<::swift::plan::BuiltSchedule> built = buildSchedule(
+      *target, strategyConfig(*target), parameters, target->model);
+  if (failed(built))
+    return failure();
+
   OpBuilder b(job);
   b.setInsertionPointAfter(job);
   Location loc = job.getLoc();
+  MLIRContext *ctx = b.getContext();
   auto schedule = ScheduleOp::create(
       b, loc, b.getStringAttr(job.getSymName() + "_schedule"),
       FlatSymbolRefAttr::get(job.getSymNameAttr()), IntegerAttr(),
       IntegerAttr());
   b.setInsertionPointToStart(&schedule.getBody().emplaceBlock());
-  auto unit = [&](UnitKind kind, std::optional<int64_t> layer,
-                  int64_t parameters, bool readsEmbedding,
-                  std::optional<Checkpointing> checkpoint) {
-    int64_t index = schedule.getUnits().size();
+  for (auto [index, spec] : llvm::enumerate(built->schedule.units)) {
+    bool decoder = spec.kind == UnitKind::Decoder;
+    // A unit that reads another's parameters: the tied head reads unit 0's.
+    bool readsEmbedding =
+        index != 0 &&
+        llvm::is_contained(
+            ::swift::plan::unitOwners(target->config, int(index)), 0);
     UnitOp::create(b, loc, b.getI64IntegerAttr(index),
-                   UnitKindAttr::get(b.getContext(), kind),
-                   layer ? b.getI64IntegerAttr(*layer) : IntegerAttr(),
-                   b.getI64IntegerAttr(parameters),
+                   UnitKindAttr::get(ctx, spec.kind),
+                   decoder ? b.getI64IntegerAttr(spec.layer) : IntegerAttr(),
+                   b.getI64IntegerAttr(parameters[index]),
                    readsEmbedding ? b.getUnitAttr() : UnitAttr(),
-                   checkpoint
-                       ? CheckpointingAttr::get(b.getContext(), *checkpoint)
+                   spec.checkpoint != Checkpointing::None
+                       ? CheckpointingAttr::get(ctx, spec.checkpoint)
                        : CheckpointingAttr());
-  };
-  unit(UnitKind::Embedding, std::nullopt, counts->embedding, false,
-       std::nullopt);
-  for (auto [layer, parameters] : llvm::enumerate(counts->layers))
-    unit(UnitKind::Decoder, layer, parameters, false,
-         checkpointOf(target->strategy, layer));
-  unit(UnitKind::Head, std::nullopt, counts->head, counts->headReadsEmbedding,
-       std::nullopt);
+  }
   return success();
 }
 

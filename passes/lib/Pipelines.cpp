@@ -1,15 +1,26 @@
-//===- Pipelines.cpp - named pass pipelines -------------------------------===//
+//===- Pipelines.cpp - the phases of planning, and re-planning ------------===//
 
 #include "swift/Passes/Pipelines.h"
+
+#include "swift/Passes/Import.h"
 #include "swift/Passes/Passes.h"
 
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::swift;
+namespace job = ::swift::job;
+namespace plan = ::swift::plan;
 
 void mlir::swift::buildMaterializePipeline(OpPassManager &pm) {
   // Units first: every later decision is per unit (embedding, layer, head).
   pm.addPass(createMaterializeUnitsPass());
-  // Buckets and programs: the ZeRO stage's collectives, in the runtime's
-  // derived order, so plan.json's explicit schedule equals the derived one.
+  // Buckets and programs: the ZeRO stage's collectives, as
+  // plan::buildSchedule() orders them (the one schedule algorithm).
   pm.addPass(createMaterializeCollectivesPass());
   // The optimizer step before offload: the parameter copy-back of optimizer
   // offload is placed relative to it.
@@ -24,4 +35,217 @@ void mlir::swift::registerMaterializePipeline() {
       "swift-materialize-pipeline",
       "Spell the job's fixed strategy out as a verified swift.schedule",
       buildMaterializePipeline);
+}
+
+std::optional<Phase> mlir::swift::parsePhase(StringRef name) {
+  for (size_t i = 0; i < std::size(kPhaseNames); ++i)
+    if (name == kPhaseNames[i])
+      return static_cast<Phase>(i);
+  return std::nullopt;
+}
+
+namespace {
+
+void addPhase(OpPassManager &pm, Phase phase, const PlanningOptions &options) {
+  switch (phase) {
+  case Phase::Import:
+    break;
+  case Phase::Annotate:
+    pm.addPass(createAnnotateModelPass());
+    break;
+  case Phase::Strategy: {
+    ChooseStrategyPassOptions choose;
+    choose.memoryMargin = options.memoryMargin;
+    pm.addPass(createChooseStrategyPass(choose));
+    break;
+  }
+  case Phase::Estimate:
+    pm.addPass(createEstimateCostPass());
+    break;
+  case Phase::Schedule:
+    buildMaterializePipeline(pm);
+    break;
+  }
+}
+
+/// Writes the module after `phase` to DIR/NN-<phase>.mlir.
+std::string dump(ModuleOp module, StringRef dir, Phase phase) {
+  int index = static_cast<int>(phase);
+  SmallString<128> path(dir);
+  llvm::sys::path::append(path, (index < 9 ? "0" : "") +
+                                    std::to_string(index + 1) + "-" +
+                                    kPhaseNames[index] + ".mlir");
+  std::error_code ec;
+  llvm::raw_fd_ostream file(path, ec);
+  if (ec)
+    return "--dump-phases-to: cannot write " + path.str().str() + ": " +
+           ec.message();
+  module.print(file);
+  return "";
+}
+
+} // namespace
+
+bool PlannedJob::fits() const {
+  JobOp op = job; // the accessors are not const
+  DecisionAttr decision = op ? op.getDecisionAttr() : DecisionAttr();
+  return decision && decision.getFits();
+}
+
+PlannedJob mlir::swift::planJob(const job::JobSpec &spec, MLIRContext &context,
+                                const PlanningOptions &options) {
+  PlannedJob out;
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    if (d.getSeverity() == DiagnosticSeverity::Error)
+      diagnostics += d.str();
+    return success();
+  });
+  out.module = importJob(spec, context);
+  out.job = *out.module->getOps<JobOp>().begin();
+  if (failed(verify(*out.module))) {
+    out.internal = true;
+    out.error = "the imported IR does not verify: " + diagnostics;
+    return out;
+  }
+  for (int i = 0; i <= static_cast<int>(options.last); ++i) {
+    Phase phase = static_cast<Phase>(i);
+    if (phase != Phase::Import) {
+      PassManager pm(&context);
+      addPhase(pm, phase, options);
+      if (failed(pm.run(*out.module))) {
+        out.error = diagnostics;
+        return out;
+      }
+    }
+    if (!options.dumpDir.empty()) {
+      out.error = dump(*out.module, options.dumpDir, phase);
+      if (!out.error.empty())
+        return out;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// `spec` planned through the estimate phase, when a strategy fits.
+std::optional<WhatIf> planWhatIf(std::string change, const job::JobSpec &spec,
+                                 MLIRContext &context,
+                                 const PlanningOptions &options) {
+  PlanningOptions estimate = options;
+  estimate.last = Phase::Estimate;
+  estimate.dumpDir.clear();
+  PlannedJob p = planJob(spec, context, estimate);
+  if (!p.error.empty() || !p.fits() || !p.job.getEstimateAttr())
+    return std::nullopt;
+  return WhatIf{std::move(change), p.job.getDecisionAttr().getChosen(),
+                p.job.getEstimateAttr()};
+}
+
+} // namespace
+
+std::vector<WhatIf> mlir::swift::changesThatFit(const job::JobSpec &job,
+                                                MLIRContext &context,
+                                                const PlanningOptions &options) {
+  using ::swift::job::JobSpec;
+  enum Kind { Gpus, Open, Adapters, Sequence };
+  std::vector<std::tuple<Kind, std::string, JobSpec>> tries;
+  // More GPUs: fill the node, then double nodes, keeping the global batch.
+  for (int64_t gpus = job.cluster.numGpus() * 2;
+       gpus <= std::max<int64_t>(job.cluster.numGpus() * 16, 8); gpus *= 2) {
+    JobSpec more = job;
+    more.cluster.gpusPerNode =
+        std::min<int64_t>(gpus, std::max<int64_t>(8, job.cluster.gpusPerNode));
+    more.cluster.nodes =
+        (gpus + more.cluster.gpusPerNode - 1) / more.cluster.gpusPerNode;
+    if (job.training.globalBatchSize % more.cluster.numGpus() != 0)
+      continue;
+    tries.emplace_back(Gpus,
+                       std::to_string(more.cluster.numGpus()) + " GPUs (" +
+                           std::to_string(more.cluster.nodes) + " node" +
+                           (more.cluster.nodes > 1 ? "s" : "") + " x " +
+                           std::to_string(more.cluster.gpusPerNode) + ")",
+                       more);
+  }
+  if (job.strategy.offload || job.strategy.zero || job.strategy.checkpointing ||
+      job.training.microBatchSize) {
+    JobSpec open = job;
+    open.strategy = {};
+    open.training.microBatchSize.reset();
+    tries.emplace_back(Open,
+                       "let swift-plan choose zero, offload, checkpointing and "
+                       "the micro-batch",
+                       open);
+  }
+  if (job.training.method == plan::Method::Full) {
+    for (plan::Method method : {plan::Method::Lora, plan::Method::QLora}) {
+      JobSpec adapters = job;
+      adapters.training.method = method;
+      adapters.strategy = {};
+      adapters.training.microBatchSize.reset();
+      if (adapters.backend == plan::Backend::SwiftRun)
+        adapters.backend = plan::Backend::HF;
+      tries.emplace_back(Adapters,
+                         std::string("training.method ") +
+                             plan::toString(method) +
+                             (job.backend == plan::Backend::SwiftRun
+                                  ? " (backend hf)"
+                                  : ""),
+                         adapters);
+    }
+  }
+  for (int64_t seq = job.training.sequenceLength / 2; seq >= 512; seq /= 2) {
+    JobSpec shorter = job;
+    shorter.training.sequenceLength = seq;
+    tries.emplace_back(Sequence, "sequence_length " + std::to_string(seq),
+                       shorter);
+  }
+
+  std::vector<WhatIf> found;
+  bool gpusFound = false, sequenceFound = false;
+  for (auto &[kind, change, spec] : tries) {
+    // The smallest change of each kind is enough.
+    if ((kind == Gpus && gpusFound) || (kind == Sequence && sequenceFound))
+      continue;
+    std::optional<WhatIf> fit = planWhatIf(change, spec, context, options);
+    if (!fit)
+      continue;
+    found.push_back(std::move(*fit));
+    gpusFound |= kind == Gpus;
+    sequenceFound |= kind == Sequence;
+  }
+  return found;
+}
+
+std::optional<WhatIf> mlir::swift::fasterIfOpen(const job::JobSpec &job,
+                                                double pinnedTokensPerSecond,
+                                                MLIRContext &context,
+                                                const PlanningOptions &options) {
+  std::vector<std::string> fixed;
+  if (job.strategy.zero)
+    fixed.push_back("zero");
+  if (job.strategy.offload)
+    fixed.push_back("offload");
+  if (job.strategy.checkpointing || job.strategy.checkpointLayers)
+    fixed.push_back("checkpointing");
+  if (job.training.microBatchSize)
+    fixed.push_back("the micro-batch");
+  if (fixed.empty() || pinnedTokensPerSecond <= 0)
+    return std::nullopt;
+  ::swift::job::JobSpec open = job;
+  open.strategy.zero.reset();
+  open.strategy.offload.reset();
+  open.strategy.checkpointing.reset();
+  open.strategy.checkpointLayers.reset();
+  open.training.microBatchSize.reset();
+  std::string change = "with " + fixed[0];
+  for (size_t i = 1; i < fixed.size(); ++i)
+    change += (i + 1 == fixed.size() ? " and " : ", ") + fixed[i];
+  change += " left to swift-plan";
+  std::optional<WhatIf> faster = planWhatIf(change, open, context, options);
+  if (!faster || faster->estimate.getTokensPerSecond().convertToDouble() <
+                     1.05 * pinnedTokensPerSecond)
+    return std::nullopt;
+  return faster;
 }

@@ -4,7 +4,7 @@
 // offloads them, on the accelerator otherwise. At ZeRO-1/2 a rank updates
 // only its shard of parameters every rank holds whole, so the updated
 // shards must be all-gathered afterwards (ZeRO-3 keeps parameters sharded;
-// ZeRO-0 updates them whole).
+// ZeRO-0 updates them whole). The placement is plan/'s buildSchedule()'s.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,7 +19,6 @@ namespace mlir::swift {
 
 using namespace mlir;
 using namespace mlir::swift;
-namespace cost = ::swift::cost;
 
 namespace {
 
@@ -31,13 +30,15 @@ LogicalResult placeOptimizer(JobOp job) {
   ScheduleOp schedule = target->schedule;
   if (schedule.getOptimizerStep())
     return schedule.getOptimizerStep().emitOpError("is already placed");
-  const cost::Strategy &s = target->strategy;
+  FailureOr<::swift::plan::BuiltSchedule> built = buildSchedule(
+      *target, strategyConfig(*target), unitParameters(schedule), schedule);
+  if (failed(built))
+    return failure();
+  const ::swift::plan::OptimizerPlacementSpec &placement =
+      built->schedule.optimizer;
   OpBuilder b = OpBuilder::atBlockEnd(&schedule.getBody().front());
-  OptimizerStepOp::create(b, schedule.getLoc(),
-                          s.offload == cost::Offload::None
-                              ? OptimizerDevice::Accelerator
-                              : OptimizerDevice::Cpu,
-                          /*gather_params=*/s.zero == 1 || s.zero == 2);
+  OptimizerStepOp::create(b, schedule.getLoc(), placement.device,
+                          placement.gatherParams);
   return success();
 }
 

@@ -187,6 +187,51 @@ cost::ModelProfile mlir::swift::buildModelProfile(ModelOp model, JobOp job) {
   return profile;
 }
 
+::swift::plan::ModelConfig mlir::swift::modelConfig(ModelOp model,
+                                                    bool *mlpBias) {
+  // The parameter a linear's weight or bias comes from ("" when computed).
+  auto paramName = [](Value v) {
+    auto param = v ? v.getDefiningOp<ParamOp>() : ParamOp();
+    return param ? param.getName() : StringRef();
+  };
+  ::swift::plan::ModelConfig m;
+  bool lmHead = false, mlp = false;
+  model.walk([&](Operation *op) {
+    if (auto repeat = dyn_cast<RepeatOp>(op)) {
+      m.numLayers += repeat.getCount();
+    } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+      auto table = cast<RankedTensorType>(embedding.getTable().getType());
+      m.vocabSize = table.getDimSize(0);
+      m.hiddenSize = table.getDimSize(1);
+    } else if (auto attention = dyn_cast<AttentionOp>(op)) {
+      m.numHeads = attention.getNumHeads();
+      m.numKvHeads = attention.getNumKvHeads();
+      m.headDim = attention.getHeadDim();
+    } else if (auto rope = dyn_cast<RopeOp>(op)) {
+      m.ropeTheta = rope.getTheta().convertToDouble();
+    } else if (auto norm = dyn_cast<RMSNormOp>(op)) {
+      m.rmsNormEps = norm.getEpsilon().convertToDouble();
+      m.qkNorm |= paramName(norm.getWeight()).contains("q_norm");
+    } else if (auto linear = dyn_cast<LinearOp>(op)) {
+      StringRef weight = paramName(linear.getWeight());
+      bool bias = static_cast<bool>(linear.getBias());
+      if (weight.starts_with("mlp.gate_proj"))
+        m.intermediateSize = linear.getOutFeatures();
+      if (weight.starts_with("self_attn.q_proj"))
+        m.qkvBias = bias;
+      if (weight.starts_with("self_attn.o_proj"))
+        m.oBias = bias;
+      if (weight.starts_with("mlp."))
+        mlp |= bias;
+      lmHead |= weight.starts_with("lm_head");
+    }
+  });
+  m.tieWordEmbeddings = !lmHead;
+  if (mlpBias)
+    *mlpBias = mlp;
+  return m;
+}
+
 cost::TrainingSetup mlir::swift::trainingSetup(JobOp job) {
   cost::TrainingSetup s;
   s.backend = job.getBackend();
@@ -234,7 +279,7 @@ cost::Hardware mlir::swift::hardware(ClusterOp cluster) {
 }
 
 std::optional<cost::Strategy>
-mlir::swift::fixedStrategy(JobOp job, int64_t worldSize, std::string &missing) {
+mlir::swift::fixedStrategy(JobOp job, std::string &missing) {
   StrategyAttr attr = job.getStrategy();
   std::vector<std::string> open;
   if (!attr.getZero())
@@ -245,6 +290,8 @@ mlir::swift::fixedStrategy(JobOp job, int64_t worldSize, std::string &missing) {
     open.push_back("strategy.checkpointing");
   if (!job.getMicroBatchSize())
     open.push_back("training.micro_batch_size");
+  if (!job.getGradientAccumulation())
+    open.push_back("training.gradient_accumulation");
   missing.clear();
   for (const std::string &key : open)
     missing += (missing.empty() ? "" : ", ") + key;
@@ -260,7 +307,6 @@ mlir::swift::fixedStrategy(JobOp job, int64_t worldSize, std::string &missing) {
   if (attr.getPrefetchDepth())
     s.prefetchDepth = static_cast<int>(*attr.getPrefetchDepth());
   s.microBatchSize = *job.getMicroBatchSize();
-  int64_t perStep = s.microBatchSize * worldSize;
-  s.gradientAccumulation = std::max<int64_t>(1, job.getGlobalBatchSize() / perStep);
+  s.gradientAccumulation = *job.getGradientAccumulation();
   return s;
 }

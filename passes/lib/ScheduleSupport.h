@@ -2,7 +2,8 @@
 //
 // Private to passes/lib: resolving a job to its model, cluster, fixed
 // strategy and schedule, with the errors every materialize pass reports the
-// same way.
+// same way, and the call of plan/'s schedule algorithm (buildSchedule() in
+// swift/Plan/Schedule.h) every materialize pass translates its part of.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Passes/Profile.h"
+#include "swift/Plan/Schedule.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -22,7 +24,8 @@ struct ScheduleTarget {
   ModelOp model;
   ClusterOp cluster;
   ::swift::cost::Strategy strategy;
-  ScheduleOp schedule; // null until swift-materialize-units ran
+  ::swift::plan::ModelConfig config; // the model as its ops spell it
+  ScheduleOp schedule;               // null until swift-materialize-units ran
 };
 
 /// Resolves `job` or reports why `pass` cannot run on it: a missing model
@@ -41,11 +44,12 @@ resolveScheduleTarget(JobOp job, StringRef pass, bool needSchedule) {
     return job.emitOpError("needs its model and cluster for ") << pass;
   std::string missing;
   std::optional<::swift::cost::Strategy> s =
-      fixedStrategy(job, t.cluster.getNumGpus(), missing);
+      fixedStrategy(job, missing);
   if (!s)
     return job.emitOpError("strategy is not complete (open: ")
            << missing << "); " << pass << " materializes a fixed strategy only";
   t.strategy = *s;
+  t.config = modelConfig(t.model);
   for (auto schedule : module.getOps<ScheduleOp>())
     if (schedule.getJob() == job.getSymName())
       t.schedule = schedule;
@@ -54,6 +58,49 @@ resolveScheduleTarget(JobOp job, StringRef pass, bool needSchedule) {
                            "swift-materialize-units before ")
            << pass;
   return t;
+}
+
+/// plan.json's strategy section for `t`: the job's fixed strategy, with the
+/// bucket size and prefetch depth the schedule records once
+/// swift-materialize-collectives placed the collectives with them.
+inline ::swift::plan::StrategyConfig strategyConfig(const ScheduleTarget &t) {
+  ::swift::plan::StrategyConfig s;
+  s.zero = t.strategy.zero;
+  s.offload = t.strategy.offload;
+  s.checkpointing = t.strategy.checkpointing;
+  s.checkpointLayers = t.strategy.checkpointLayers;
+  s.bucketBytes = t.strategy.bucketBytes;
+  s.prefetchDepth = t.strategy.prefetchDepth;
+  ScheduleOp schedule = t.schedule; // accessors are not const
+  if (schedule && schedule.getBucketBytes())
+    s.bucketBytes = *schedule.getBucketBytes();
+  if (schedule && schedule.getPrefetchDepth())
+    s.prefetchDepth = static_cast<int>(*schedule.getPrefetchDepth());
+  return s;
+}
+
+/// The parameter counts of the schedule's units, in unit order.
+inline std::vector<int64_t> unitParameters(ScheduleOp schedule) {
+  std::vector<int64_t> out;
+  for (UnitOp unit : schedule.getUnits())
+    out.push_back(unit.getParameters());
+  return out;
+}
+
+/// The schedule of `t` under `strategy`, by the one algorithm swift-run
+/// also uses. `parameters` holds every unit's parameter count as the IR
+/// counts them; when they are not one per unit of the model (embedding,
+/// its layers, head), the error is reported at `where`.
+inline FailureOr<::swift::plan::BuiltSchedule>
+buildSchedule(const ScheduleTarget &t,
+              const ::swift::plan::StrategyConfig &strategy,
+              const std::vector<int64_t> &parameters, Operation *where) {
+  int64_t want = t.config.numLayers + 2;
+  if (int64_t(parameters.size()) != want)
+    return where->emitOpError("has ")
+           << parameters.size() << " units but the model needs " << want
+           << " (embedding, " << t.config.numLayers << " decoder layers, head)";
+  return ::swift::plan::buildSchedule(t.config, strategy, parameters);
 }
 
 /// Runs `fn` on every job of `module`; false when any failed.

@@ -1,10 +1,15 @@
 //===- VerifySchedule.cpp - a finished schedule is complete and consistent ===//
 //
 // The op verifiers only check what any schedule under construction must
-// hold. This pass checks the finished one against the job, with the same
-// rules the runtime's parsePlan() enforces on plan.json (so a schedule that
-// passes here is accepted there) plus what plan.json does not carry: the
-// recompute marks, streams and offload copies.
+// hold. This pass checks the finished one against the job with plan/'s
+// checkSchedule() (swift/Plan/Schedule.h), the rules swift-run's parsePlan()
+// enforces on plan.json: it translates the IR's schedule into a
+// plan::Schedule, runs them, and reports a violation at the op of the entry
+// it names. What it checks itself is only what plan.json does not carry:
+// that each op of a program belongs to a compute (the premise of the
+// translation), the recompute marks, streams, prefetch positions, bucket
+// sizes, reductions matching their bucket's collective, and the offload
+// copies.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,11 +25,32 @@ namespace mlir::swift {
 using namespace mlir;
 using namespace mlir::swift;
 namespace cost = ::swift::cost;
+namespace plan = ::swift::plan;
 
 namespace {
 
-// Buckets are sized in fp32 gradient bytes (swift-materialize-collectives).
-constexpr int64_t kGradBytes = 4;
+/// The ops of one plan.json program entry: a compute, the gathers issued
+/// since the previous compute, and the releases and reductions after it.
+struct Step {
+  ComputeUnitOp compute;
+  SmallVector<AllGatherOp> gathers;
+  SmallVector<ReleaseOp> releases;
+  SmallVector<Operation *> reductions; // swift.reduce_scatter / all_reduce
+};
+
+/// The bucket a reduction op reduces, if `op` is one.
+std::optional<int64_t> reducedBucket(Operation *op) {
+  if (auto r = dyn_cast_or_null<ReduceScatterOp>(op))
+    return r.getBucket();
+  if (auto r = dyn_cast_or_null<AllReduceOp>(op))
+    return r.getBucket();
+  return std::nullopt;
+}
+
+bool isCopyOf(Operation *op, HostData what) {
+  auto copy = dyn_cast_or_null<CopyOp>(op);
+  return copy && copy.getWhat() == what;
+}
 
 class ScheduleChecker {
 public:
@@ -42,235 +68,207 @@ public:
              << (forward ? "backward" : "forward") << " program";
     if (!schedule.getOptimizerStep())
       return schedule.emitOpError("has no optimizer step");
-    if (failed(checkUnits()) || failed(checkOrder(forward)) ||
-        failed(checkOrder(backward)) || failed(checkResidency()) ||
-        failed(checkBuckets()) || failed(checkOptimizer()) ||
-        failed(checkCopies()))
+    if (failed(collectSteps(forward, forwardSteps)) ||
+        failed(collectSteps(backward, backwardSteps)))
+      return failure();
+    // plan.json's rules, the same code swift-run runs on a plan.
+    if (std::optional<plan::ScheduleViolation> v =
+            plan::checkSchedule(t.config, strategyConfig(t), toPlan()))
+      return opOf(*v)->emitOpError(v->why);
+    if (failed(checkRecompute()) || failed(checkGathers()) ||
+        failed(checkBuckets()) || failed(checkCopies()))
       return failure();
     return success();
   }
 
 private:
-  LogicalResult checkUnits() {
-    int64_t layers = 0;
-    t.model.walk([&](RepeatOp r) { layers += r.getCount(); });
-    if (int64_t(units.size()) != layers + 2)
-      return t.schedule.emitOpError("has ")
-             << units.size() << " units but the model needs " << layers + 2
-             << " (embedding, " << layers << " decoder layers, head)";
-    for (UnitOp unit : units) {
-      if (unit.getKind() != UnitKind::Decoder)
-        continue;
-      int64_t layer = *unit.getLayer();
-      bool want = s.checkpointing != cost::Checkpointing::None &&
-                  (s.checkpointLayers < 0 || layer < s.checkpointLayers);
-      bool full = s.checkpointing == cost::Checkpointing::Full;
-      Checkpointing expected = !want  ? Checkpointing::None
-                               : full ? Checkpointing::Full
-                                      : Checkpointing::Selective;
-      if (unit.getCheckpointMode() != expected)
-        return unit.emitOpError("checkpoint mode ")
-               << irKeyword(unit.getCheckpointMode())
-               << " disagrees with the strategy ("
-               << irKeyword(expected) << ")";
-    }
-    return success();
-  }
-
-  /// Each unit computed once, in autograd's order; every step op belongs to
-  /// a compute (gathers before one, releases and reductions after one).
-  LogicalResult checkOrder(ProgramOp program) {
-    bool isBackward = program.getPhase() == ProgramPhase::backward;
-    int64_t next = 0;
-    Operation *lastCompute = nullptr;
+  /// Groups a program's ops into plan.json's entries: gathers (and the
+  /// parameter copies before them) belong to the next compute, releases,
+  /// reductions and gradient copies to the previous one.
+  LogicalResult collectSteps(ProgramOp program, SmallVector<Step> &steps) {
+    SmallVector<AllGatherOp> pending;
+    Operation *servesNone = nullptr; // the first gather or copy still pending
     for (Operation &op : program.getBody().front()) {
       if (auto compute = dyn_cast<ComputeUnitOp>(op)) {
-        int64_t want = isBackward ? last - next : next;
-        if (next > last || int64_t(compute.getUnit()) != want)
-          return compute.emitOpError("computes unit ")
-                 << compute.getUnit() << " where "
-                 << (isBackward ? "backward" : "forward") << " needs "
-                 << (next > last ? std::string("no more units")
-                                 : "unit " + std::to_string(want));
-        bool checkpointed =
-            units[want].getCheckpointMode() != Checkpointing::None;
-        if (isBackward && compute.getRecompute() != checkpointed)
-          return compute.emitOpError(
-              checkpointed ? "must recompute its checkpointed unit"
-                           : "recomputes a unit that keeps its "
-                             "activations");
-        ++next;
-        lastCompute = &op;
+        steps.push_back({compute, std::move(pending), {}, {}});
+        pending.clear();
+        servesNone = nullptr;
         continue;
       }
-      bool after =
-          isa<ReleaseOp, ReduceScatterOp, AllReduceOp>(op) ||
-          (isa<CopyOp>(op) && cast<CopyOp>(op).getWhat() == HostData::grads);
-      if (after && !lastCompute)
+      if (auto gather = dyn_cast<AllGatherOp>(op)) {
+        pending.push_back(gather);
+        servesNone = servesNone ? servesNone : &op;
+        continue;
+      }
+      if (isCopyOf(&op, HostData::params)) {
+        servesNone = servesNone ? servesNone : &op;
+        continue;
+      }
+      bool after = isa<ReleaseOp, ReduceScatterOp, AllReduceOp>(op) ||
+                   isCopyOf(&op, HostData::grads);
+      if (after && steps.empty())
         return op.emitOpError("comes before any compute; it belongs after "
                               "the compute it follows");
+      if (auto release = dyn_cast<ReleaseOp>(op))
+        steps.back().releases.push_back(release);
+      else if (reducedBucket(&op))
+        steps.back().reductions.push_back(&op);
     }
-    if (next != last + 1)
-      return program.emitOpError("computes ")
-             << next << " of " << last + 1 << " units";
-    for (Operation *op = lastCompute->getNextNode(); op; op = op->getNextNode())
-      if (isa<AllGatherOp>(op) ||
-          (isa<CopyOp>(op) && cast<CopyOp>(op).getWhat() == HostData::params))
-        return op->emitOpError("comes after the last compute and serves none");
+    if (servesNone)
+      return servesNone->emitOpError(
+          "comes after the last compute and serves none");
     return success();
   }
 
-  /// The runtime's residency simulation: ZeRO-3 gathers before use and
-  /// releases after; below ZeRO-3 every unit stays resident.
-  LogicalResult checkResidency() {
-    SmallVector<bool> resident(units.size(), s.zero < 3);
-    for (ProgramOp program : {forward, backward}) {
-      bool isBackward = program == backward;
-      for (Operation &op : program.getBody().front()) {
-        if (isa<AllGatherOp, ReleaseOp>(op) && s.zero < 3)
-          return op.emitOpError("needs ZeRO-3 (parameters are replicated at "
-                                "ZeRO-")
-                 << s.zero << ")";
-        if (auto g = dyn_cast<AllGatherOp>(op)) {
-          if (g.getStream() != Stream::communication)
-            return g.emitOpError("must run on the communication stream "
-                                 "(swift-run overlaps it with compute)");
-          if (failed(checkPrefetchPosition(g, isBackward)))
-            return failure();
-          resident[g.getUnit()] = true;
-        } else if (auto r = dyn_cast<ReleaseOp>(op)) {
-          if (!resident[r.getUnit()])
-            return r.emitOpError("releases unit ")
-                   << r.getUnit() << ", which is not gathered";
-          resident[r.getUnit()] = false;
-        } else if (auto c = dyn_cast<ComputeUnitOp>(op)) {
-          // The embedding's backward is a scatter-add: it reads no weights.
-          if (isBackward && c.getUnit() == 0)
-            continue;
-          for (int64_t owner : units[c.getUnit()].getOwners())
-            if (!resident[owner])
-              return c.emitOpError("reads the parameters of unit ")
-                     << owner << ", which are not gathered";
+  /// The schedule as plan.json spells it.
+  plan::Schedule toPlan() {
+    plan::Schedule out;
+    for (UnitOp unit : units) {
+      plan::UnitSpec spec;
+      spec.kind = unit.getKind();
+      spec.layer = unit.getLayer() ? int64_t(*unit.getLayer()) : -1;
+      spec.checkpoint = unit.getCheckpointMode();
+      out.units.push_back(spec);
+    }
+    for (BucketOp bucket : buckets) {
+      plan::Bucket b;
+      for (int64_t u : bucket.getUnits())
+        b.units.push_back(int(u));
+      b.collective = bucket.getCollective();
+      b.everyMicroBatch = bucket.getEveryMicroBatch();
+      out.buckets.push_back(b);
+    }
+    auto program = [](SmallVector<Step> &steps) {
+      std::vector<plan::ProgramStep> out;
+      for (Step &step : steps) {
+        plan::ProgramStep p;
+        p.unit = int(step.compute.getUnit());
+        for (AllGatherOp g : step.gathers)
+          p.gather.push_back(int(g.getUnit()));
+        for (ReleaseOp r : step.releases)
+          p.release.push_back(int(r.getUnit()));
+        for (Operation *r : step.reductions)
+          p.reduce.push_back(int(*reducedBucket(r)));
+        out.push_back(p);
+      }
+      return out;
+    };
+    out.forward = program(forwardSteps);
+    out.backward = program(backwardSteps);
+    OptimizerStepOp step = t.schedule.getOptimizerStep();
+    out.optimizer.device = step.getDevice();
+    out.optimizer.gatherParams = step.getGatherParams();
+    return out;
+  }
+
+  /// The op of the entry (and list item) a violation names.
+  Operation *opOf(const plan::ScheduleViolation &v) {
+    using Part = plan::ScheduleViolation::Part;
+    auto pick = [](auto &list, int i) -> Operation * {
+      if (i < 0 || size_t(i) >= list.size())
+        return nullptr;
+      return list[i];
+    };
+    Operation *op = nullptr;
+    switch (v.part) {
+    case Part::Units:
+      op = pick(units, v.entry);
+      break;
+    case Part::Buckets:
+      op = pick(buckets, v.entry);
+      break;
+    case Part::Optimizer:
+      op = t.schedule.getOptimizerStep();
+      break;
+    case Part::Forward:
+    case Part::Backward: {
+      bool isForward = v.part == Part::Forward;
+      SmallVector<Step> &steps = isForward ? forwardSteps : backwardSteps;
+      if (v.entry < 0 || size_t(v.entry) >= steps.size())
+        return isForward ? forward : backward;
+      Step &step = steps[v.entry];
+      if (v.field == "gather")
+        op = pick(step.gathers, v.item);
+      else if (v.field == "release")
+        op = pick(step.releases, v.item);
+      else if (v.field == "reduce")
+        op = pick(step.reductions, v.item);
+      return op ? op : step.compute.getOperation();
+    }
+    }
+    return op ? op : t.schedule.getOperation();
+  }
+
+  /// A checkpointed unit's backward recomputes its forward; no other does.
+  LogicalResult checkRecompute() {
+    for (Step &step : backwardSteps) {
+      ComputeUnitOp compute = step.compute;
+      bool checkpointed =
+          units[compute.getUnit()].getCheckpointMode() != Checkpointing::None;
+      if (compute.getRecompute() != checkpointed)
+        return compute.emitOpError(checkpointed
+                                       ? "must recompute its checkpointed unit"
+                                       : "recomputes a unit that keeps its "
+                                         "activations");
+    }
+    return success();
+  }
+
+  /// Gathers run on the communication stream, and `ahead` names the unit the
+  /// gathered parameters serve: `ahead` units after the next compute, in
+  /// the program's order.
+  LogicalResult checkGathers() {
+    for (bool isBackward : {false, true}) {
+      for (Step &step : isBackward ? backwardSteps : forwardSteps) {
+        for (AllGatherOp gather : step.gathers) {
+          if (gather.getStream() != Stream::communication)
+            return gather.emitOpError("must run on the communication stream "
+                                      "(swift-run overlaps it with compute)");
+          int64_t next = step.compute.getUnit();
+          int64_t served = isBackward ? next - int64_t(gather.getAhead())
+                                      : next + int64_t(gather.getAhead());
+          if (served < 0 || served > last ||
+              !llvm::is_contained(units[served].getOwners(),
+                                  int64_t(gather.getUnit())))
+            return gather.emitOpError("gathers unit ")
+                   << gather.getUnit() << " " << gather.getAhead()
+                   << " unit(s) ahead of unit " << next
+                   << ", but the unit there does not read it";
         }
       }
     }
-    for (auto [u, isResident] : llvm::enumerate(resident))
-      if (s.zero == 3 && isResident)
-        return backward.emitOpError("leaves unit ")
-               << u << " gathered; ZeRO-3 releases every unit each "
-               << "micro-batch";
     return success();
   }
 
-  /// `ahead` names the unit the gathered parameters serve: `ahead` units
-  /// after the next compute, in the program's order.
-  LogicalResult checkPrefetchPosition(AllGatherOp gather, bool isBackward) {
-    Operation *op = gather->getNextNode();
-    while (op && !isa<ComputeUnitOp>(op))
-      op = op->getNextNode();
-    int64_t next = cast<ComputeUnitOp>(op).getUnit();
-    int64_t served =
-        isBackward ? next - gather.getAhead() : next + gather.getAhead();
-    if (served < 0 || served > last ||
-        !llvm::is_contained(units[served].getOwners(), gather.getUnit()))
-      return gather.emitOpError("gathers unit ")
-             << gather.getUnit() << " " << gather.getAhead()
-             << " unit(s) ahead of unit " << next
-             << ", but the unit there does not read it";
-    return success();
-  }
-
+  /// A bucket's size is its units' gradients as buckets are sized; each
+  /// reduction runs on the communication stream with its bucket's
+  /// collective.
   LogicalResult checkBuckets() {
-    SmallVector<int64_t> bucketOf(units.size(), -1);
-    const Collective want =
-        s.zero == 0 ? Collective::AllReduce : Collective::ReduceScatter;
     for (BucketOp bucket : buckets) {
-      for (int64_t u : bucket.getUnits()) {
-        if (bucketOf[u] >= 0)
-          return bucket.emitOpError("holds unit ")
-                 << u << ", already in bucket " << bucketOf[u];
-        bucketOf[u] = bucket.getIndex();
-      }
       int64_t bytes = 0;
       for (int64_t u : bucket.getUnits())
-        bytes += units[u].getParameters() * kGradBytes;
+        bytes += units[u].getParameters() * plan::kBucketBytesPerParameter;
       if (int64_t(bucket.getBytes()) != bytes)
         return bucket.emitOpError("says ")
                << bucket.getBytes() << " bytes but its units' fp32 gradients "
                << "take " << bytes;
-      if (bucket.getCollective() != want)
-        return bucket.emitOpError("ZeRO-")
-               << s.zero << " reduces gradients with "
-               << irKeyword(want);
-      if (bucket.getEveryMicroBatch() != (s.zero >= 2))
-        return bucket.emitOpError(
-            s.zero >= 2 ? "must reduce every micro-batch (ZeRO-2/3 keep only "
-                          "gradient shards)"
-                        : "must reduce on the last micro-batch only (ZeRO-0/1 "
-                          "accumulate full gradients locally)");
     }
-    for (auto [u, b] : llvm::enumerate(bucketOf))
-      if (b < 0)
-        return units[u].emitOpError("has its gradients in no bucket");
-    // Each bucket reduced once, after its gradients are final (a tied
-    // embedding also receives the head's).
-    SmallVector<bool> done(units.size(), false), reduced(buckets.size(), false);
-    bool tied = units[last].getReadsEmbedding();
-    for (Operation &op : backward.getBody().front()) {
-      if (auto c = dyn_cast<ComputeUnitOp>(op))
-        done[c.getUnit()] = true;
-      std::optional<int64_t> index;
-      Collective kind = Collective::AllReduce;
-      Stream stream = Stream::communication;
-      if (auto r = dyn_cast<ReduceScatterOp>(op)) {
-        index = r.getBucket();
-        kind = Collective::ReduceScatter;
-        stream = r.getStream();
-      } else if (auto r = dyn_cast<AllReduceOp>(op)) {
-        index = r.getBucket();
-        stream = r.getStream();
+    for (Step &step : backwardSteps) {
+      for (Operation *op : step.reductions) {
+        bool scatter = isa<ReduceScatterOp>(op);
+        Stream stream = scatter ? cast<ReduceScatterOp>(op).getStream()
+                                : cast<AllReduceOp>(op).getStream();
+        if (stream != Stream::communication)
+          return op->emitOpError("must run on the communication stream");
+        int64_t index = *reducedBucket(op);
+        Collective kind =
+            scatter ? Collective::ReduceScatter : Collective::AllReduce;
+        if (kind != buckets[index].getCollective())
+          return op->emitOpError("does not match bucket ")
+                 << index << "'s collective ("
+                 << irKeyword(buckets[index].getCollective()) << ")";
       }
-      if (!index)
-        continue;
-      if (stream != Stream::communication)
-        return op.emitOpError("must run on the communication stream");
-      BucketOp bucket = buckets[*index];
-      if (kind != bucket.getCollective())
-        return op.emitOpError("does not match bucket ")
-               << *index << "'s collective ("
-               << irKeyword(bucket.getCollective()) << ")";
-      if (reduced[*index])
-        return op.emitOpError("reduces bucket ") << *index << " twice";
-      reduced[*index] = true;
-      for (int64_t u : bucket.getUnits())
-        if (!done[u] || (u == 0 && tied && !done[last]))
-          return op.emitOpError("reduces bucket ")
-                 << *index << " before the gradients of unit " << u
-                 << " are final";
     }
-    for (auto [b, isReduced] : llvm::enumerate(reduced))
-      if (!isReduced)
-        return buckets[b].emitOpError("is never reduced by the backward "
-                                      "program");
-    return success();
-  }
-
-  LogicalResult checkOptimizer() {
-    OptimizerStepOp step = t.schedule.getOptimizerStep();
-    bool cpu = s.offload != cost::Offload::None;
-    if (cpu && s.zero == 0)
-      return step.emitOpError("offload needs ZeRO >= 1 (swift-run's host "
-                              "optimizer updates gradient shards)");
-    if ((step.getDevice() == OptimizerDevice::Cpu) != cpu)
-      return step.emitOpError("must run on ")
-             << (cpu ? "cpu (the strategy offloads the optimizer)"
-                     : "accelerator (nothing is offloaded)");
-    bool gather = s.zero == 1 || s.zero == 2;
-    if (step.getGatherParams() != gather)
-      return step.emitOpError(gather ? "must all-gather the updated "
-                                       "parameters at ZeRO-1/2"
-                                     : "gathers parameters, which only "
-                                       "ZeRO-1/2 do");
     return success();
   }
 
@@ -287,11 +285,7 @@ private:
       return copy.getBucket();
     };
     for (Operation &op : backward.getBody().front()) {
-      std::optional<int64_t> bucket;
-      if (auto r = dyn_cast<ReduceScatterOp>(op))
-        bucket = r.getBucket();
-      if (auto r = dyn_cast<AllReduceOp>(op))
-        bucket = r.getBucket();
+      std::optional<int64_t> bucket = reducedBucket(&op);
       if (bucket && offload && gradsCopyOf(op.getNextNode()) != bucket)
         return op.emitOpError("must be followed by the copy of bucket ")
                << *bucket << "'s gradients to the host optimizer";
@@ -344,6 +338,7 @@ private:
   std::vector<BucketOp> buckets;
   const int64_t last;
   ProgramOp forward, backward;
+  SmallVector<Step> forwardSteps, backwardSteps;
 };
 
 struct VerifySchedulePass

@@ -1,12 +1,12 @@
-//===- Schedule.cpp - derive and validate a plan's schedule ---------------===//
+//===- Schedule.cpp - the schedule algorithm and the schedule rules -------===//
 //
-// The rules here are the executor's assumptions (Engine.cpp): a schedule that
-// passes validateSchedule() cannot make the engine use parameters that are
-// not gathered, free them twice, or reduce gradients that are not final.
+// buildSchedule() and checkSchedule() are the only schedule algorithm and
+// the only schedule rules of the project (Schedule.h says who calls them).
+// The rules are the executor's assumptions (runtime/lib/Engine.cpp).
 //
 //===----------------------------------------------------------------------===//
+#include "swift/Plan/Schedule.h"
 #include "swift/Plan/Error.h"
-#include "swift/Plan/Plan.h"
 
 namespace swift::plan {
 
@@ -46,11 +46,25 @@ std::vector<int> unitOwners(const ModelConfig &m, int unit) {
   return {unit};
 }
 
-Schedule deriveSchedule(const ModelConfig &m, const StrategyConfig &st,
-                        int64_t worldSize) {
-  (void)worldSize;
+Checkpointing layerCheckpoint(const StrategyConfig &s, int64_t layer) {
+  bool inRange = s.checkpointLayers < 0 || layer < s.checkpointLayers;
+  return inRange ? s.checkpointing : Checkpointing::None;
+}
+
+std::vector<int64_t> unitParameterCounts(const ModelConfig &m) {
+  std::vector<int64_t> out;
+  for (int u = 0; u < m.numLayers + 2; ++u)
+    out.push_back(unitParameterCount(m, u));
+  return out;
+}
+
+BuiltSchedule buildSchedule(const ModelConfig &m, const StrategyConfig &st,
+                            const std::vector<int64_t> &unitParameters) {
   const int numUnits = int(m.numLayers) + 2, last = numUnits - 1;
-  Schedule s;
+  SWIFT_ASSERT(unitParameters.size() == size_t(numUnits),
+               "one parameter count per unit");
+  BuiltSchedule out;
+  Schedule &s = out.schedule;
   for (int u = 0; u < numUnits; ++u) {
     UnitSpec spec;
     spec.kind = u == 0      ? UnitKind::Embedding
@@ -58,15 +72,10 @@ Schedule deriveSchedule(const ModelConfig &m, const StrategyConfig &st,
                             : UnitKind::Decoder;
     if (spec.kind == UnitKind::Decoder) {
       spec.layer = u - 1;
-      bool inRange =
-          st.checkpointLayers < 0 || spec.layer < st.checkpointLayers;
-      spec.checkpoint = inRange ? st.checkpointing : Checkpointing::None;
+      spec.checkpoint = layerCheckpoint(st, spec.layer);
     }
     s.units.push_back(spec);
   }
-  // Buckets are sized in fp32 gradient bytes (the reduction dtype unless
-  // pure bf16, where buckets then hold half the bytes they are sized for).
-  const int64_t bytesPerGrad = 4;
   // Buckets in backward order, so each closes as early as possible.
   Bucket current;
   int64_t currentBytes = 0;
@@ -78,42 +87,46 @@ Schedule deriveSchedule(const ModelConfig &m, const StrategyConfig &st,
     current.collective = coll;
     current.everyMicroBatch = st.zero >= 2;
     s.buckets.push_back(current);
+    out.bucketBytes.push_back(currentBytes);
     current = Bucket{};
     currentBytes = 0;
   };
   for (int u = last; u >= 0; --u) {
     current.units.push_back(u);
-    currentBytes += unitParameterCount(m, u) * bytesPerGrad;
+    currentBytes += unitParameters[u] * kBucketBytesPerParameter;
     if (currentBytes >= st.bucketBytes)
       close();
   }
   close();
-  std::vector<int> bucketOfUnit(numUnits);
-  for (size_t b = 0; b < s.buckets.size(); ++b)
-    for (int u : s.buckets[b].units)
-      bucketOfUnit[u] = int(b);
 
   const bool z3 = st.zero == 3;
   const int depth = st.prefetchDepth;
+  // Gathers the owners of the unit `ahead` steps after `step`'s own.
+  auto gather = [&](ProgramStep &step, std::vector<int> &aheads, int unit,
+                    int ahead) {
+    for (int o : unitOwners(m, unit)) {
+      step.gather.push_back(o);
+      aheads.push_back(ahead);
+    }
+  };
   // Forward: gather this unit's owners (skipped when already prefetched) and
   // the owners of the next `depth` units; release after use. The tied head
   // gathers unit 0 again: holding the embedding table for the whole forward
   // would cost more than a second all-gather.
   for (int u = 0; u < numUnits; ++u) {
     ProgramStep stp;
+    std::vector<int> aheads;
     stp.unit = u;
     if (z3) {
-      for (int o : unitOwners(m, u))
-        stp.gather.push_back(o);
-      for (int k = 1; k <= depth && u + k < numUnits; ++k)
-        for (int o : unitOwners(m, u + k))
-          stp.gather.push_back(o);
+      for (int k = 0; k <= depth && u + k < numUnits; ++k)
+        gather(stp, aheads, u + k, k);
       // The head is computed last in forward and first in backward: keep it
       // (and the tied embedding) gathered across the turn.
       if (u != last)
         stp.release = {u};
     }
     s.forward.push_back(stp);
+    out.forwardAhead.push_back(aheads);
   }
   // Backward: reverse order; a bucket is reduced once its last unit (the
   // lowest-numbered, plus the head for a tied unit 0) is done.
@@ -121,13 +134,13 @@ Schedule deriveSchedule(const ModelConfig &m, const StrategyConfig &st,
   std::vector<bool> reduced(s.buckets.size(), false);
   for (int u = last; u >= 0; --u) {
     ProgramStep stp;
+    std::vector<int> aheads;
     stp.unit = u;
     if (z3) {
       // The embedding's backward reads no weights (a scatter-add of the
       // incoming gradient), so unit 0 is never gathered in backward.
       for (int k = 0; k <= depth && u - k >= 1; ++k)
-        for (int o : unitOwners(m, u - k))
-          stp.gather.push_back(o);
+        gather(stp, aheads, u - k, k);
       if (u != 0)
         stp.release = {u};
       if (u == last && m.tieWordEmbeddings)
@@ -146,99 +159,216 @@ Schedule deriveSchedule(const ModelConfig &m, const StrategyConfig &st,
       }
     }
     s.backward.push_back(stp);
+    out.backwardAhead.push_back(aheads);
   }
   s.optimizer.device = st.offload == Offload::None
                            ? OptimizerDevice::Accelerator
                            : OptimizerDevice::Cpu;
   s.optimizer.gatherParams = st.zero == 1 || st.zero == 2;
-  return s;
+  return out;
 }
 
-/// Simulates the programs and checks every rule the executor relies on.
-void validateSchedule(const Plan &p) {
-  const std::string &file = p.path;
-  const Schedule &s = p.schedule;
-  const int numUnits = int(p.model.numLayers) + 2, last = numUnits - 1;
-  const int zero = p.strategy.zero;
-  auto fail = [&](const std::string &where, const std::string &why) {
-    throw UserError(file + ": schedule." + where + ": " + why);
-  };
-  auto stepName = [](const char *prog, size_t i) {
-    return std::string(prog) + "[" + std::to_string(i) + "]";
-  };
-  // Autograd fixes the order: forward 0..last, backward last..0.
+std::string ScheduleViolation::path() const {
+  static const char *const names[] = {"units", "buckets", "forward", "backward",
+                                      "optimizer"};
+  std::string out = names[static_cast<int>(part)];
+  if (entry >= 0)
+    out += "[" + std::to_string(entry) + "]";
+  if (!field.empty())
+    out += "." + field;
+  return out;
+}
+
+std::optional<std::string> offloadViolation(const StrategyConfig &s) {
+  if (s.offload == Offload::OptimizerAndParams && s.zero != 3)
+    return std::string("\"optimizer+params\" needs zero 3 (only sharded "
+                       "parameters can live on the host between uses)");
+  if (s.offload != Offload::None && s.zero == 0)
+    return std::string(
+        "offload needs zero >= 1 (the host optimizer updates shards)");
+  return std::nullopt;
+}
+
+namespace {
+
+using Part = ScheduleViolation::Part;
+
+/// Thrown inside checkSchedule() only: the first violation found.
+struct Found {
+  ScheduleViolation v;
+};
+
+[[noreturn]] void fail(Part part, int entry, std::string field, int item,
+                       std::string why) {
+  throw Found{{part, entry, std::move(field), item, std::move(why)}};
+}
+[[noreturn]] void fail(Part part, int entry, std::string why) {
+  fail(part, entry, "", -1, std::move(why));
+}
+
+std::string quoted(const char *s) { return std::string("\"") + s + "\""; }
+
+void checkUnits(const ModelConfig &m, const StrategyConfig &st,
+                const Schedule &s) {
+  const int numUnits = int(m.numLayers) + 2, last = numUnits - 1;
+  if (s.units.size() != size_t(numUnits))
+    fail(Part::Units, -1,
+         "expected " + std::to_string(numUnits) + " units (embedding, " +
+             std::to_string(m.numLayers) + " decoder layers, head), got " +
+             std::to_string(s.units.size()));
+  for (int u = 0; u < numUnits; ++u) {
+    const UnitSpec &spec = s.units[u];
+    UnitKind want = u == 0      ? UnitKind::Embedding
+                    : u == last ? UnitKind::Head
+                                : UnitKind::Decoder;
+    if (spec.kind != want)
+      fail(Part::Units, u, "kind", -1,
+           "unit " + std::to_string(u) + " must be the " + toString(want));
+    if (want != UnitKind::Decoder) {
+      if (spec.checkpoint != Checkpointing::None)
+        fail(Part::Units, u, "checkpoint", -1,
+             "only decoder units are checkpointed");
+      continue;
+    }
+    if (spec.layer != u - 1)
+      fail(Part::Units, u, "layer", -1,
+           "unit " + std::to_string(u) + " is decoder layer " +
+               std::to_string(u - 1));
+    // The schedule spells the strategy out: it may not disagree with it.
+    Checkpointing expected = layerCheckpoint(st, spec.layer);
+    if (spec.checkpoint != expected)
+      fail(Part::Units, u, "checkpoint", -1,
+           quoted(toString(spec.checkpoint)) +
+               " disagrees with the strategy (" + quoted(toString(expected)) +
+               " from strategy.checkpointing " +
+               quoted(toString(st.checkpointing)) + ", checkpoint_layers " +
+               std::to_string(st.checkpointLayers) + ")");
+  }
+}
+
+/// Autograd fixes the order: forward 0..last, backward last..0. Indices in
+/// range; reductions only in backward.
+void checkPrograms(const ModelConfig &m, const Schedule &s) {
+  const int numUnits = int(m.numLayers) + 2, last = numUnits - 1;
+  const int numBuckets = int(s.buckets.size());
   if (s.forward.size() != size_t(numUnits))
-    fail("forward",
+    fail(Part::Forward, -1,
          "expected one entry per unit (" + std::to_string(numUnits) + ")");
   if (s.backward.size() != size_t(numUnits))
-    fail("backward",
+    fail(Part::Backward, -1,
          "expected one entry per unit (" + std::to_string(numUnits) + ")");
-  for (int i = 0; i < numUnits; ++i) {
+  for (int i = 0; i < numUnits; ++i)
     if (s.forward[i].unit != i)
-      fail(stepName("forward", i) + ".unit",
+      fail(Part::Forward, i, "unit", -1,
            "forward must compute units in order 0.." + std::to_string(last));
+  for (int i = 0; i < numUnits; ++i)
     if (s.backward[i].unit != last - i)
-      fail(stepName("backward", i) + ".unit",
+      fail(Part::Backward, i, "unit", -1,
            "backward must compute units in order " + std::to_string(last) +
                "..0 (autograd's order)");
+  for (Part part : {Part::Forward, Part::Backward}) {
+    const std::vector<ProgramStep> &prog =
+        part == Part::Forward ? s.forward : s.backward;
+    for (int i = 0; i < numUnits; ++i) {
+      auto inRange = [&](const std::vector<int> &list, const char *field,
+                         int size, const char *what) {
+        for (size_t j = 0; j < list.size(); ++j)
+          if (list[j] < 0 || list[j] >= size)
+            fail(part, i, field, int(j),
+                 std::string(what) + " " + std::to_string(list[j]) +
+                     " does not exist (" + std::to_string(size) + " " + what +
+                     "s)");
+      };
+      inRange(prog[i].gather, "gather", numUnits, "unit");
+      inRange(prog[i].release, "release", numUnits, "unit");
+      inRange(prog[i].reduce, "reduce", numBuckets, "bucket");
+      if (part == Part::Forward && !prog[i].reduce.empty())
+        fail(part, i, "reduce", 0,
+             "gradient reductions belong to the backward program");
+    }
   }
-  // Residency: ZeRO 0-2 keep every unit's parameters resident; ZeRO-3 holds
-  // only shards and must gather before use.
+}
+
+/// Residency: ZeRO 0-2 keep every unit's parameters resident; ZeRO-3 holds
+/// only shards and must gather before use.
+void checkResidency(const ModelConfig &m, const StrategyConfig &st,
+                    const Schedule &s) {
+  const int numUnits = int(m.numLayers) + 2;
+  const int zero = st.zero;
   std::vector<bool> resident(numUnits, zero < 3);
-  auto run = [&](const std::vector<ProgramStep> &prog, const char *name) {
+  for (Part part : {Part::Forward, Part::Backward}) {
+    const std::vector<ProgramStep> &prog =
+        part == Part::Forward ? s.forward : s.backward;
     for (size_t i = 0; i < prog.size(); ++i) {
-      const ProgramStep &st = prog[i];
-      if (zero < 3 && (!st.gather.empty() || !st.release.empty()))
-        fail(stepName(name, i), "gather/release need zero 3 (parameters are "
-                                "replicated at zero " +
-                                    std::to_string(zero) + ")");
-      for (int u : st.gather)
+      const ProgramStep &step = prog[i];
+      if (zero < 3 && (!step.gather.empty() || !step.release.empty()))
+        fail(part, int(i), step.gather.empty() ? "release" : "gather", 0,
+             "gather/release need zero 3 (parameters are replicated at "
+             "zero " +
+                 std::to_string(zero) + ")");
+      for (int u : step.gather)
         resident[u] = true;
-      bool embeddingBackward = prog.data() == s.backward.data() && st.unit == 0;
-      for (int u : embeddingBackward ? std::vector<int>{}
-                                     : unitOwners(p.model, st.unit))
+      // The embedding's backward is a scatter-add: it reads no weights.
+      bool embeddingBackward = part == Part::Backward && step.unit == 0;
+      for (int u :
+           embeddingBackward ? std::vector<int>{} : unitOwners(m, step.unit))
         if (!resident[u])
-          fail(stepName(name, i), "unit " + std::to_string(st.unit) +
-                                      " needs the parameters of unit " +
-                                      std::to_string(u) +
-                                      ", which are not gathered");
-      for (int u : st.release) {
+          fail(part, int(i),
+               "unit " + std::to_string(step.unit) +
+                   " needs the parameters of unit " + std::to_string(u) +
+                   ", which are not gathered");
+      for (size_t j = 0; j < step.release.size(); ++j) {
+        int u = step.release[j];
         if (!resident[u])
-          fail(stepName(name, i) + ".release",
+          fail(part, int(i), "release", int(j),
                "unit " + std::to_string(u) + " is not gathered");
         resident[u] = false;
       }
     }
-  };
-  run(s.forward, "forward");
-  run(s.backward, "backward");
+  }
   if (zero == 3)
     for (int u = 0; u < numUnits; ++u)
       if (resident[u])
-        fail("backward", "unit " + std::to_string(u) +
-                             " is still gathered after backward; release it "
-                             "(ZeRO-3 reshards every unit each micro-batch)");
-  // Buckets: a partition of the units; each reduced once in backward, after
-  // every unit that writes gradients into it has run.
+        fail(Part::Backward, -1,
+             "unit " + std::to_string(u) +
+                 " is still gathered after backward; release it (ZeRO-3 "
+                 "reshards every unit each micro-batch)");
+}
+
+/// Buckets: a partition of the units, with the stage's collective and
+/// frequency; each reduced once in backward, after every unit that writes
+/// gradients into it has run.
+void checkBuckets(const ModelConfig &m, const StrategyConfig &st,
+                  const Schedule &s) {
+  const int numUnits = int(m.numLayers) + 2, last = numUnits - 1;
+  const int zero = st.zero;
   std::vector<int> bucketOf(numUnits, -1);
   for (size_t b = 0; b < s.buckets.size(); ++b) {
     const Bucket &bk = s.buckets[b];
-    std::string where = "buckets[" + std::to_string(b) + "]";
-    for (int u : bk.units) {
+    if (bk.units.empty())
+      fail(Part::Buckets, int(b), "units", -1,
+           "a bucket needs at least one unit");
+    for (size_t j = 0; j < bk.units.size(); ++j) {
+      int u = bk.units[j];
+      if (u < 0 || u > last)
+        fail(Part::Buckets, int(b), "units", int(j),
+             "unit " + std::to_string(u) + " does not exist (" +
+                 std::to_string(numUnits) + " units)");
       if (bucketOf[u] >= 0)
-        fail(where, "unit " + std::to_string(u) + " is already in bucket " +
-                        std::to_string(bucketOf[u]));
+        fail(Part::Buckets, int(b),
+             "unit " + std::to_string(u) + " is already in bucket " +
+                 std::to_string(bucketOf[u]));
       bucketOf[u] = int(b);
     }
     Collective want =
         zero == 0 ? Collective::AllReduce : Collective::ReduceScatter;
     if (bk.collective != want)
-      fail(where + ".collective", std::string("zero ") + std::to_string(zero) +
-                                      " reduces gradients with " +
-                                      toString(want));
+      fail(Part::Buckets, int(b), "collective", -1,
+           "zero " + std::to_string(zero) + " reduces gradients with " +
+               toString(want));
     bool wantEvery = zero >= 2;
     if (bk.everyMicroBatch != wantEvery)
-      fail(where + ".every_micro_batch",
+      fail(Part::Buckets, int(b), "every_micro_batch", -1,
            wantEvery ? "zero >= 2 keeps only gradient shards, so it must "
                        "reduce every micro-batch"
                      : "zero 0/1 accumulate full gradients locally and "
@@ -246,23 +376,24 @@ void validateSchedule(const Plan &p) {
   }
   for (int u = 0; u < numUnits; ++u)
     if (bucketOf[u] < 0)
-      fail("buckets", "unit " + std::to_string(u) + " is in no bucket");
+      fail(Part::Buckets, -1, "unit " + std::to_string(u) + " is in no bucket");
   std::vector<int> reducedAt(s.buckets.size(), -1);
   std::vector<bool> done(numUnits, false);
   for (size_t i = 0; i < s.backward.size(); ++i) {
     done[s.backward[i].unit] = true;
-    for (int b : s.backward[i].reduce) {
+    const std::vector<int> &reduce = s.backward[i].reduce;
+    for (size_t j = 0; j < reduce.size(); ++j) {
+      int b = reduce[j];
       if (reducedAt[b] >= 0)
-        fail(stepName("backward", i) + ".reduce",
+        fail(Part::Backward, int(i), "reduce", int(j),
              "bucket " + std::to_string(b) + " is reduced twice");
       reducedAt[b] = int(i);
       for (int u : s.buckets[b].units) {
         // Gradients of unit u come from u itself and, for a tied embedding,
         // from the head.
-        bool ready =
-            done[u] && (u != 0 || !p.model.tieWordEmbeddings || done[last]);
+        bool ready = done[u] && (u != 0 || !m.tieWordEmbeddings || done[last]);
         if (!ready)
-          fail(stepName("backward", i) + ".reduce",
+          fail(Part::Backward, int(i), "reduce", int(j),
                "bucket " + std::to_string(b) + " holds unit " +
                    std::to_string(u) + ", whose gradients are not final yet");
       }
@@ -270,18 +401,48 @@ void validateSchedule(const Plan &p) {
   }
   for (size_t b = 0; b < s.buckets.size(); ++b)
     if (reducedAt[b] < 0)
-      fail("buckets[" + std::to_string(b) + "]",
-           "never reduced by the backward program");
+      fail(Part::Buckets, int(b), "never reduced by the backward program");
+}
+
+void checkOptimizer(const StrategyConfig &st, const Schedule &s) {
+  const int zero = st.zero;
   if (s.optimizer.gatherParams != (zero == 1 || zero == 2))
-    fail("optimizer.gather_params", zero == 1 || zero == 2
-                                        ? "zero 1/2 must all-gather the "
-                                          "updated parameters"
-                                        : "only zero 1/2 all-gather updated "
-                                          "parameters");
+    fail(Part::Optimizer, -1, "gather_params", -1,
+         zero == 1 || zero == 2 ? "zero 1/2 must all-gather the updated "
+                                  "parameters"
+                                : "only zero 1/2 all-gather updated "
+                                  "parameters");
   bool cpu = s.optimizer.device == OptimizerDevice::Cpu;
-  if (cpu != (p.strategy.offload != Offload::None))
-    fail("optimizer.device", "must be \"cpu\" exactly when strategy.offload "
-                             "is not \"none\"");
+  if (cpu != (st.offload != Offload::None))
+    fail(Part::Optimizer, -1, "device", -1,
+         "must be \"cpu\" exactly when strategy.offload is not \"none\"");
+}
+
+} // namespace
+
+std::optional<ScheduleViolation> checkSchedule(const ModelConfig &m,
+                                               const StrategyConfig &st,
+                                               const Schedule &s) {
+  try {
+    // A strategy that breaks its own rule has no valid schedule: say why
+    // where the schedule depends on it, the optimizer's placement.
+    if (std::optional<std::string> why = offloadViolation(st))
+      fail(Part::Optimizer, -1, "device", -1, *why);
+    checkUnits(m, st, s);
+    checkPrograms(m, s);
+    checkResidency(m, st, s);
+    checkBuckets(m, st, s);
+    checkOptimizer(st, s);
+  } catch (Found &found) {
+    return std::move(found.v);
+  }
+  return std::nullopt;
+}
+
+void validateSchedule(const Plan &p) {
+  if (std::optional<ScheduleViolation> v =
+          checkSchedule(p.model, p.strategy, p.schedule))
+    throw UserError(p.path + ": schedule." + v->path() + ": " + v->why);
 }
 
 } // namespace swift::plan

@@ -52,7 +52,7 @@
 // RUN: sed 's/STRATEGY/zero = zero2, offload = optimizer_params, checkpointing = none/; s/GPUS/2/' %S/Inputs/schedule-job.mlir \
 // RUN:   | not swift-opt --swift-materialize-units --swift-materialize-collectives --swift-place-optimizer \
 // RUN:     --swift-materialize-offload 2>&1 | FileCheck %s --check-prefix=NOTZERO3
-// NOTZERO3: error: 'swift.job' op offloading parameters needs ZeRO-3
+// NOTZERO3: error: 'swift.job' op "optimizer+params" needs zero 3
 
 // The copy-back is placed after the optimizer step, so that must exist.
 // RUN: sed 's/STRATEGY/zero = zero2, offload = optimizer, checkpointing = none/; s/GPUS/2/' %S/Inputs/schedule-job.mlir \

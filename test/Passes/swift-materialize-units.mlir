@@ -61,6 +61,7 @@ swift.model @untied("llama") {
 }
 swift.job @job trains @untied on @cluster {
   sequence_length = 8 : i64, global_batch_size = 8 : i64, micro_batch_size = 1 : i64,
+  gradient_accumulation = 8 : i64,
   precision = #swift.precision<bf16_mixed>, optimizer = #swift.optimizer<adamw>,
   method = #swift.method<full>, backend = #swift.backend<swift_run>,
   strategy = #swift.strategy<zero = zero2, offload = none, checkpointing = full, checkpoint_layers = 2>}
@@ -81,7 +82,7 @@ swift.model @m("llama") {
   %loss = swift.cross_entropy %logits, %labels : (tensor<?x8x32xbf16>, tensor<?x8xi64>) -> tensor<f32>
   swift.loss %loss : tensor<f32>
 }
-// expected-error @+1 {{strategy is not complete (open: strategy.offload, training.micro_batch_size); swift-materialize-units materializes a fixed strategy only}}
+// expected-error @+1 {{strategy is not complete (open: strategy.offload, training.micro_batch_size, training.gradient_accumulation); swift-materialize-units materializes a fixed strategy only}}
 swift.job @job trains @m on @cluster {
   sequence_length = 8 : i64, global_batch_size = 8 : i64,
   precision = #swift.precision<bf16_mixed>, optimizer = #swift.optimizer<adamw>,
@@ -107,6 +108,7 @@ swift.model @m("llama") {
 }
 swift.job @job trains @m on @cluster {
   sequence_length = 8 : i64, global_batch_size = 8 : i64, micro_batch_size = 1 : i64,
+  gradient_accumulation = 8 : i64,
   precision = #swift.precision<bf16_mixed>, optimizer = #swift.optimizer<adamw>,
   method = #swift.method<full>, backend = #swift.backend<swift_run>,
   strategy = #swift.strategy<zero = zero2, offload = none, checkpointing = none>}

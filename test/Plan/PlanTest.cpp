@@ -1,6 +1,12 @@
 //===- PlanTest.cpp - plan.json schema: parsing, validation, schedules ----===//
+//
+// The schedule algorithm (buildSchedule) and rules (checkSchedule) are
+// tested here through plan.json; test/Passes checks the swift.schedule IR
+// the passes translate them into.
+//
 #include "swift/Plan/Plan.h"
 #include "swift/Plan/Error.h"
+#include "swift/Plan/Schedule.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -206,6 +212,93 @@ TEST(Schedule, BucketsFollowBucketBytes) {
   EXPECT_EQ(parsePlanText(j.dump(), "p").schedule.buckets.size(), 4u);
   j["strategy"]["bucket_bytes"] = int64_t(1) << 30; // everything in one
   EXPECT_EQ(parsePlanText(j.dump(), "p").schedule.buckets.size(), 1u);
+}
+
+TEST(Schedule, UnitsFollowTheStrategysCheckpointing) {
+  json j = basePlan(0, 1);
+  j["strategy"]["checkpointing"] = "full";
+  j["strategy"]["checkpoint_layers"] = 1;
+  j = json::parse(planToJson(parsePlanText(j.dump(), "p")));
+  j["schedule"]["units"][1]["checkpoint"] = "selective";
+  EXPECT_EQ(errorOf(j),
+            "p.json: schedule.units[1].checkpoint: \"selective\" disagrees "
+            "with the strategy (\"full\" from strategy.checkpointing "
+            "\"full\", checkpoint_layers 1)");
+  j["schedule"]["units"][1]["checkpoint"] = "full";
+  j["schedule"]["units"][2]["checkpoint"] = "full"; // beyond checkpoint_layers
+  EXPECT_NE(errorOf(j).find("schedule.units[2].checkpoint: \"full\" "
+                            "disagrees"),
+            std::string::npos)
+      << errorOf(j);
+}
+
+TEST(Schedule, UnitsAreTheModelsInOrder) {
+  json j = explicitPlan(0, 1);
+  j["schedule"]["units"].erase(2);
+  EXPECT_EQ(errorOf(j), "p.json: schedule.units: expected 4 units (embedding, "
+                        "2 decoder layers, head), got 3");
+  j = explicitPlan(0, 1);
+  j["schedule"]["units"][3] = {{"kind", "embedding"}};
+  EXPECT_EQ(errorOf(j),
+            "p.json: schedule.units[3].kind: unit 3 must be the head");
+  j = explicitPlan(0, 1);
+  j["schedule"]["units"][2]["layer"] = 0;
+  EXPECT_EQ(errorOf(j),
+            "p.json: schedule.units[2].layer: unit 2 is decoder layer 1");
+}
+
+// A violation names the entry by index, so swift-verify-schedule can point
+// at the op that breaks the rule.
+TEST(Schedule, ViolationsNameTheEntry) {
+  Plan p = parsePlanText(basePlan(3, 2).dump(), "p");
+  Schedule s = p.schedule;
+  ASSERT_FALSE(checkSchedule(p.model, p.strategy, s));
+  s.backward[0].release.push_back(1); // the head's step releases layer 0
+  std::optional<ScheduleViolation> v = checkSchedule(p.model, p.strategy, s);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->part, ScheduleViolation::Part::Backward);
+  EXPECT_EQ(v->entry, 0);
+  EXPECT_EQ(v->field, "release");
+  EXPECT_EQ(v->item, 2); // after the head's own and the tied table's
+  EXPECT_EQ(v->path(), "backward[0].release");
+  EXPECT_EQ(v->why, "unit 1 is not gathered");
+
+  s = p.schedule;
+  s.optimizer.device = OptimizerDevice::Accelerator;
+  StrategyConfig offload = p.strategy;
+  offload.offload = Offload::Optimizer;
+  v = checkSchedule(p.model, offload, s);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->path(), "optimizer.device");
+  offload.zero = 0;
+  v = checkSchedule(p.model, offload, s);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->why, "offload needs zero >= 1 (the host optimizer updates "
+                    "shards)");
+}
+
+// What the IR shows beyond plan.json: prefetch positions and bucket sizes.
+TEST(Schedule, BuiltScheduleCarriesPrefetchPositionsAndBucketBytes) {
+  Plan p = parsePlanText(basePlan(3, 2).dump(), "p"); // 2 layers, tied
+  BuiltSchedule b =
+      buildSchedule(p.model, p.strategy, unitParameterCounts(p.model));
+  EXPECT_EQ(planToJson(p), [&] {
+    Plan q = p;
+    q.schedule = b.schedule;
+    return planToJson(q);
+  }());
+  // Forward step 2 gathers layer 1 (its own) and the head and the tied
+  // table, one unit ahead; step 3 the head and the table for itself.
+  EXPECT_EQ(b.schedule.forward[2].gather, (std::vector<int>{2, 3, 0}));
+  EXPECT_EQ(b.forwardAhead,
+            (std::vector<std::vector<int>>{{0, 1}, {0, 1}, {0, 1, 1}, {0, 0}}));
+  EXPECT_EQ(b.backwardAhead,
+            (std::vector<std::vector<int>>{{0, 0, 1}, {0, 1}, {0}, {}}));
+  int64_t bytes = 0;
+  for (int64_t x : b.bucketBytes)
+    bytes += x;
+  EXPECT_EQ(bytes, p.model.numParameters() * kBucketBytesPerParameter);
+  EXPECT_EQ(b.bucketBytes.size(), b.schedule.buckets.size());
 }
 
 } // namespace

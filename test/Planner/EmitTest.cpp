@@ -1,10 +1,11 @@
 //===- EmitTest.cpp - schedule materialization and the emitters -----------===//
 //
 // Builds jobs through the importer, runs buildMaterializePipeline(), and
-// checks what the emitters write: plan.json's schedule equals what the
-// runtime's deriveSchedule() derives (and passes the runtime's own plan
-// validation), ds_config.json carries the strategy in DeepSpeed's field
-// names, the launch text matches the cluster.
+// checks what the emitters write: plan.json's schedule is plan/'s
+// buildSchedule() for the job (the passes translate it into ops and the
+// emitter back, losing nothing) and passes the plan layer's validation,
+// ds_config.json carries the strategy in DeepSpeed's field names, the
+// launch text matches the cluster.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,8 +13,9 @@
 
 #include "swift/Passes/Pipelines.h"
 #include "swift/Emit/Emit.h"
-#include "swift/Passes/Import.h"
+#include "swift/Passes/Profile.h"
 #include "swift/Plan/Plan.h"
+#include "swift/Plan/Schedule.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -45,11 +47,10 @@ Materialized materialize(std::vector<std::string> sets) {
   Diagnostic diag;
   auto job = loadJob(writeTemp(kBaseJob), sets, diag);
   EXPECT_TRUE(job) << diag.str();
-  Materialized m{*job, mlir::swift::importJob(*job, context())};
-  mlir::PassManager pm(&context());
-  mlir::swift::buildMaterializePipeline(pm);
-  EXPECT_TRUE(mlir::succeeded(pm.run(*m.module)));
-  return m;
+  mlir::swift::PlannedJob planned =
+      mlir::swift::planJob(*job, context(), mlir::swift::PlanningOptions());
+  EXPECT_EQ(planned.error, "");
+  return Materialized{*job, std::move(planned.module)};
 }
 
 json toJson(const llvm::json::Value &v) {
@@ -74,8 +75,9 @@ std::string launch(std::vector<std::string> sets) {
   return text;
 }
 
-/// The runtime's plan for the same job, with the schedule it derives.
-rt::Plan runtimePlan(const JobSpec &job, const json &strategy) {
+/// The plan of the same job built from the job file alone (not the IR), with
+/// the schedule swift-run completes a plan without one with.
+rt::Plan planFromJob(const JobSpec &job, const json &strategy) {
   rt::Plan p;
   const ModelSpec &s = job.model;
   rt::ModelConfig &m = p.model;
@@ -87,6 +89,8 @@ rt::Plan runtimePlan(const JobSpec &job, const json &strategy) {
   m.headDim = s.headDim;
   m.vocabSize = s.vocabSize;
   m.tieWordEmbeddings = s.tieWordEmbeddings;
+  m.rmsNormEps = s.rmsNormEps;
+  m.ropeTheta = s.ropeTheta;
   m.qkvBias = s.qkvBias;
   m.oBias = s.oBias;
   m.qkNorm = s.qkNorm;
@@ -99,23 +103,26 @@ rt::Plan runtimePlan(const JobSpec &job, const json &strategy) {
       job.training.globalBatchSize / (p.training.microBatchSize * p.world.size);
   rt::StrategyConfig &st = p.strategy;
   st.zero = strategy["zero"];
-  std::string offload = strategy["offload"], ckpt = strategy["checkpointing"];
-  st.offload = offload == "none"        ? rt::Offload::None
-               : offload == "optimizer" ? rt::Offload::Optimizer
-                                        : rt::Offload::OptimizerAndParams;
-  st.checkpointing = ckpt == "none"        ? rt::Checkpointing::None
-                     : ckpt == "selective" ? rt::Checkpointing::Selective
-                                           : rt::Checkpointing::Full;
+  st.offload =
+      *rt::parseEnum<rt::Offload>(strategy["offload"].get<std::string>());
+  st.checkpointing = *rt::parseEnum<rt::Checkpointing>(
+      strategy["checkpointing"].get<std::string>());
   st.checkpointLayers = strategy.value("checkpoint_layers", int64_t(-1));
   st.bucketBytes = strategy["bucket_bytes"];
   st.prefetchDepth = strategy["prefetch_depth"];
-  p.schedule = rt::deriveSchedule(p.model, p.strategy, p.world.size);
+  p.schedule =
+      rt::buildSchedule(p.model, p.strategy, rt::unitParameterCounts(p.model))
+          .schedule;
   return p;
 }
 
-// The materialized schedule is the one swift-run derives, step for step,
-// and swift-run's plan validation accepts it as an explicit schedule.
-TEST(Emit, ScheduleEqualsRuntimeDerivedSchedule) {
+// The passes translate buildSchedule()'s result into ops and the emitter
+// translates the ops back: what plan.json gets is buildSchedule()'s schedule
+// for the job as the plan layer sees it, entry for entry, and the plan
+// layer's validation accepts it. So the translations lose nothing, the IR's
+// parameter counts size the buckets as plan.json's model does, and the
+// model the passes read from the IR (modelConfig) is the job's.
+TEST(Emit, ScheduleIsBuildScheduleOfTheJob) {
   const std::vector<std::vector<std::string>> cases = {
       {"strategy.zero=0", "strategy.offload=none",
        "strategy.checkpointing=none"},
@@ -131,6 +138,9 @@ TEST(Emit, ScheduleEqualsRuntimeDerivedSchedule) {
       // Qwen2: q/k/v biases in every layer's parameter count.
       {"model=qwen2.5-0.5b", "strategy.zero=3", "strategy.offload=optimizer",
        "strategy.checkpointing=full"},
+      // Qwen3: q/k norms.
+      {"model=qwen3-8b", "model.num_hidden_layers=2", "strategy.zero=3",
+       "strategy.offload=none", "strategy.checkpointing=none"},
   };
   for (const auto &sets : cases) {
     SCOPED_TRACE(llvm::join(sets, " "));
@@ -138,16 +148,22 @@ TEST(Emit, ScheduleEqualsRuntimeDerivedSchedule) {
     auto strategy = swift::emit::strategyJson(*m.module);
     auto schedule = swift::emit::scheduleJson(*m.module);
     ASSERT_TRUE(mlir::succeeded(strategy) && mlir::succeeded(schedule));
-    rt::Plan derived = runtimePlan(m.job, toJson(std::move(*strategy)));
-    json plan = json::parse(rt::planToJson(derived));
+    rt::Plan built = planFromJob(m.job, toJson(std::move(*strategy)));
+    json plan = json::parse(rt::planToJson(built));
     plan["schedule"] = toJson(std::move(*schedule));
-    rt::Plan explicitPlan = rt::parsePlanText(plan.dump(), "materialized");
-    EXPECT_FALSE(explicitPlan.scheduleDerived);
+    rt::Plan emitted = rt::parsePlanText(plan.dump(), "materialized");
+    EXPECT_FALSE(emitted.scheduleDerived);
     // The whole plan must agree; print the schedules when it does not.
-    json mine = json::parse(rt::planToJson(explicitPlan));
-    json theirs = json::parse(rt::planToJson(derived));
-    EXPECT_EQ(mine, theirs) << "materialized: " << mine["schedule"].dump()
-                            << "\nderived:      " << theirs["schedule"].dump();
+    json mine = json::parse(rt::planToJson(emitted));
+    json theirs = json::parse(rt::planToJson(built));
+    EXPECT_EQ(mine, theirs) << "emitted: " << mine["schedule"].dump()
+                            << "\nbuilt:   " << theirs["schedule"].dump();
+    // The model as the passes read it from the IR.
+    auto models = llvm::to_vector(m.module->getOps<mlir::swift::ModelOp>());
+    ASSERT_EQ(models.size(), 1u);
+    rt::Plan fromIr = built;
+    fromIr.model = mlir::swift::modelConfig(models.front());
+    EXPECT_EQ(rt::planToJson(fromIr), rt::planToJson(built));
   }
 }
 
@@ -184,7 +200,7 @@ TEST(Emit, DeepSpeedZero3Offload) {
 // has no stage-3 keys; accumulation fills the global batch.
 TEST(Emit, DeepSpeedZero1) {
   json c = deepSpeed({"strategy.zero=1", "strategy.offload=none",
-                      "strategy.checkpointing=none",
+                      "strategy.checkpointing=none", "strategy.bucket_mib=25",
                       "training.global_batch_size=32"});
   const json &z = c["zero_optimization"];
   EXPECT_EQ(z["stage"], 1);
@@ -260,7 +276,12 @@ TEST(Emit, NeedsMaterializedSchedule) {
                       "strategy.offload=none", "strategy.checkpointing=none"},
                      diag);
   ASSERT_TRUE(job) << diag.str();
-  auto module = mlir::swift::importJob(*job, context());
+  // Planned through the estimate: every decision made, no schedule yet.
+  mlir::swift::PlanningOptions options;
+  options.last = mlir::swift::Phase::Estimate;
+  mlir::swift::PlannedJob planned = mlir::swift::planJob(*job, context(), options);
+  ASSERT_EQ(planned.error, "");
+  mlir::ModuleOp module = *planned.module;
   std::string error;
   mlir::ScopedDiagnosticHandler handler(&context(), [&](mlir::Diagnostic &d) {
     error = d.str();
@@ -268,7 +289,7 @@ TEST(Emit, NeedsMaterializedSchedule) {
   });
   std::string text;
   llvm::raw_string_ostream os(text);
-  EXPECT_TRUE(mlir::failed(swift::emit::emitDeepSpeedConfig(*module, os)));
+  EXPECT_TRUE(mlir::failed(swift::emit::emitDeepSpeedConfig(module, os)));
   EXPECT_EQ(text, "");
   EXPECT_NE(error.find("has no materialized swift.schedule"), std::string::npos)
       << error;

@@ -7,7 +7,7 @@
 
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Passes/Profile.h"
-#include "swift/Passes/Import.h"
+#include "swift/Passes/Pipelines.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -23,7 +23,8 @@ struct PricedJob {
 };
 
 /// Loads kBaseJob with `sets` (which must fix every strategy decision),
-/// imports it and prices the strategy the way swift-estimate-cost does.
+/// plans it through the strategy phase and prices the strategy the way
+/// swift-estimate-cost does.
 inline PricedJob priceJob(mlir::MLIRContext &context,
                           const std::vector<std::string> &sets) {
   Diagnostic diag;
@@ -32,7 +33,13 @@ inline PricedJob priceJob(mlir::MLIRContext &context,
   PricedJob p;
   if (!job)
     return p;
-  auto module = mlir::swift::importJob(*job, context);
+  // Through the strategy phase: the search prices the fixed strategy and
+  // records the micro-batch and gradient accumulation on the job.
+  mlir::swift::PlanningOptions options;
+  options.last = mlir::swift::Phase::Strategy;
+  mlir::swift::PlannedJob planned = mlir::swift::planJob(*job, context, options);
+  EXPECT_EQ(planned.error, "");
+  mlir::ModuleOp module = *planned.module;
   mlir::swift::JobOp jobOp;
   mlir::swift::ModelOp model;
   mlir::swift::ClusterOp cluster;
@@ -45,7 +52,7 @@ inline PricedJob priceJob(mlir::MLIRContext &context,
       cluster = c;
   });
   std::string missing;
-  auto strategy = mlir::swift::fixedStrategy(jobOp, cluster.getNumGpus(), missing);
+  auto strategy = mlir::swift::fixedStrategy(jobOp, missing);
   EXPECT_TRUE(strategy) << missing;
   if (!strategy)
     return p;

@@ -2,12 +2,18 @@
 
 #include "Report.h"
 
+#include "swift/Cost/Search.h"
 #include "swift/Dialect/SwiftOps.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 
 using namespace mlir;
+using mlir::swift::CandidateAttr;
+using mlir::swift::DecisionAttr;
+using mlir::swift::EstimateAttr;
+using mlir::swift::JobOp;
+using mlir::swift::WhatIf;
 
 namespace swift::report {
 namespace {
@@ -16,65 +22,43 @@ int64_t getInt(DictionaryAttr d, StringRef key) {
   auto a = d ? d.getAs<IntegerAttr>(key) : IntegerAttr();
   return a ? a.getInt() : 0;
 }
-double getReal(DictionaryAttr d, StringRef key) {
-  auto a = d ? d.getAs<FloatAttr>(key) : FloatAttr();
-  return a ? a.getValueAsDouble() : 0;
-}
-std::string getString(DictionaryAttr d, StringRef key) {
-  auto a = d ? d.getAs<StringAttr>(key) : StringAttr();
-  return a ? a.getValue().str() : "";
+
+double real(const llvm::APFloat &x) { return x.convertToDouble(); }
+
+/// What the annotate pass counted on the job.
+struct Counts {
+  int64_t parameters = 0, trainableParameters = 0, tokensPerStep = 0;
+};
+Counts counts(JobOp job) {
+  auto get = [&](StringRef name) {
+    auto attr = job->getAttrOfType<IntegerAttr>(name);
+    return attr ? attr.getInt() : 0;
+  };
+  return {get("swift.parameters"), get("swift.trainable_parameters"),
+          get("swift.tokens_per_step")};
 }
 
-StrategyFacts readStrategy(DictionaryAttr d) {
-  StrategyFacts s;
-  s.text = getString(d, "strategy");
-  s.zero = getInt(d, "zero");
-  s.offload = getString(d, "offload");
-  s.checkpointing = getString(d, "checkpointing");
-  s.checkpointLayers = getInt(d, "checkpoint_layers");
-  s.microBatchSize = getInt(d, "micro_batch_size");
-  s.gradientAccumulation = getInt(d, "gradient_accumulation");
-  auto fits = d.getAs<BoolAttr>("fits");
-  s.fits = fits && fits.getValue();
-  s.peakBytes = getInt(d, "peak_bytes");
-  s.stepSeconds = getReal(d, "step_seconds");
-  s.tokensPerSecond = getReal(d, "tokens_per_second");
-  s.verdict = getString(d, "verdict");
-  return s;
+/// "zero 3, offload none, checkpointing full, micro-batch 2 x 8 accumulation".
+std::string describe(CandidateAttr c) {
+  cost::Strategy s;
+  s.zero = static_cast<int>(c.getZero());
+  s.offload = c.getOffload();
+  s.checkpointing = c.getCheckpointing();
+  s.checkpointLayers = c.getCheckpointLayers();
+  s.microBatchSize = c.getMicroBatchSize();
+  s.gradientAccumulation = c.getGradientAccumulation();
+  return cost::describe(s);
 }
 
-EstimateFacts readEstimate(DictionaryAttr d) {
-  EstimateFacts e;
-  e.peakBytes = getInt(d, "peak_bytes");
-  e.capacityBytes = getInt(d, "capacity_bytes");
-  e.hostBytes = getInt(d, "host_bytes");
-  auto peak = d.getAs<DictionaryAttr>("peak");
-  e.peakPhase = getString(peak, "phase");
-  e.peakOp = getString(peak, "op");
-  e.peakLayer = getInt(peak, "layer");
-  if (auto breakdown = d.getAs<DictionaryAttr>("breakdown"))
-    for (NamedAttribute part : breakdown)
-      e.breakdown.push_back(
-          {part.getName().str(), cast<IntegerAttr>(part.getValue()).getInt()});
-  // Largest first.
-  std::stable_sort(e.breakdown.begin(), e.breakdown.end(),
+/// The breakdown, largest part first (ties in name order).
+std::vector<std::pair<std::string, int64_t>> breakdown(EstimateAttr e) {
+  std::vector<std::pair<std::string, int64_t>> parts;
+  for (NamedAttribute part : e.getBreakdown())
+    parts.push_back(
+        {part.getName().str(), cast<IntegerAttr>(part.getValue()).getInt()});
+  std::stable_sort(parts.begin(), parts.end(),
                    [](auto &a, auto &b) { return a.second > b.second; });
-  e.forwardPeakBytes = getInt(d, "forward_peak_bytes");
-  e.backwardPeakBytes = getInt(d, "backward_peak_bytes");
-  e.optimizerPeakBytes = getInt(d, "optimizer_peak_bytes");
-  e.layerActivationBytes = getInt(d, "layer_activation_bytes");
-  e.checkpointedLayerBytes = getInt(d, "checkpointed_layer_bytes");
-  e.headActivationBytes = getInt(d, "head_activation_bytes");
-  e.stepSeconds = getReal(d, "step_seconds");
-  e.computeSeconds = getReal(d, "compute_seconds");
-  e.recomputeSeconds = getReal(d, "recompute_seconds");
-  e.communicationSeconds = getReal(d, "communication_seconds");
-  e.exposedCommunicationSeconds = getReal(d, "exposed_communication_seconds");
-  e.offloadSeconds = getReal(d, "offload_seconds");
-  e.optimizerSeconds = getReal(d, "optimizer_seconds");
-  e.tokensPerSecond = getReal(d, "tokens_per_second");
-  e.mfu = getReal(d, "mfu");
-  return e;
+  return parts;
 }
 
 /// 8030261248 -> "8,030,261,248".
@@ -116,8 +100,7 @@ template <typename E> std::string strategyKey(const std::optional<E> &v) {
   return v ? plan::toString(*v) : "auto";
 }
 
-void printJob(raw_ostream &os, const job::JobSpec &job,
-              const JobFacts &facts) {
+void printJob(raw_ostream &os, const job::JobSpec &job, const Counts &facts) {
   const auto &m = job.model;
   const auto &t = job.training;
   const auto &c = job.cluster;
@@ -162,14 +145,14 @@ void printJob(raw_ostream &os, const job::JobSpec &job,
 }
 
 /// The decisions of one strategy as JSON attributes (docs/design.md's keys).
-void writeDecisions(llvm::json::OStream &j, const StrategyFacts &s) {
-  j.attribute("zero", s.zero);
-  j.attribute("offload", s.offload);
-  j.attribute("checkpointing", s.checkpointing);
-  if (s.checkpointLayers >= 0)
-    j.attribute("checkpoint_layers", s.checkpointLayers);
-  j.attribute("micro_batch_size", s.microBatchSize);
-  j.attribute("gradient_accumulation", s.gradientAccumulation);
+void writeDecisions(llvm::json::OStream &j, CandidateAttr s) {
+  j.attribute("zero", s.getZero());
+  j.attribute("offload", plan::toString(s.getOffload()));
+  j.attribute("checkpointing", plan::toString(s.getCheckpointing()));
+  if (s.getCheckpointLayers() >= 0)
+    j.attribute("checkpoint_layers", s.getCheckpointLayers());
+  j.attribute("micro_batch_size", s.getMicroBatchSize());
+  j.attribute("gradient_accumulation", s.getGradientAccumulation());
 }
 
 /// The work and memory of each op of one decoder layer, from `swift.cost`.
@@ -196,127 +179,103 @@ void printLayerOps(raw_ostream &os, ModuleOp module) {
 
 } // namespace
 
-JobFacts readFacts(ModuleOp module) {
-  JobFacts facts;
-  module.walk([&](mlir::swift::JobOp job) {
-    auto get = [&](StringRef name) {
-      auto attr = job->getAttrOfType<IntegerAttr>(name);
-      return attr ? attr.getInt() : 0;
-    };
-    facts.parameters = get("swift.parameters");
-    facts.trainableParameters = get("swift.trainable_parameters");
-    facts.tokensPerStep = get("swift.tokens_per_step");
-    if (auto d = job->getAttrOfType<DictionaryAttr>("swift.decision")) {
-      facts.decided = true;
-      facts.fits = getString(d, "status") == "chosen";
-      facts.usableBytes = getInt(d, "usable_bytes");
-      facts.memoryMargin = getReal(d, "memory_margin");
-      facts.evaluated = getInt(d, "evaluated");
-      facts.considered = getInt(d, "considered");
-      facts.shortfallBytes = getInt(d, "shortfall_bytes");
-      if (auto chosen = d.getAs<DictionaryAttr>(facts.fits ? "chosen" : "closest"))
-        facts.chosen = readStrategy(chosen);
-      if (auto alternatives = d.getAs<ArrayAttr>("alternatives"))
-        for (Attribute a : alternatives)
-          facts.alternatives.push_back(readStrategy(cast<DictionaryAttr>(a)));
-    }
-    if (auto strategy = job.getStrategy()) {
-      facts.bucketBytes = strategy.getBucketBytes().value_or(0);
-      facts.prefetchDepth = strategy.getPrefetchDepth().value_or(0);
-    }
-    if (auto e = job->getAttrOfType<DictionaryAttr>("swift.estimate"))
-      facts.estimate = readEstimate(e);
-  });
-  return facts;
-}
-
-void printReport(raw_ostream &os, const job::JobSpec &job,
-                 const JobFacts &facts, ModuleOp module, bool explain) {
-  printJob(os, job, facts);
-  if (!facts.chosen || !facts.estimate)
+void printReport(raw_ostream &os, const job::JobSpec &spec, JobOp job,
+                 const Replanned &replanned, bool explain) {
+  printJob(os, spec, counts(job));
+  DecisionAttr decision = job.getDecisionAttr();
+  CandidateAttr s = decision ? decision.getPicked() : CandidateAttr();
+  EstimateAttr e = job.getEstimateAttr();
+  if (!s || !e)
     return;
-  const StrategyFacts &s = *facts.chosen;
-  const EstimateFacts &e = *facts.estimate;
-  int64_t gpus = job.cluster.numGpus();
+  int64_t gpus = spec.cluster.numGpus();
   os << "\n";
-  if (facts.fits)
-    os << "strategy  " << s.text << "\n          (chosen from "
-       << facts.evaluated << " strategies priced)\n";
+  if (decision.getFits())
+    os << "strategy  " << describe(s) << "\n          (chosen from "
+       << decision.getEvaluated() << " strategies priced)\n";
   else
-    os << "NOTHING FITS. closest strategy: " << s.text << "\n";
-  os << "memory    peak " << gib(e.peakBytes) << " per GPU at " << e.peakPhase;
-  if (e.peakLayer >= 0)
-    os << " of layer " << e.peakLayer;
-  os << " (" << e.peakOp << "); usable " << gib(facts.usableBytes) << " = "
-     << gib(e.capacityBytes) << " capacity - "
-     << llvm::format("%.0f", 100 * facts.memoryMargin)
+    os << "NOTHING FITS. closest strategy: " << describe(s) << "\n";
+  os << "memory    peak " << gib(e.getPeakBytes()) << " per GPU at "
+     << e.getPeakPhase();
+  if (e.getPeakLayer() >= 0)
+    os << " of layer " << e.getPeakLayer();
+  os << " (" << e.getPeakOp() << "); usable " << gib(decision.getUsableBytes())
+     << " = " << gib(e.getCapacityBytes()) << " capacity - "
+     << llvm::format("%.0f", 100 * real(decision.getMemoryMargin()))
      << "% margin for allocator fragmentation\n";
-  for (const auto &[name, bytes] : e.breakdown)
+  for (const auto &[name, bytes] : breakdown(e))
     os << llvm::format("            %-24s %12s\n", name.c_str(), gib(bytes).c_str());
-  if (e.hostBytes)
-    os << "          host memory per node " << gib(e.hostBytes) << " of "
-       << llvm::format("%g", job.cluster.hostMemoryGiB) << " GiB\n";
-  os << "time      step " << seconds(e.stepSeconds) << " = compute "
-     << seconds(e.computeSeconds);
-  if (e.recomputeSeconds > 0)
-    os << " (recompute " << seconds(e.recomputeSeconds) << ")";
-  os << " + exposed communication " << seconds(e.exposedCommunicationSeconds)
-     << " (of " << seconds(e.communicationSeconds) << ") + offload "
-     << seconds(e.offloadSeconds) << " + optimizer " << seconds(e.optimizerSeconds)
-     << "\n";
-  os << "throughput " << grouped(int64_t(e.tokensPerSecond)) << " tokens/s ("
-     << grouped(int64_t(e.tokensPerSecond / gpus)) << " per GPU), MFU "
-     << llvm::format("%.1f", 100 * e.mfu) << "%\n";
-  if (!facts.alternatives.empty()) {
+  if (e.getHostBytes())
+    os << "          host memory per node " << gib(e.getHostBytes()) << " of "
+       << llvm::format("%g", spec.cluster.hostMemoryGiB) << " GiB\n";
+  os << "time      step " << seconds(real(e.getStepSeconds())) << " = compute "
+     << seconds(real(e.getComputeSeconds()));
+  if (real(e.getRecomputeSeconds()) > 0)
+    os << " (recompute " << seconds(real(e.getRecomputeSeconds())) << ")";
+  os << " + exposed communication "
+     << seconds(real(e.getExposedCommunicationSeconds())) << " (of "
+     << seconds(real(e.getCommunicationSeconds())) << ") + offload "
+     << seconds(real(e.getOffloadSeconds())) << " + optimizer "
+     << seconds(real(e.getOptimizerSeconds())) << "\n";
+  double tokensPerSecond = real(e.getTokensPerSecond());
+  os << "throughput " << grouped(int64_t(tokensPerSecond)) << " tokens/s ("
+     << grouped(int64_t(tokensPerSecond / gpus)) << " per GPU), MFU "
+     << llvm::format("%.1f", 100 * real(e.getMfu())) << "%\n";
+  SmallVector<CandidateAttr> alternatives = decision.getAlternativeCandidates();
+  if (!alternatives.empty()) {
     os << "alternatives\n";
-    for (const StrategyFacts &a : facts.alternatives)
-      os << "  - " << a.text << ": " << a.verdict << "\n";
+    for (CandidateAttr a : alternatives)
+      os << "  - " << describe(a) << ": " << a.getVerdict() << "\n";
   }
-  if (const auto &f = facts.fasterIfOpen)
-    os << "faster    " << f->change << ": " << f->strategy << ", "
-       << grouped(int64_t(f->tokensPerSecond)) << " tokens/s ("
-       << llvm::format("%.2f", f->tokensPerSecond / e.tokensPerSecond)
-       << "x), peak " << gib(f->peakBytes) << "\n";
-  if (!facts.fits) {
-    os << "\nshort by " << gib(facts.shortfallBytes) << " per GPU. ";
-    if (facts.suggestions.empty()) {
+  if (const std::optional<WhatIf> &f = replanned.fasterIfOpen) {
+    double faster = real(f->estimate.getTokensPerSecond());
+    os << "faster    " << f->change << ": " << describe(f->strategy) << ", "
+       << grouped(int64_t(faster)) << " tokens/s ("
+       << llvm::format("%.2f", faster / tokensPerSecond) << "x), peak "
+       << gib(f->estimate.getPeakBytes()) << "\n";
+  }
+  if (!decision.getFits()) {
+    os << "\nshort by " << gib(decision.getShortfallBytes().value_or(0))
+       << " per GPU. ";
+    if (replanned.changesThatFit.empty()) {
       os << "No single change tried (more GPUs, offload, checkpointing, "
             "LoRA/QLoRA, shorter sequence) makes it fit.\n";
     } else {
       os << "Changes that fit:\n";
-      for (const Suggestion &sg : facts.suggestions)
-        os << "  - " << sg.change << ": " << sg.strategy << ", peak "
-           << gib(sg.peakBytes) << ", " << grouped(int64_t(sg.tokensPerSecond))
+      for (const WhatIf &w : replanned.changesThatFit)
+        os << "  - " << w.change << ": " << describe(w.strategy) << ", peak "
+           << gib(w.estimate.getPeakBytes()) << ", "
+           << grouped(int64_t(real(w.estimate.getTokensPerSecond())))
            << " tokens/s\n";
     }
   }
   if (explain) {
     os << "\nexplain\n";
-    os << "  peak by phase: forward " << gib(e.forwardPeakBytes) << ", backward "
-       << gib(e.backwardPeakBytes) << ", optimizer " << gib(e.optimizerPeakBytes)
-       << "\n";
-    int64_t L = job.model.numHiddenLayers;
-    int64_t k = s.checkpointing == "none"
-                    ? 0
-                    : (s.checkpointLayers < 0 ? L : s.checkpointLayers);
-    os << "  activations kept per decoder layer: " << gib(e.layerActivationBytes)
-       << " (x " << (L - k) << " layers)";
+    os << "  peak by phase: forward " << gib(e.getForwardPeakBytes())
+       << ", backward " << gib(e.getBackwardPeakBytes()) << ", optimizer "
+       << gib(e.getOptimizerPeakBytes()) << "\n";
+    int64_t L = spec.model.numHiddenLayers;
+    int64_t k = s.getCheckpointing() == plan::Checkpointing::None ? 0
+                : s.getCheckpointLayers() < 0                     ? L
+                                                : s.getCheckpointLayers();
+    os << "  activations kept per decoder layer: "
+       << gib(e.getLayerActivationBytes()) << " (x " << (L - k) << " layers)";
     if (k)
-      os << ", checkpointed " << gib(e.checkpointedLayerBytes) << " (x " << k
-         << " layers, one layer recomputed at a time)";
-    os << "; head and loss " << gib(e.headActivationBytes) << "\n";
-    printLayerOps(os, module);
+      os << ", checkpointed " << gib(e.getCheckpointedLayerBytes()) << " (x "
+         << k << " layers, one layer recomputed at a time)";
+    os << "; head and loss " << gib(e.getHeadActivationBytes()) << "\n";
+    printLayerOps(os, job->getParentOfType<ModuleOp>());
   }
 }
 
-void printJson(raw_ostream &os, const job::JobSpec &job,
-               const JobFacts &facts) {
-  const auto &m = job.model;
-  const auto &t = job.training;
-  const auto &c = job.cluster;
+void printJson(raw_ostream &os, const job::JobSpec &spec, JobOp job,
+               const Replanned &replanned) {
+  const auto &m = spec.model;
+  const auto &t = spec.training;
+  const auto &c = spec.cluster;
+  Counts facts = counts(job);
   llvm::json::OStream j(os, 2);
   j.object([&] {
-    j.attribute("job", job.path);
+    j.attribute("job", spec.path);
     j.attributeObject("model", [&] {
       j.attribute("name", m.name);
       j.attribute("model_type", m.modelType);
@@ -349,83 +308,84 @@ void printJson(raw_ostream &os, const job::JobSpec &job,
       j.attribute("intra_node", c.intraNode.name);
       j.attribute("inter_node", c.interNode.name);
     });
-    j.attribute("backend", plan::toString(job.backend));
-    if (!facts.chosen || !facts.estimate)
+    j.attribute("backend", plan::toString(spec.backend));
+    DecisionAttr decision = job.getDecisionAttr();
+    CandidateAttr s = decision ? decision.getPicked() : CandidateAttr();
+    EstimateAttr e = job.getEstimateAttr();
+    if (!s || !e)
       return;
-    const StrategyFacts &s = *facts.chosen;
-    const EstimateFacts &e = *facts.estimate;
-    j.attribute("status", facts.fits ? "fits" : "nothing-fits");
+    bool fits = decision.getFits();
+    mlir::swift::StrategyAttr strategy = job.getStrategy();
+    j.attribute("status", fits ? "fits" : "nothing-fits");
     j.attributeObject("strategy", [&] {
       writeDecisions(j, s);
-      j.attribute("bucket_bytes", facts.bucketBytes);
-      j.attribute("prefetch_depth", facts.prefetchDepth);
+      j.attribute("bucket_bytes", strategy.getBucketBytes().value_or(0));
+      j.attribute("prefetch_depth", strategy.getPrefetchDepth().value_or(0));
     });
     j.attributeObject("memory", [&] {
-      j.attribute("peak_bytes", e.peakBytes);
-      j.attribute("capacity_bytes", e.capacityBytes);
-      j.attribute("usable_bytes", facts.usableBytes);
-      j.attribute("fits", facts.fits);
+      j.attribute("peak_bytes", e.getPeakBytes());
+      j.attribute("capacity_bytes", e.getCapacityBytes());
+      j.attribute("usable_bytes", decision.getUsableBytes());
+      j.attribute("fits", fits);
       j.attributeObject("breakdown", [&] {
-        for (const auto &[name, bytes] : e.breakdown)
+        for (const auto &[name, bytes] : breakdown(e))
           j.attribute(name, bytes);
       });
       j.attributeObject("peak", [&] {
-        j.attribute("phase", e.peakPhase);
-        j.attribute("layer", e.peakLayer);
-        j.attribute("op", e.peakOp);
+        j.attribute("phase", e.getPeakPhase());
+        j.attribute("layer", e.getPeakLayer());
+        j.attribute("op", e.getPeakOp());
       });
-      j.attribute("forward_peak_bytes", e.forwardPeakBytes);
-      j.attribute("backward_peak_bytes", e.backwardPeakBytes);
-      j.attribute("optimizer_peak_bytes", e.optimizerPeakBytes);
-      j.attribute("host_bytes_per_node", e.hostBytes);
+      j.attribute("forward_peak_bytes", e.getForwardPeakBytes());
+      j.attribute("backward_peak_bytes", e.getBackwardPeakBytes());
+      j.attribute("optimizer_peak_bytes", e.getOptimizerPeakBytes());
+      j.attribute("host_bytes_per_node", e.getHostBytes());
     });
     j.attributeObject("time", [&] {
-      j.attribute("step_seconds", e.stepSeconds);
-      j.attribute("compute_seconds", e.computeSeconds);
-      j.attribute("recompute_seconds", e.recomputeSeconds);
-      j.attribute("communication_seconds", e.communicationSeconds);
-      j.attribute("exposed_communication_seconds", e.exposedCommunicationSeconds);
-      j.attribute("offload_seconds", e.offloadSeconds);
-      j.attribute("optimizer_seconds", e.optimizerSeconds);
+      j.attribute("step_seconds", real(e.getStepSeconds()));
+      j.attribute("compute_seconds", real(e.getComputeSeconds()));
+      j.attribute("recompute_seconds", real(e.getRecomputeSeconds()));
+      j.attribute("communication_seconds", real(e.getCommunicationSeconds()));
+      j.attribute("exposed_communication_seconds",
+                  real(e.getExposedCommunicationSeconds()));
+      j.attribute("offload_seconds", real(e.getOffloadSeconds()));
+      j.attribute("optimizer_seconds", real(e.getOptimizerSeconds()));
     });
     j.attributeObject("throughput", [&] {
-      j.attribute("tokens_per_second", e.tokensPerSecond);
-      j.attribute("tokens_per_second_per_gpu", e.tokensPerSecond / c.numGpus());
-      j.attribute("mfu", e.mfu);
+      double tokensPerSecond = real(e.getTokensPerSecond());
+      j.attribute("tokens_per_second", tokensPerSecond);
+      j.attribute("tokens_per_second_per_gpu", tokensPerSecond / c.numGpus());
+      j.attribute("mfu", real(e.getMfu()));
     });
     j.attributeArray("alternatives", [&] {
-      for (const StrategyFacts &a : facts.alternatives)
+      for (CandidateAttr a : decision.getAlternativeCandidates())
         j.object([&] {
-          j.attribute("strategy", a.text);
+          j.attribute("strategy", describe(a));
           writeDecisions(j, a);
-          j.attribute("fits", a.fits);
-          j.attribute("peak_bytes", a.peakBytes);
-          j.attribute("tokens_per_second", a.tokensPerSecond);
-          j.attribute("why_not", a.verdict);
+          j.attribute("fits", a.getFits());
+          j.attribute("peak_bytes", a.getPeakBytes());
+          j.attribute("tokens_per_second", real(a.getTokensPerSecond()));
+          j.attribute("why_not", a.getVerdict());
         });
     });
-    if (const auto &f = facts.fasterIfOpen)
-      j.attributeObject("faster_if_open", [&] {
-        j.attribute("change", f->change);
-        j.attribute("strategy", f->strategy);
-        j.attribute("peak_bytes", f->peakBytes);
-        j.attribute("tokens_per_second", f->tokensPerSecond);
-      });
+    auto writeWhatIf = [&](const WhatIf &w) {
+      j.attribute("change", w.change);
+      j.attribute("strategy", describe(w.strategy));
+      j.attribute("peak_bytes", w.estimate.getPeakBytes());
+      j.attribute("tokens_per_second", real(w.estimate.getTokensPerSecond()));
+    };
+    if (const std::optional<WhatIf> &f = replanned.fasterIfOpen)
+      j.attributeObject("faster_if_open", [&] { writeWhatIf(*f); });
     j.attributeObject("search", [&] {
-      j.attribute("evaluated", facts.evaluated);
-      j.attribute("considered", facts.considered);
-      j.attribute("memory_margin", facts.memoryMargin);
+      j.attribute("evaluated", decision.getEvaluated());
+      j.attribute("considered", decision.getConsidered());
+      j.attribute("memory_margin", real(decision.getMemoryMargin()));
     });
-    if (!facts.fits) {
-      j.attribute("shortfall_bytes", facts.shortfallBytes);
+    if (!fits) {
+      j.attribute("shortfall_bytes", decision.getShortfallBytes().value_or(0));
       j.attributeArray("suggestions", [&] {
-        for (const Suggestion &sg : facts.suggestions)
-          j.object([&] {
-            j.attribute("change", sg.change);
-            j.attribute("strategy", sg.strategy);
-            j.attribute("peak_bytes", sg.peakBytes);
-            j.attribute("tokens_per_second", sg.tokensPerSecond);
-          });
+        for (const WhatIf &w : replanned.changesThatFit)
+          j.object([&] { writeWhatIf(w); });
       });
     }
   });

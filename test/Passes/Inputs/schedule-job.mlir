@@ -30,7 +30,8 @@ swift.model @tiny("llama") {
   swift.loss %loss : tensor<f32>
 }
 swift.job @job trains @tiny on @cluster {
-  sequence_length = 8 : i64, global_batch_size = 8 : i64, micro_batch_size = 1 : i64,
+  sequence_length = 8 : i64, global_batch_size = GPUS : i64, micro_batch_size = 1 : i64,
+  gradient_accumulation = 1 : i64,
   precision = #swift.precision<bf16_mixed>, optimizer = #swift.optimizer<adamw>,
   method = #swift.method<full>, backend = #swift.backend<swift_run>,
   strategy = #swift.strategy<STRATEGY>}

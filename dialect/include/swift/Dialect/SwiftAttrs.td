@@ -26,6 +26,19 @@ def Swift_DoubleParameter : AttrParameter<"::llvm::APFloat", "a real number"> {
   let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
 }
 
+// A yes/no answer, printed `true` / `false`.
+def Swift_BoolParameter : AttrParameter<"bool", "true or false"> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<bool> {
+    if (::mlir::succeeded($_parser.parseOptionalKeyword("true")))
+      return true;
+    if (::mlir::succeeded($_parser.parseOptionalKeyword("false")))
+      return false;
+    return $_parser.emitError($_parser.getCurrentLocation(),
+                              "expected true or false");
+  }() }];
+  let printer = [{ $_printer << ($_self ? "true" : "false") }];
+}
+
 // An enum that may be left open (absent): `auto` in a job file.
 class Swift_OptionalEnumParameter<string cppType>
     : OptionalParameter<"std::optional<" # cppType # ">"> {
@@ -114,6 +127,117 @@ def Swift_StrategyAttr : Swift_Attr<"Strategy", "strategy"> {
     OptionalParameter<"std::optional<int64_t>">:$checkpoint_layers,
     OptionalParameter<"std::optional<int64_t>">:$bucket_bytes,
     OptionalParameter<"std::optional<int64_t>">:$prefetch_depth);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// What the cost passes decided and estimated. swift-choose-strategy records
+// #swift.decision on the job and swift-estimate-cost #swift.estimate; the
+// report and the emitters read these, nothing else.
+//===----------------------------------------------------------------------===//
+
+def Swift_CandidateAttr : Swift_Attr<"Candidate", "candidate"> {
+  let summary = "one complete strategy and what it costs";
+  let description = [{
+    Every decision of a strategy (`checkpoint_layers` -1: all layers) with
+    the micro-batch and the gradient accumulation it implies, its peak
+    memory per GPU, step time and throughput, whether it fits, and the
+    search's verdict (`chosen`, or why it lost).
+
+    ```mlir
+    #swift.candidate<zero = 3, offload = none, checkpointing = full,
+      checkpoint_layers = -1, micro_batch_size = 2, gradient_accumulation = 8,
+      fits = true, peak_bytes = 20401094656, step_seconds = 9.81,
+      tokens_per_second = 53444.3, verdict = "chosen">
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$zero,
+    AttrParameter<"::swift::plan::Offload", "offload">:$offload,
+    AttrParameter<"::swift::plan::Checkpointing", "checkpointing">:$checkpointing,
+    "int64_t":$checkpoint_layers,
+    "int64_t":$micro_batch_size,
+    "int64_t":$gradient_accumulation,
+    Swift_BoolParameter:$fits,
+    "int64_t":$peak_bytes,
+    Swift_DoubleParameter:$step_seconds,
+    Swift_DoubleParameter:$tokens_per_second,
+    StringRefParameter<"why it lost, or chosen">:$verdict);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Swift_DecisionAttr : Swift_Attr<"Decision", "decision"> {
+  let summary = "what swift-choose-strategy searched and chose";
+  let description = [{
+    `fits`: a strategy fits in `usable_bytes` (capacity less the
+    `memory_margin` fraction) and `chosen` holds it; otherwise `closest`
+    holds the strategy with the smallest peak and `shortfall_bytes` how much
+    it misses by. `alternatives` (#swift.candidate, best first) are the
+    runners-up the report lists. `evaluated` strategies were priced of
+    `considered` enumerated.
+
+    ```mlir
+    #swift.decision<fits = true, usable_bytes = 21474836480,
+      memory_margin = 0.1, evaluated = 96, considered = 1152,
+      chosen = #swift.candidate<...>, alternatives = [#swift.candidate<...>]>
+    ```
+  }];
+  let parameters = (ins
+    Swift_BoolParameter:$fits,
+    "int64_t":$usable_bytes,
+    Swift_DoubleParameter:$memory_margin,
+    "int64_t":$evaluated,
+    "int64_t":$considered,
+    OptionalParameter<"CandidateAttr">:$chosen,
+    OptionalParameter<"CandidateAttr">:$closest,
+    OptionalParameter<"std::optional<int64_t>">:$shortfall_bytes,
+    AttrParameter<"::mlir::ArrayAttr", "#swift.candidate list">:$alternatives);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The strategy the job now holds: the chosen one, or the closest when
+    /// nothing fits (null when the search found none at all).
+    CandidateAttr getPicked() const { return getFits() ? getChosen() : getClosest(); }
+    /// `alternatives` as candidates (the verifier checks their type).
+    ::llvm::SmallVector<CandidateAttr> getAlternativeCandidates() const;
+  }];
+}
+
+def Swift_EstimateAttr : Swift_Attr<"Estimate", "estimate"> {
+  let summary = "memory and time of the job's strategy, per GPU";
+  let description = [{
+    What swift-estimate-cost priced: the peak allocated bytes per GPU, where
+    it happens (`peak_phase`, `peak_layer` -1 outside the decoder layers,
+    `peak_op`), the parts alive then (`breakdown`, name -> bytes, summing to
+    the peak), each phase's peak, activation bytes per layer, the host
+    memory per node; the step time and its parts (seconds), throughput over
+    all GPUs and MFU against the datasheet bf16 peak.
+  }];
+  let parameters = (ins
+    "int64_t":$peak_bytes,
+    "int64_t":$capacity_bytes,
+    StringRefParameter<"forward, backward or optimizer">:$peak_phase,
+    "int64_t":$peak_layer,
+    StringRefParameter<"the op at the peak">:$peak_op,
+    AttrParameter<"::mlir::DictionaryAttr", "name -> bytes at the peak">:$breakdown,
+    "int64_t":$forward_peak_bytes,
+    "int64_t":$backward_peak_bytes,
+    "int64_t":$optimizer_peak_bytes,
+    "int64_t":$layer_activation_bytes,
+    "int64_t":$checkpointed_layer_bytes,
+    "int64_t":$head_activation_bytes,
+    "int64_t":$host_bytes,
+    Swift_DoubleParameter:$step_seconds,
+    Swift_DoubleParameter:$compute_seconds,
+    Swift_DoubleParameter:$recompute_seconds,
+    Swift_DoubleParameter:$communication_seconds,
+    Swift_DoubleParameter:$exposed_communication_seconds,
+    Swift_DoubleParameter:$offload_seconds,
+    Swift_DoubleParameter:$optimizer_seconds,
+    Swift_DoubleParameter:$tokens_per_second,
+    Swift_DoubleParameter:$mfu);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -58,7 +58,12 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
   let description = [{
     Training hyper-parameters of the job. `micro_batch_size` absent means the
     planner chooses it; `global_batch_size` sequences are consumed per
-    optimizer step whatever the micro-batch.
+    optimizer step whatever the micro-batch, in `gradient_accumulation`
+    micro-steps per rank (global = micro x accumulation x GPUs), which
+    swift-choose-strategy records with the micro-batch. `decision` (the
+    search: chosen, closest, runners-up) and `estimate` (memory and time of
+    the strategy) are what swift-choose-strategy and swift-estimate-cost
+    found; the report and the emitters read them.
 
     ```mlir
     swift.job @job trains @llama on @cluster {
@@ -80,7 +85,10 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
     Swift_MethodAttr:$method,
     OptionalAttr<Swift_LoraAttr>:$lora,
     Swift_BackendAttr:$backend,
-    Swift_StrategyAttr:$strategy);
+    Swift_StrategyAttr:$strategy,
+    OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$gradient_accumulation,
+    OptionalAttr<Swift_DecisionAttr>:$decision,
+    OptionalAttr<Swift_EstimateAttr>:$estimate);
   let assemblyFormat = "$sym_name `trains` $model `on` $cluster attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{

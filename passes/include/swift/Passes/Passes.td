@@ -70,10 +70,11 @@ def MaterializeUnitsPass : Pass<"swift-materialize-units", "::mlir::ModuleOp"> {
     Adds `swift.schedule @<job>_schedule for @<job>` after the job, holding
     one `swift.unit` for the embedding, one per decoder layer (each
     `swift.repeat` unrolled, layers numbered from its `first_layer`) and
-    one for the head. A unit's parameter count comes from the `swift.param`
-    ops it owns (a tied head owns only its norm and is marked
-    `reads_embedding`); decoder layers below the strategy's
-    `checkpoint_layers` (all when absent) get its checkpointing mode.
+    one for the head: the units of plan/'s `buildSchedule()`
+    (swift/Plan/Schedule.h), so decoder layers below the strategy's
+    `checkpoint_layers` (all when absent) get its checkpointing mode. A
+    unit's parameter count comes from the `swift.param` ops it owns (a tied
+    head owns only its norm and is marked `reads_embedding`).
   }];
 }
 
@@ -81,9 +82,10 @@ def MaterializeCollectivesPass
     : Pass<"swift-materialize-collectives", "::mlir::ModuleOp"> {
   let summary = "Place gradient buckets, all-gathers and reductions";
   let description = [{
-    Mirrors `deriveSchedule()` (plan/lib/Schedule.cpp), which swift-run
-    uses for a plan without a schedule, so swift-run executes the same
-    steps whether it reads or derives them:
+    Translates the buckets and programs of plan/'s `buildSchedule()`
+    (swift/Plan/Schedule.h), which swift-run also calls for a plan without
+    a schedule, so swift-run executes the same steps whether it reads or
+    builds them:
     buckets filled in backward order until `bucket-bytes` of fp32 gradients
     (all_reduce at ZeRO-0 on the last micro-batch; reduce_scatter at ZeRO-1
     on the last micro-batch, at ZeRO-2/3 every micro-batch); a `forward`
@@ -110,10 +112,11 @@ def MaterializeCollectivesPass
 def PlaceOptimizerPass : Pass<"swift-place-optimizer", "::mlir::ModuleOp"> {
   let summary = "Place the optimizer step on the accelerator or the CPU";
   let description = [{
-    Appends `swift.optimizer_step` to the schedule: on the CPU when the
-    strategy offloads the optimizer, on the accelerator otherwise, with
-    `gather_params` at ZeRO-1/2 (each rank updates its shard of replicated
-    parameters, which must then be all-gathered).
+    Appends `swift.optimizer_step` to the schedule, placed as plan/'s
+    `buildSchedule()` places it: on the CPU when the strategy offloads the
+    optimizer, on the accelerator otherwise, with `gather_params` at
+    ZeRO-1/2 (each rank updates its shard of replicated parameters, which
+    must then be all-gathered).
   }];
 }
 
@@ -136,17 +139,21 @@ def MaterializeOffloadPass
 def VerifySchedulePass : Pass<"swift-verify-schedule", "::mlir::ModuleOp"> {
   let summary = "Check a materialized schedule against its job";
   let description = [{
-    Simulates the programs as swift-run would and checks that the schedule
-    is complete and consistent with the job's strategy: units match the
+    Checks that the schedule is complete and consistent with the job's
+    strategy by running plan/'s `checkSchedule()` (swift/Plan/Schedule.h),
+    the rules swift-run applies to plan.json, on the schedule as plan.json
+    spells it, reporting a violation at the op it names: units match the
     model and the checkpointing; forward computes units 0..L+1 and backward
-    L+1..0, each exactly once, recomputing exactly the checkpointed ones;
-    at ZeRO-3 every unit a step reads is gathered before and released after
-    (all released when backward ends), below ZeRO-3 nothing is gathered;
-    the buckets partition the units, use the stage's collective and
-    frequency, and each is reduced once after its gradients are final;
-    collectives run on the communication stream; offload copies are
-    present exactly when the strategy offloads; the optimizer runs on the
-    CPU exactly when offloading and gathers parameters exactly at ZeRO-1/2.
+    L+1..0, each exactly once; at ZeRO-3 every unit a step reads is
+    gathered before and released after (all released when backward ends),
+    below ZeRO-3 nothing is gathered; the buckets partition the units, use
+    the stage's collective and frequency, and each is reduced once after
+    its gradients are final; the optimizer runs on the CPU exactly when
+    offloading and gathers parameters exactly at ZeRO-1/2. Then what only
+    the IR carries: every program op belongs to a compute, exactly the
+    checkpointed units recompute, prefetch positions name a unit that reads
+    the gathered parameters, bucket sizes, collectives on the communication
+    stream, and offload copies present exactly when the strategy offloads.
   }];
 }
 

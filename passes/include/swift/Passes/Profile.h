@@ -5,6 +5,7 @@
 
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Cost/Cost.h"
+#include "swift/Plan/Plan.h"
 
 namespace mlir::swift {
 
@@ -14,6 +15,14 @@ namespace mlir::swift {
 /// LoRA adapters.
 ::swift::cost::ModelProfile buildModelProfile(ModelOp model, JobOp job);
 
+/// plan.json's model section as `model`'s ops spell it: the embedding
+/// table's and the projections' shapes, the attention and rotary
+/// attributes, which optional parameters exist (a model without an lm_head
+/// linear ties it to the embedding table), the layers of its repeats.
+/// `mlpBias`, when given, is set to whether the MLP has biases, which
+/// plan.json cannot express.
+::swift::plan::ModelConfig modelConfig(ModelOp model, bool *mlpBias = nullptr);
+
 /// The job's fixed setup (backend, precision, method) in cost-model terms.
 ::swift::cost::TrainingSetup trainingSetup(JobOp job);
 
@@ -21,9 +30,11 @@ namespace mlir::swift {
 ::swift::cost::Hardware hardware(ClusterOp cluster);
 
 /// The job's strategy when every decision is made; otherwise nullopt with
-/// `missing` naming the open ones ("zero, micro_batch_size").
+/// `missing` naming the open ones ("strategy.zero,
+/// training.micro_batch_size"); the micro-batch and gradient accumulation
+/// are the job's (swift-choose-strategy records both).
 std::optional<::swift::cost::Strategy>
-fixedStrategy(JobOp job, int64_t worldSize, std::string &missing);
+fixedStrategy(JobOp job, std::string &missing);
 
 } // namespace mlir::swift
 

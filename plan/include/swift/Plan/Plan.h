@@ -7,7 +7,8 @@
 //
 // Ownership: a Plan is a plain value. parsePlan() builds it from JSON and
 // validates it completely (types, ranges, cross-field consistency, the
-// schedule's residency rules), so code past parsePlan() may trust every field.
+// schedule rules of swift/Plan/Schedule.h), so code past parsePlan() may
+// trust every field.
 // Nothing here touches LibTorch: the compiler could include it unchanged.
 //
 //===----------------------------------------------------------------------===//
@@ -70,8 +71,9 @@ struct WorldConfig { // "world"
 };
 
 /// "strategy": the compiler's decisions in summary form. The "schedule"
-/// section spells them out; when "schedule" is absent it is derived from this
-/// section by deriveSchedule().
+/// section spells them out and may not disagree with them; when "schedule"
+/// is absent, parsePlan() builds it from this section with buildSchedule()
+/// (swift/Plan/Schedule.h), the algorithm swift-plan's passes use.
 struct StrategyConfig {
   int zero = 0; // 0..3
   Offload offload = Offload::None;
@@ -140,7 +142,7 @@ struct Plan {
   WorldConfig world;
   StrategyConfig strategy;
   Schedule schedule;
-  bool scheduleDerived = false; // true: "schedule" absent, derived
+  bool scheduleDerived = false; // true: "schedule" absent, built here
   Predicted predicted;
 };
 
@@ -150,26 +152,14 @@ Plan parsePlan(const std::string &path);
 /// Same, from text already in memory (`path` is used in messages only).
 Plan parsePlanText(const std::string &text, const std::string &path);
 
-/// The plan as JSON text in this schema, schedule included (a derived
+/// The plan as JSON text in this schema, schedule included (a built
 /// schedule is written out explicitly). parsePlanText(planToJson(p)) == p.
 std::string planToJson(const Plan &plan);
-
-/// The schedule the runtime uses when the plan has none: ZeRO-0 all-reduce
-/// buckets of ~bucket_bytes on the last micro-batch; ZeRO-1 reduce-scatter
-/// on the last micro-batch; ZeRO-2/3 reduce-scatter every micro-batch;
-/// ZeRO-3 gathers prefetch_depth units ahead and releases after use;
-/// checkpointing on the first checkpoint_layers decoders.
-Schedule deriveSchedule(const ModelConfig &m, const StrategyConfig &s,
-                        int64_t worldSize);
 
 /// Units whose parameters `unit` reads (its own, plus unit 0 for a tied head).
 std::vector<int> unitOwners(const ModelConfig &m, int unit);
 /// Parameter count of a unit's own flat buffer.
 int64_t unitParameterCount(const ModelConfig &m, int unit);
-
-/// Checks the schedule's rules by simulating its programs (docs/plan-schema.md
-/// lists them). parsePlan() calls it; throws UserError naming the entry.
-void validateSchedule(const Plan &plan);
 
 /// Checks the plan against the launched job (world size).
 void checkPlanMatchesWorld(const Plan &plan, int64_t worldSize);
