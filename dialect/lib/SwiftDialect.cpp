@@ -80,6 +80,37 @@ LogicalResult LinkAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult OptimizerSettingsAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, APFloat lr, APFloat beta1,
+    APFloat beta2, APFloat eps, APFloat weightDecay, int64_t warmupSteps,
+    LrDecay decay, APFloat minLrRatio, int64_t seed,
+    std::optional<APFloat> maxGradNorm) {
+  auto in = [](const APFloat &x, double lo, bool loOpen, double hi,
+               bool hiOpen) {
+    double v = x.convertToDouble();
+    return (loOpen ? v > lo : v >= lo) && (hiOpen ? v < hi : v <= hi);
+  };
+  if (!in(lr, 0, true, 10, false))
+    return emitError() << "adamw: lr must be in (0, 10]";
+  if (!in(beta1, 0, false, 1, true) || !in(beta2, 0, false, 1, true))
+    return emitError() << "adamw: beta1 and beta2 must be in [0, 1)";
+  if (!in(eps, 0, true, 1, false))
+    return emitError() << "adamw: eps must be in (0, 1]";
+  if (!in(weightDecay, 0, false, 10, false))
+    return emitError() << "adamw: weight_decay must be in [0, 10]";
+  if (warmupSteps < 0)
+    return emitError() << "adamw: warmup_steps must be >= 0";
+  if (!in(minLrRatio, 0, false, 1, false))
+    return emitError() << "adamw: min_lr_ratio must be in [0, 1]";
+  if (decay == LrDecay::Constant && minLrRatio.convertToDouble() != 0)
+    return emitError() << "adamw: min_lr_ratio needs decay linear or cosine";
+  if (maxGradNorm && !(maxGradNorm->convertToDouble() >= 0))
+    return emitError() << "adamw: max_grad_norm must be >= 0 (0: no clipping)";
+  if (seed < 0)
+    return emitError() << "adamw: seed must be >= 0";
+  return success();
+}
+
 LogicalResult LoraAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t rank, APFloat alpha,
                                ArrayAttr targets) {

@@ -20,8 +20,59 @@ namespace {
 // The schedule sizes buckets in fp32 gradient bytes.
 constexpr int64_t kGradBytes = 4;
 
-// HF Trainer's max_grad_norm default; the job file has no clipping knob.
+// HF Trainer's max_grad_norm default, kept when the job sets no
+// training.max_grad_norm.
 constexpr double kGradientClipping = 1.0;
+
+/// "optimizer" and (unless constant without warmup) "scheduler" from the
+/// job's #swift.adamw. DeepSpeed's schedulers step once per optimizer step:
+/// WarmupLR (constant), WarmupDecayLR (linear, decaying to warmup_min_lr),
+/// WarmupCosineLR (cosine to cos_min_ratio); warmup_type linear as HF's.
+/// One difference to swift-run (docs/plan-schema.md): WarmupDecayLR warms
+/// up from warmup_min_lr, so linear with min_lr_ratio > 0 starts its warmup
+/// at lr * min_lr_ratio instead of 0.
+/// total_num_steps is "auto": HF Trainer's DeepSpeed integration (the
+/// training script of --emit launch) fills it from its max_steps.
+void addOptimizer(llvm::json::Object &config, OptimizerSettingsAttr o) {
+  const double lr = o.getLr().convertToDouble();
+  config["optimizer"] = llvm::json::Object{
+      {"type", "AdamW"},
+      {"params",
+       llvm::json::Object{
+           {"lr", lr},
+           {"betas", llvm::json::Array{o.getBeta1().convertToDouble(),
+                                       o.getBeta2().convertToDouble()}},
+           {"eps", o.getEps().convertToDouble()},
+           {"weight_decay", o.getWeightDecay().convertToDouble()}}}};
+  const int64_t warmup = o.getWarmupSteps();
+  const double minRatio = o.getMinLrRatio().convertToDouble();
+  llvm::json::Object params{{"warmup_num_steps", warmup},
+                            {"warmup_type", "linear"}};
+  StringRef type;
+  switch (o.getDecay()) {
+  case LrDecay::Constant:
+    if (warmup == 0)
+      return;
+    type = "WarmupLR";
+    params["warmup_min_lr"] = 0.0;
+    params["warmup_max_lr"] = lr;
+    break;
+  case LrDecay::Linear:
+    type = "WarmupDecayLR";
+    params["warmup_min_lr"] = lr * minRatio;
+    params["warmup_max_lr"] = lr;
+    params["total_num_steps"] = "auto";
+    break;
+  case LrDecay::Cosine:
+    type = "WarmupCosineLR";
+    params["warmup_min_ratio"] = 0.0;
+    params["cos_min_ratio"] = minRatio;
+    params["total_num_steps"] = "auto";
+    break;
+  }
+  config["scheduler"] =
+      llvm::json::Object{{"type", type}, {"params", std::move(params)}};
+}
 
 llvm::json::Object offloadTo(StringRef device) {
   // Pinned host buffers make the PCIe copies asynchronous.
@@ -74,15 +125,22 @@ FailureOr<llvm::json::Object> deepSpeedConfig(ModuleOp module) {
   // bf16-mixed and pure bf16 both compute in bf16; DeepSpeed's bf16 mode
   // keeps fp32 master weights in its optimizer (bf16-mixed semantics).
   const bool bf16 = m->job.getPrecision() != Precision::Fp32;
-  return llvm::json::Object{
+  OptimizerSettingsAttr settings = m->job.getOptimizerSettingsAttr();
+  double clipping = kGradientClipping;
+  if (settings && settings.getMaxGradNorm()) // 0: no clipping, as DeepSpeed
+    clipping = settings.getMaxGradNorm()->convertToDouble();
+  llvm::json::Object config{
       {"train_batch_size", micro * accumulation * m->worldSize},
       {"train_micro_batch_size_per_gpu", micro},
       {"gradient_accumulation_steps", accumulation},
-      {"gradient_clipping", kGradientClipping},
+      {"gradient_clipping", clipping},
       {"bf16", llvm::json::Object{{"enabled", bf16}}},
       {"fp16", llvm::json::Object{{"enabled", false}}},
       {"zero_optimization", std::move(zero)},
   };
+  if (settings)
+    addOptimizer(config, settings);
+  return config;
 }
 
 LogicalResult emitDeepSpeedConfig(ModuleOp module, llvm::raw_ostream &os) {

@@ -49,11 +49,29 @@ LogicalResult emitPlan(ModuleOp module, llvm::raw_ostream &os) {
   const cost::Strategy &s = m->strategy;
   plan::Plan plan;
   plan.model = config;
+  if (std::optional<StringRef> weights = model.getWeights())
+    plan.weights = plan::WeightsConfig{"safetensors", weights->str()};
   plan.training.sequenceLength = job.getSequenceLength();
   plan.training.globalBatchSize = job.getGlobalBatchSize();
   plan.training.microBatchSize = s.microBatchSize;
   plan.training.gradientAccumulation = s.gradientAccumulation;
   plan.training.precision = job.getPrecision();
+  if (OptimizerSettingsAttr o = job.getOptimizerSettingsAttr()) {
+    plan::TrainingConfig &t = plan.training;
+    t.optimizer.lr = o.getLr().convertToDouble();
+    t.optimizer.beta1 = o.getBeta1().convertToDouble();
+    t.optimizer.beta2 = o.getBeta2().convertToDouble();
+    t.optimizer.eps = o.getEps().convertToDouble();
+    t.optimizer.weightDecay = o.getWeightDecay().convertToDouble();
+    t.lrSchedule.warmupSteps = o.getWarmupSteps();
+    t.lrSchedule.decay = o.getDecay();
+    t.lrSchedule.minLrRatio = o.getMinLrRatio().convertToDouble();
+    if (std::optional<llvm::APFloat> norm = o.getMaxGradNorm();
+        norm && norm->convertToDouble() > 0) // 0: no clipping
+      t.maxGradNorm = norm->convertToDouble();
+    t.seed = static_cast<uint64_t>(o.getSeed());
+  }
+  plan.training.packing = job.getPacking();
   plan.world.size = m->worldSize;
   plan.world.gpusPerNode = m->cluster.getGpusPerNode();
   plan.strategy.zero = s.zero;

@@ -111,8 +111,11 @@ const std::vector<std::string> *allowedKeys(const std::string &path) {
       {"", {"model", "training", "cluster", "backend", "strategy"}},
       {"training",
        {"sequence_length", "global_batch_size", "micro_batch_size",
-        "precision", "optimizer", "method", "lora"}},
+        "precision", "optimizer", "lr_schedule", "max_grad_norm", "seed",
+        "method", "lora", "packing"}},
       {"training.lora", {"rank", "alpha", "targets"}},
+      {"training.optimizer", {"name", "lr", "betas", "eps", "weight_decay"}},
+      {"training.lr_schedule", {"warmup_steps", "decay", "min_lr_ratio"}},
       {"cluster",
        {"gpu", "gpus_per_node", "nodes", "interconnect", "host", "profile"}},
       {"cluster.gpu",
@@ -433,11 +436,20 @@ ModelSpec readModel(const Reader &r, const YAML::Node &node) {
     candidate = fs::path(r.file).parent_path() / name;
   if (!fs::exists(candidate) && fs::exists(name))
     candidate = name;
-  if (fs::is_directory(candidate))
+  // An HF model directory: its config.json, and its weights when it has
+  // them (model.safetensors, or shards with their index).
+  std::string weights;
+  if (fs::is_directory(candidate)) {
+    if (fs::exists(candidate / "model.safetensors") ||
+        fs::exists(candidate / "model.safetensors.index.json"))
+      weights = fs::absolute(candidate).lexically_normal().string();
     candidate /= "config.json";
+  }
   if (fs::exists(candidate)) {
     try {
-      return readHFConfigFile(candidate.string());
+      ModelSpec m = readHFConfigFile(candidate.string());
+      m.weights = weights;
+      return m;
     } catch (JobError &e) {
       // Errors inside config.json name that file; say which key led there.
       e.diag.field = e.diag.field.empty() ? "model" : "model -> " + e.diag.field;
@@ -451,6 +463,63 @@ ModelSpec readModel(const Reader &r, const YAML::Node &node) {
   r.fail(node, "model",
          unknownPreset("model", name, modelPresets(),
                        "or a path to an HF config.json, or a mapping of its fields"));
+}
+
+/// training.optimizer: a name (`adamw`) or {name, lr, betas, eps,
+/// weight_decay}; absent keys keep the plan's defaults.
+void readOptimizer(const Reader &r, const YAML::Node &o, TrainingSpec &s) {
+  const std::string path = "training.optimizer";
+  if (!o.IsMap()) {
+    s.optimizer = r.oneOf<plan::Optimizer>(o, path);
+    return;
+  }
+  r.checkKeys(o, path, *allowedKeys(path));
+  if (YAML::Node n = o["name"])
+    s.optimizer = r.oneOf<plan::Optimizer>(n, path + ".name");
+  plan::OptimizerConfig &c = s.optimizerConfig;
+  auto inRange = [&](const YAML::Node &n, const std::string &field, double lo,
+                     bool loOpen, double hi, bool hiOpen) {
+    double v = r.real(n, field, /*allowZero=*/true);
+    if ((loOpen ? v <= lo : v < lo) || (hiOpen ? v >= hi : v > hi)) {
+      std::ostringstream why;
+      why << "must be in " << (loOpen ? "(" : "[") << lo << ", " << hi
+          << (hiOpen ? ")" : "]") << ", got " << n.Scalar();
+      r.fail(n, field, why.str());
+    }
+    return v;
+  };
+  if (YAML::Node n = o["lr"])
+    c.lr = inRange(n, path + ".lr", 0, true, 10, false);
+  if (YAML::Node n = o["betas"]) {
+    if (!n.IsSequence() || n.size() != 2)
+      r.fail(n, path + ".betas", "expected a list [beta1, beta2], e.g. [0.9, 0.95]");
+    c.beta1 = inRange(n[0], path + ".betas", 0, false, 1, true);
+    c.beta2 = inRange(n[1], path + ".betas", 0, false, 1, true);
+  }
+  if (YAML::Node n = o["eps"])
+    c.eps = inRange(n, path + ".eps", 0, true, 1, false);
+  if (YAML::Node n = o["weight_decay"])
+    c.weightDecay = inRange(n, path + ".weight_decay", 0, false, 10, false);
+}
+
+/// training.lr_schedule: {warmup_steps, decay, min_lr_ratio}.
+void readLrSchedule(const Reader &r, const YAML::Node &l, TrainingSpec &s) {
+  const std::string path = "training.lr_schedule";
+  r.checkKeys(l, path, *allowedKeys(path));
+  plan::LrScheduleConfig &c = s.lrSchedule;
+  if (YAML::Node n = l["warmup_steps"])
+    c.warmupSteps = r.integer(n, path + ".warmup_steps", 0);
+  if (YAML::Node n = l["decay"])
+    c.decay = r.oneOf<plan::LrDecay>(n, path + ".decay");
+  if (YAML::Node n = l["min_lr_ratio"]) {
+    c.minLrRatio = r.real(n, path + ".min_lr_ratio", /*allowZero=*/true);
+    if (c.minLrRatio > 1)
+      r.fail(n, path + ".min_lr_ratio",
+             "must be in [0, 1] (a fraction of lr), got " + n.Scalar());
+    if (c.minLrRatio > 0 && c.decay == plan::LrDecay::Constant)
+      r.fail(n, path + ".min_lr_ratio",
+             "has no effect with decay: constant; set decay: cosine or linear");
+  }
 }
 
 TrainingSpec readTraining(const Reader &r, const YAML::Node &root) {
@@ -478,10 +547,25 @@ TrainingSpec readTraining(const Reader &r, const YAML::Node &root) {
   }
   if (t["precision"])
     s.precision = r.oneOf<plan::Precision>(t["precision"], "training.precision");
-  if (t["optimizer"])
-    s.optimizer = r.oneOf<plan::Optimizer>(t["optimizer"], "training.optimizer");
+  if (YAML::Node o = t["optimizer"]; o && !o.IsNull())
+    readOptimizer(r, o, s);
+  if (YAML::Node l = r.mapping(t, "lr_schedule", "training"); l && !l.IsNull())
+    readLrSchedule(r, l, s);
+  if (YAML::Node g = t["max_grad_norm"]; g && !g.IsNull()) {
+    // 0: no clipping (as HF's max_grad_norm=0), but set: ds_config says 0.
+    s.maxGradNorm = r.real(g, "training.max_grad_norm", /*allowZero=*/true);
+  }
+  if (YAML::Node seed = t["seed"]; seed && !seed.IsNull())
+    s.seed = uint64_t(r.integer(seed, "training.seed", 0));
+  for (const char *key : {"lr_schedule", "max_grad_norm", "seed"})
+    if (YAML::Node n = t[key]; n && !n.IsNull())
+      s.optimizerSettingsGiven = true;
+  if (YAML::Node o = t["optimizer"]; o && o.IsMap())
+    s.optimizerSettingsGiven = true;
   if (t["method"])
     s.method = r.oneOf<plan::Method>(t["method"], "training.method");
+  if (t["packing"])
+    s.packing = r.boolean(t["packing"], "training.packing");
   if (YAML::Node l = r.mapping(t, "lora", "training"); l && !l.IsNull()) {
     r.checkKeys(l, "training.lora", *allowedKeys("training.lora"));
     if (l["rank"])
@@ -763,7 +847,9 @@ void applyOverride(YAML::Node &root, const std::string &text,
       } else if (child && child.IsScalar() && !child.IsNull()) {
         // e.g. --set cluster.gpu.memory_gib=40 over gpu: h100.
         YAML::Node map(YAML::NodeType::Map);
-        map["preset"] = child.Scalar();
+        // training.optimizer: adamw names the optimizer; the rest presets.
+        map[path == "training" && part == "optimizer" ? "name" : "preset"] =
+            child.Scalar();
         node[part] = map;
         child.reset(node[part]);
       } else if (!child || !child.IsMap()) {

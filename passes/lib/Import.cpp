@@ -109,6 +109,19 @@ private:
   int64_t seq;
 };
 
+/// The job's optimizer, lr schedule, clipping and seed as one attribute.
+OptimizerSettingsAttr optimizerSettings(MLIRContext *context,
+                                        const TrainingSpec &t) {
+  const ::swift::plan::OptimizerConfig &o = t.optimizerConfig;
+  auto real = [](double v) { return llvm::APFloat(v); };
+  return OptimizerSettingsAttr::get(
+      context, real(o.lr), real(o.beta1), real(o.beta2), real(o.eps),
+      real(o.weightDecay), t.lrSchedule.warmupSteps, t.lrSchedule.decay,
+      real(t.lrSchedule.minLrRatio), static_cast<int64_t>(t.seed),
+      t.maxGradNorm ? std::optional<llvm::APFloat>(real(*t.maxGradNorm))
+                    : std::nullopt);
+}
+
 } // namespace
 
 OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
@@ -146,7 +159,9 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
   const TrainingSpec &t = job.training;
   Type element = t.precision == Precision::Fp32 ? Type(b.getF32Type()) : b.getBF16Type();
   std::string modelName = symbolName(m.name);
-  auto model = ModelOp::create(b, loc, modelName, m.modelType);
+  auto model = ModelOp::create(
+      b, loc, modelName, m.modelType,
+      m.weights.empty() ? StringAttr() : b.getStringAttr(m.weights));
   Block *body = new Block();
   model.getBody().push_back(body);
   auto tokens = RankedTensorType::get({ShapedType::kDynamic, t.sequenceLength},
@@ -212,7 +227,9 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
       MethodAttr::get(&context, method), lora,
       BackendAttr::get(&context, job.backend), strategy,
       /*gradient_accumulation=*/IntegerAttr(), /*decision=*/DecisionAttr(),
-      /*estimate=*/EstimateAttr());
+      /*estimate=*/EstimateAttr(), /*packing=*/b.getBoolAttr(t.packing),
+      t.optimizerSettingsGiven ? optimizerSettings(&context, t)
+                               : OptimizerSettingsAttr());
   return module;
 }
 

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -145,7 +147,8 @@ ModelConfig parseModel(const Node &n) {
 TrainingConfig parseTraining(const Node &n) {
   n.object().onlyKeys({"sequence_length", "global_batch_size",
                        "micro_batch_size", "gradient_accumulation", "precision",
-                       "optimizer", "seed"});
+                       "optimizer", "lr_schedule", "max_grad_norm", "seed",
+                       "packing"});
   TrainingConfig t;
   t.sequenceLength = n.at("sequence_length").integer(2, 1 << 22);
   t.globalBatchSize = n.at("global_batch_size").integer(1, kBig);
@@ -166,7 +169,25 @@ TrainingConfig parseTraining(const Node &n) {
   t.optimizer.beta2 = betas.index(1).number(0, 0.999999);
   t.optimizer.eps = o.at("eps").number(0, 1);
   t.optimizer.weightDecay = o.at("weight_decay").number(0, 10);
+  if (n.has("lr_schedule")) {
+    Node ls = n.at("lr_schedule");
+    ls.object().onlyKeys({"warmup_steps", "decay", "min_lr_ratio"});
+    if (ls.has("warmup_steps"))
+      t.lrSchedule.warmupSteps = ls.at("warmup_steps").integer(0, kBig);
+    if (ls.has("decay"))
+      t.lrSchedule.decay = ls.at("decay").choice<LrDecay>();
+    if (ls.has("min_lr_ratio"))
+      t.lrSchedule.minLrRatio = ls.at("min_lr_ratio").number(0, 1);
+  }
+  if (n.has("max_grad_norm")) {
+    Node g = n.at("max_grad_norm");
+    double v = g.number(0, 1e30);
+    if (!(v > 0))
+      g.fail("must be > 0 (leave it out for no clipping)");
+    t.maxGradNorm = v;
+  }
   t.seed = n.has("seed") ? uint64_t(n.at("seed").integer(0, kBig)) : 0;
+  t.packing = !n.has("packing") || n.at("packing").boolean();
   return t;
 }
 
@@ -289,9 +310,9 @@ Plan parsePlanText(const std::string &text, const std::string &file) {
     throw UserError(file + ": not valid JSON: " + e.what());
   }
   Node root{j, "", file};
-  root.object().onlyKeys({"schema", "version", "model", "training", "world",
-                          "strategy", "schedule", "predicted", "comment",
-                          "generator"});
+  root.object().onlyKeys({"schema", "version", "model", "weights",
+                          "training", "world", "strategy", "schedule",
+                          "predicted", "comment", "generator"});
   if (root.at("schema").string() != kPlanSchemaName)
     root.at("schema").fail(std::string("expected \"") + kPlanSchemaName +
                            "\"; this is not a swift plan");
@@ -326,6 +347,16 @@ Plan parsePlanText(const std::string &text, const std::string &file) {
     p.scheduleDerived = true;
   }
   validateSchedule(p);
+  if (root.has("weights")) {
+    Node w = root.at("weights");
+    w.object().onlyKeys({"format", "path"});
+    if (w.at("format").string() != "safetensors")
+      w.at("format").fail("unknown format \"" + w.at("format").string() +
+                          "\" (expected \"safetensors\")");
+    p.weights = WeightsConfig{"safetensors", w.at("path").string()};
+    if (p.weights->path.empty())
+      w.at("path").fail("empty");
+  }
   if (root.has("predicted")) {
     Node pr = root.at("predicted");
     pr.object().onlyKeys(
@@ -423,6 +454,17 @@ std::string planToJson(const Plan &p) {
        {{"peak_memory_bytes", p.predicted.peakMemoryBytes},
         {"step_seconds", p.predicted.stepSeconds},
         {"tokens_per_second", p.predicted.tokensPerSecond}}}};
+  if (p.weights)
+    j["weights"] = {{"format", p.weights->format}, {"path", p.weights->path}};
+  if (!t.packing) // the default (true) is left out: older plans stay as is
+    j["training"]["packing"] = false;
+  if (!t.lrSchedule.isDefault()) // left out when default, like packing
+    j["training"]["lr_schedule"] = {
+        {"warmup_steps", t.lrSchedule.warmupSteps},
+        {"decay", toString(t.lrSchedule.decay)},
+        {"min_lr_ratio", t.lrSchedule.minLrRatio}};
+  if (t.maxGradNorm)
+    j["training"]["max_grad_norm"] = *t.maxGradNorm;
   return j.dump(1) + "\n";
 }
 
@@ -432,6 +474,24 @@ Plan parsePlan(const std::string &path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return parsePlanText(ss.str(), path);
+}
+
+double lrAt(const TrainingConfig &t, int64_t step, int64_t totalSteps) {
+  const LrScheduleConfig &ls = t.lrSchedule;
+  const double s = double(step - 1), w = double(ls.warmupSteps),
+               total = double(totalSteps), m = ls.minLrRatio;
+  double f = 1.0;
+  if (s < w) {
+    f = s / std::max(1.0, w);
+  } else if (ls.decay == LrDecay::Linear) {
+    f = std::max(0.0, (total - s) / std::max(1.0, total - w));
+    f = m + (1 - m) * f;
+  } else if (ls.decay == LrDecay::Cosine) {
+    double progress = (s - w) / std::max(1.0, total - w);
+    f = std::max(0.0, 0.5 * (1.0 + std::cos(M_PI * progress)));
+    f = m + (1 - m) * f;
+  }
+  return t.optimizer.lr * f;
 }
 
 void checkPlanMatchesWorld(const Plan &plan, int64_t worldSize) {

@@ -7,7 +7,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstring>
+#include <fstream>
+#include <vector>
 
 namespace swift::rt {
 namespace {
@@ -100,13 +104,192 @@ private:
   void *data_ = MAP_FAILED;
 };
 
+constexpr int64_t kIgnore = -100; // HF's ignore_index
+
+/// JSONL samples laid out into windows once, at load (Data.h).
+class JsonlTokens final : public TokenSource {
+public:
+  JsonlTokens(const std::string &path, int64_t vocab, int64_t seq,
+              bool packing)
+      : seq_(seq), packing_(packing) {
+    std::ifstream in(path);
+    SWIFT_CHECK(in.good(), path, ": cannot open data file");
+    std::string text;
+    int64_t line = 0;
+    while (std::getline(in, text)) {
+      ++line;
+      auto fail = [&](const std::string &why) {
+        SWIFT_CHECK(false, path, ": line ", line, ": ", why);
+      };
+      if (text.find_first_not_of(" \t\r") == std::string::npos)
+        fail("empty line (one JSON object a line: {\"input_ids\": [...]})");
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(text);
+      } catch (const nlohmann::json::exception &e) {
+        fail(std::string("not JSON: ") + e.what());
+      }
+      if (!j.is_object())
+        fail("expected an object {\"input_ids\": [...]}");
+      if (!j.contains("input_ids"))
+        fail("missing \"input_ids\"");
+      auto ints = [&](const char *key, bool labels) {
+        const nlohmann::json &a = j.at(key);
+        if (!a.is_array())
+          fail(std::string(key) + " is not a list of integers");
+        std::vector<int32_t> out;
+        out.reserve(a.size());
+        for (size_t k = 0; k < a.size(); ++k) {
+          const nlohmann::json &v = a[k];
+          std::string at = std::string(key) + "[" + std::to_string(k) + "]";
+          if (!v.is_number_integer())
+            fail(at + " is " + v.dump() + ", not an integer");
+          int64_t x = v.get<int64_t>();
+          if (labels && x == kIgnore) {
+            out.push_back(int32_t(x));
+            continue;
+          }
+          if (x < 0 || x >= vocab)
+            fail(at + " is " + std::to_string(x) +
+                 ", not in [0, model.vocab_size " + std::to_string(vocab) +
+                 ")" + (labels ? " or -100" : ""));
+          out.push_back(int32_t(x));
+        }
+        return out;
+      };
+      std::vector<int32_t> ids = ints("input_ids", false);
+      if (ids.empty())
+        fail("input_ids is empty");
+      if (int64_t(ids.size()) > seq)
+        fail("sample of " + std::to_string(ids.size()) +
+             " tokens is longer than the window (training.sequence_length " +
+             std::to_string(seq) + ")");
+      std::vector<int32_t> labels = ids;
+      if (j.contains("labels")) {
+        labels = ints("labels", true);
+        if (labels.size() != ids.size())
+          fail("labels has " + std::to_string(labels.size()) +
+               " entries, input_ids " + std::to_string(ids.size()));
+      }
+      const int64_t n = int64_t(ids.size());
+      // Greedy in file order: a sample joins the open window if it fits.
+      if (windows_.empty() || !packing_ || windows_.back().used + n > seq)
+        windows_.push_back(Window{int64_t(starts_.size()), 0, 0, 0});
+      Window &w = windows_.back();
+      ++w.count;
+      w.used += n;
+      for (int64_t k = 1; k < n; ++k) // labels[k] is position k-1's target
+        w.trained += labels[k] != kIgnore;
+      starts_.push_back(int64_t(ids_.size()));
+      lengths_.push_back(n);
+      ids_.insert(ids_.end(), ids.begin(), ids.end());
+      labels_.insert(labels_.end(), labels.begin(), labels.end());
+    }
+    SWIFT_CHECK(!windows_.empty(), path, ": holds no samples");
+  }
+
+  at::Tensor samples(int64_t, int64_t) override {
+    SWIFT_ASSERT(false, "a JSONL source has no raw-token view; use batch()");
+    return {};
+  }
+
+  Batch batch(int64_t first, int64_t count) override {
+    Batch b;
+    b.masked = true;
+    b.inputs = at::zeros({count, seq_}, at::kLong);
+    b.targets = at::full({count, seq_}, kIgnore, at::kLong);
+    int64_t *in = b.inputs.data_ptr<int64_t>(),
+            *tg = b.targets.data_ptr<int64_t>();
+    int64_t *pos = nullptr, *seg = nullptr;
+    if (packing_) {
+      b.positions = at::zeros({count, seq_}, at::kLong);
+      b.segments = at::zeros({count, seq_}, at::kLong);
+      pos = b.positions.data_ptr<int64_t>();
+      seg = b.segments.data_ptr<int64_t>();
+    }
+    for (int64_t i = 0; i < count; ++i) {
+      const Window &w = window(first + i);
+      const int64_t row = i * seq_;
+      int64_t p = 0;
+      for (int64_t s = w.first; s < w.first + w.count; ++s) {
+        const int64_t n = lengths_[s], off = starts_[s];
+        for (int64_t k = 0; k < n; ++k, ++p) {
+          in[row + p] = ids_[off + k];
+          // The last token predicts nothing: the next sample's first token
+          // is not its target.
+          tg[row + p] = k + 1 < n ? labels_[off + k + 1] : kIgnore;
+          if (pos) {
+            pos[row + p] = k;
+            seg[row + p] = s - w.first;
+          }
+        }
+      }
+      // Padding (id 0, no target): its own segment, positions from 0.
+      for (int64_t k = 0; pos && p + k < seq_; ++k) {
+        pos[row + p + k] = k;
+        seg[row + p + k] = w.count;
+      }
+    }
+    return b;
+  }
+
+  int64_t trainedTokens(int64_t first, int64_t count) override {
+    int64_t n = 0;
+    for (int64_t i = 0; i < count; ++i)
+      n += window(first + i).trained;
+    return n;
+  }
+  int64_t realTokens(int64_t first, int64_t count) override {
+    int64_t n = 0;
+    for (int64_t i = 0; i < count; ++i)
+      n += window(first + i).used;
+    return n;
+  }
+
+private:
+  struct Window {
+    int64_t first = 0, count = 0; // samples first .. first+count-1
+    int64_t used = 0;             // positions they fill
+    int64_t trained = 0;          // positions with a target
+  };
+  const Window &window(int64_t i) const {
+    return windows_[size_t(i % int64_t(windows_.size()))];
+  }
+  int64_t seq_;
+  bool packing_;
+  std::vector<Window> windows_;
+  std::vector<int64_t> starts_, lengths_; // per sample, into ids_/labels_
+  std::vector<int32_t> ids_, labels_;
+};
+
 } // namespace
+
+Batch TokenSource::batch(int64_t first, int64_t count) {
+  at::Tensor t = samples(first, count);
+  const int64_t S = t.size(1) - 1;
+  Batch b;
+  b.inputs = t.narrow(1, 0, S);
+  b.targets = t.narrow(1, 1, S);
+  return b;
+}
+
+int64_t TokenSource::trainedTokens(int64_t first, int64_t count) {
+  return count * (samples(first, 1).size(1) - 1);
+}
+
+int64_t TokenSource::realTokens(int64_t first, int64_t count) {
+  return trainedTokens(first, count);
+}
 
 std::unique_ptr<TokenSource> makeTokenSource(const std::string &path,
                                              int64_t vocab, int64_t seq,
-                                             uint64_t seed) {
+                                             uint64_t seed, bool packing) {
   if (path.empty())
     return std::make_unique<SyntheticTokens>(vocab, seq, seed);
+  const std::string ext = ".jsonl";
+  if (path.size() >= ext.size() &&
+      path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
+    return std::make_unique<JsonlTokens>(path, vocab, seq, packing);
   return std::make_unique<FileTokens>(path, vocab, seq);
 }
 

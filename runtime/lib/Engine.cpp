@@ -16,6 +16,7 @@
 #include "swift/Runtime/Device.h"
 #include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/TorchCompat.h"
+#include "swift/Runtime/Weights.h"
 
 #include <algorithm>
 #include <cmath>
@@ -49,6 +50,10 @@ struct Engine::Unit {
 
 struct Engine::MicroBatch {
   at::Tensor inputs, targets; // (B, S) int64, device
+  Rope rope;                  // per-token tables; undefined: the engine's
+  at::Tensor attnMask;        // (B, 1, S, S) bool; undefined: causal
+  bool masked = false;        // targets may be -100
+  double divisor = 0;         // the loss sum's divisor when masked
 };
 
 namespace {
@@ -80,7 +85,8 @@ bool useFusedAdamW() {
 
 } // namespace
 
-Engine::Engine(const Plan &plan, Comm &comm, at::Device device)
+Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
+               const HFWeights *weights)
     : plan_(plan), m_(plan.model), comm_(comm), device_(device) {
   const StrategyConfig &st = plan.strategy;
   const int W = comm.worldSize(), rank = comm.rank();
@@ -103,17 +109,28 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device)
     U->optOffset = st.zero == 0 ? 0 : rank * U->shardLen;
     U->optLen = st.zero == 0 ? U->padded : U->shardLen;
 
-    // Initial weights: a pure function of (seed, unit), generated whole on
-    // every rank so any world size starts from the same model.
-    at::Tensor init = at::zeros({U->padded}, onDevice.dtype(at::kFloat));
-    at::Generator gen = compat::makeGenerator(
-        device_, plan.training.seed * 1000003ull + uint64_t(u));
-    for (const ParamDesc &d : U->layout.params) {
-      at::Tensor v = init.narrow(0, d.offset, d.numel());
-      if (d.init == Init::Normal)
-        v.normal_(0.0, 0.02, gen); // HF initializer_range
-      else if (d.init == Init::Ones)
-        v.fill_(1.0);
+    // The range of the unit this rank keeps: its shard at ZeRO-3 (where
+    // the optimizer partition is the same range), the whole unit otherwise.
+    const int64_t keepBegin = st.zero == 3 ? rank * U->shardLen : 0;
+    const int64_t keepLen = st.zero == 3 ? U->shardLen : U->padded;
+    at::Tensor init;
+    if (weights) {
+      init = at::empty({keepLen}, onDevice.dtype(at::kFloat));
+      weights->read(U->layout, keepBegin, keepLen, init);
+    } else {
+      // Random weights: a pure function of (seed, unit), generated whole on
+      // every rank so any world size starts from the same model.
+      at::Tensor whole = at::zeros({U->padded}, onDevice.dtype(at::kFloat));
+      at::Generator gen = compat::makeGenerator(
+          device_, plan.training.seed * 1000003ull + uint64_t(u));
+      for (const ParamDesc &d : U->layout.params) {
+        at::Tensor v = whole.narrow(0, d.offset, d.numel());
+        if (d.init == Init::Normal)
+          v.normal_(0.0, 0.02, gen); // HF initializer_range
+        else if (d.init == Init::Ones)
+          v.fill_(1.0);
+      }
+      init = whole.narrow(0, keepBegin, keepLen);
     }
     at::Tensor compute = init.to(computeDtype_);
     if (st.zero < 3) {
@@ -122,14 +139,14 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device)
     } else {
       U->full = at::empty({U->padded}, onDevice.dtype(computeDtype_));
       freeStorage(U->full);
-      U->shard = compute.narrow(0, rank * U->shardLen, U->shardLen).clone();
+      U->shard = compute.clone();
       if (st.offload == Offload::OptimizerAndParams) {
         at::Tensor h = hostEmpty(U->shardLen, computeDtype_, device_);
         h.copy_(U->shard);
         U->shard = h;
       }
     }
-    at::Tensor part = init.narrow(0, U->optOffset, U->optLen);
+    at::Tensor part = init.narrow(0, U->optOffset - keepBegin, U->optLen);
     if (offload) {
       U->master = hostEmpty(U->optLen, at::kFloat, device_);
       U->master.copy_(part);
@@ -256,13 +273,15 @@ at::Tensor Engine::computeUnit(int u, const at::Tensor &x,
   const bool grads = !leaves.empty() && leaves.front().requires_grad();
   if (u == m_.numLayers + 1) // [norm, lm_head or the tied table]
     return headLoss(m_, x, leaves[0], leaves[1], mb.targets,
-                    grads ? makeSinks(u)[1] : GradSink());
+                    grads ? makeSinks(u)[1] : GradSink(), mb.masked,
+                    mb.divisor);
   bool selective =
       plan_.schedule.units[u].checkpoint == Checkpointing::Selective;
   return decoderForward(
       m_,
       bindDecoder(m_, leaves, grads ? makeSinks(u) : std::vector<GradSink>()),
-      x, rope_, selective, forBackward);
+      x, mb.rope.cos.defined() ? mb.rope : rope_, selective, forBackward,
+      mb.attnMask);
 }
 
 at::Tensor Engine::unitForward(int u, const at::Tensor &x, MicroBatch &mb) {
@@ -401,16 +420,50 @@ void Engine::publish(Unit &U, bool written) {
 }
 
 void Engine::optimizerStep() {
-  const OptimizerConfig &o = plan_.training.optimizer;
+  const TrainingConfig &training = plan_.training;
   const int zero = plan_.strategy.zero;
-  const double scale =
+  // The summed gradients times `scale` are the step's mean gradient.
+  double scale =
       1.0 / double(comm_.worldSize() * plan_.training.gradientAccumulation);
   const int64_t t = steps_ + 1;
+  SWIFT_CHECK(totalSteps_ > 0 || training.lrSchedule.decay == LrDecay::Constant,
+              plan_.path, ": training.lr_schedule: decay ",
+              toString(training.lrSchedule.decay),
+              " needs the run's length (Engine::setTotalSteps)");
+  // The schedule's lr for this step; the rest of AdamW as in the plan.
+  OptimizerConfig o = training.optimizer;
+  o.lr = lrAt(training, t, std::max<int64_t>(totalSteps_, t));
+  lastLr_ = o.lr;
   const double bc1 = 1.0 - std::pow(o.beta1, double(t));
   const double bc2 = 1.0 - std::pow(o.beta2, double(t));
   const bool offload = plan_.strategy.offload != Offload::None;
   auto gradOf = [&](Unit &U) { return zero == 0 ? U.grad : U.gradShard; };
   std::vector<bool> written(units_.size(), false);
+
+  // The global gradient norm. Every element is counted once: at ZeRO-0
+  // each rank holds the whole all-reduced gradient (this rank's sum is the
+  // total), at ZeRO 1-3 each rank its disjoint shard of it (the sum over
+  // ranks is); padding is zero. Sums of squares in fp64, over per-unit fp32
+  // norms, then * scale: the norm of the mean gradient.
+  at::Tensor sumSq =
+      at::zeros({}, at::TensorOptions().device(device_).dtype(at::kDouble));
+  for (auto &U : units_) {
+    at::Tensor n = at::norm(gradOf(*U), at::Scalar(2.0), at::kFloat);
+    sumSq.add_(n.to(at::kDouble).square());
+  }
+  if (zero >= 1)
+    comm_.allReduceSum(sumSq).wait();
+  auto readNorm = [&] {
+    lastGradNorm_ = std::sqrt(sumSq.item<double>()) * scale;
+  };
+  if (training.maxGradNorm) {
+    // torch.nn.utils.clip_grad_norm_: gradients * min(1, max/(norm + 1e-6)),
+    // folded into the optimizer's gradient scale (one host sync per step).
+    readNorm();
+    const double coef = *training.maxGradNorm / (lastGradNorm_ + 1e-6);
+    if (coef < 1.0)
+      scale *= coef;
+  }
 
   if (offload) {
     // Pipelined: all gradient downloads are queued at once; the host
@@ -515,13 +568,33 @@ void Engine::optimizerStep() {
     for (size_t i = 0; i < units_.size(); ++i)
       publish(*units_[i], written[i]);
   finishPending();
+  if (!training.maxGradNorm)
+    readNorm(); // after the update was queued: no sync in front of it
 }
 
 double Engine::step(const std::vector<at::Tensor> &microBatches) {
+  const int64_t S = plan_.training.sequenceLength;
+  std::vector<Batch> batches;
+  for (const at::Tensor &t : microBatches) {
+    Batch b;
+    b.inputs = t.narrow(1, 0, S);
+    b.targets = t.narrow(1, 1, S);
+    batches.push_back(std::move(b));
+  }
+  return step(batches);
+}
+
+double Engine::step(const std::vector<Batch> &microBatches,
+                    int64_t stepTrainedTokens) {
   const int64_t G = plan_.training.gradientAccumulation,
                 S = plan_.training.sequenceLength;
   SWIFT_ASSERT(int64_t(microBatches.size()) == G, "expected ", G,
                " micro-batches");
+  // Masked: every micro-batch divides its sum by N / (W * G), the same
+  // number on every rank and at every world size (W * G is fixed by the
+  // global batch), so the step's gradient is the mean over its N tokens.
+  const double divisor =
+      double(stepTrainedTokens) / double(comm_.worldSize() * G);
   for (auto &U : units_) {
     // Overwritten by the first gradient (accumulateGrads); its padding
     // past the last parameter is never written and stays zero.
@@ -532,8 +605,18 @@ double Engine::step(const std::vector<at::Tensor> &microBatches) {
   at::Tensor lossSum = at::zeros({}, at::TensorOptions().device(device_));
   for (int64_t k = 0; k < G; ++k) {
     lastMicroBatch_ = k == G - 1;
-    at::Tensor tokens = microBatches[k].to(device_, at::kLong);
-    MicroBatch mb{tokens.narrow(1, 0, S), tokens.narrow(1, 1, S)};
+    const Batch &b = microBatches[k];
+    SWIFT_ASSERT(b.inputs.size(1) == S, "a micro-batch of ", b.inputs.size(1),
+                 " positions; the plan has ", S);
+    MicroBatch mb;
+    mb.inputs = b.inputs.to(device_, at::kLong);
+    mb.targets = b.targets.to(device_, at::kLong);
+    if (b.positions.defined())
+      mb.rope = ropeAt(rope_, b.positions.to(device_, at::kLong));
+    if (b.segments.defined())
+      mb.attnMask = segmentMask(b.segments.to(device_, at::kLong));
+    mb.masked = b.masked;
+    mb.divisor = divisor;
     // A leaf that requires grad, so the first unit's node joins the graph.
     at::Tensor x =
         at::zeros({}, at::TensorOptions().device(device_)).requires_grad_(true);
@@ -581,6 +664,18 @@ Engine::StateBytes Engine::stateBytes() const {
     add(b.host, U->hostParamOut);
   }
   return b;
+}
+
+at::Tensor Engine::masterUnit(int u) {
+  Unit &U = *units_[u];
+  at::Tensor mine = U.master.device() == device_
+                        ? U.master
+                        : U.master.to(device_, /*non_blocking=*/false);
+  if (plan_.strategy.zero == 0)
+    return mine;
+  at::Tensor full = at::empty({U.padded}, mine.options());
+  comm_.allGather(mine.contiguous(), full).wait();
+  return full;
 }
 
 std::vector<std::pair<std::string, at::Tensor>> Engine::parameters() {

@@ -456,8 +456,12 @@ void scaleBy(at::Tensor &t, const at::Tensor &s) {
 
 at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
                               const at::Tensor &targets, int64_t chunkTokens,
-                              const GradSink &wSink) {
+                              const GradSink &wSink, bool masked,
+                              double divisor) {
   const int64_t T = h.size(0), V = w.size(0);
+  // The mean's denominator: T unmasked (the arithmetic raw-token runs have
+  // always had), else the caller's count of trained tokens.
+  const double denom = masked ? std::max(divisor, 1e-30) : double(T);
   if (chunkTokens <= 0)
     chunkTokens = std::max<int64_t>(1, (int64_t(1) << 28) / V);
   const bool wantGrads =
@@ -497,7 +501,7 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
         at::Tensor tcc = tc.contiguous();
         SWIFT_KERNEL(cuda::crossEntropyRows(
             lg.data_ptr(), tcc.data_ptr<int64_t>(), rows.data_ptr<float>(), n,
-            V, wantGrads ? float(1.0 / double(T)) : 0.f,
+            V, wantGrads ? float(1.0 / denom) : 0.f,
             lg.scalar_type() == at::kBFloat16, stream()));
         lossSum.add_(rows.sum());
         if (wantGrads) {
@@ -511,14 +515,26 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
       // (n, V) fp32: the only vocabulary-sized tensors, one chunk at a time.
       at::Tensor logits = at::mm(hc, wd.t()).to(at::kFloat);
       at::Tensor lse = at::logsumexp(logits, 1);
-      lossSum.add_((lse - logits.gather(1, tc.unsqueeze(1)).squeeze(1)).sum());
+      at::Tensor keep; // (n, 1) fp32, 0 where the target is ignored
+      if (masked) {
+        keep = tc.ge(0).to(at::kFloat).unsqueeze(1);
+        tc = tc.clamp_min(0);
+        lossSum.add_(((lse - logits.gather(1, tc.unsqueeze(1)).squeeze(1)) *
+                      keep.squeeze(1))
+                         .sum());
+      } else {
+        lossSum.add_(
+            (lse - logits.gather(1, tc.unsqueeze(1)).squeeze(1)).sum());
+      }
       if (!wantGrads)
         continue;
       // d loss / d logits = (softmax - onehot) / T, in place.
       logits.sub_(lse.unsqueeze(1)).exp_();
       logits.scatter_add_(1, tc.unsqueeze(1),
                           at::full({n, 1}, -1.0, logits.options()));
-      logits.mul_(1.0 / double(T));
+      if (masked)
+        logits.mul_(keep);
+      logits.mul_(1.0 / denom);
       at::Tensor dl = logits.to(hd.scalar_type());
       logits = at::Tensor();
       at::Tensor dhc = dh.narrow(0, s, n);
@@ -526,7 +542,7 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
       weightGrad(dl, hc, s);
     }
   }
-  std::vector<at::Tensor> outs{lossSum.div_(double(T))};
+  std::vector<at::Tensor> outs{lossSum.div_(denom)};
   if (!wantGrads)
     return outs[0];
   attachBackward(

@@ -214,6 +214,14 @@ __global__ void __launch_bounds__(kThreads)
     crossEntropyRowsKernel(T *logits, const int64_t *targets, float *lossRows,
                            int64_t vocab, float gradScale) {
   T *x = logits + int64_t(blockIdx.x) * vocab;
+  if (targets[blockIdx.x] < 0) { // ignored (-100): no loss, no gradient
+    if (threadIdx.x == 0)
+      lossRows[blockIdx.x] = 0.f;
+    if (gradScale != 0.f)
+      for (int64_t j = threadIdx.x; j < vocab; j += kThreads)
+        x[j] = cvt<T>(0.f);
+    return; // the whole block: no barrier below is reached
+  }
   float m = -INFINITY, s = 0.f;
   for (int64_t j = threadIdx.x; j < vocab; j += kThreads) {
     const float v = ld(x, j);
@@ -248,6 +256,18 @@ __global__ void __launch_bounds__(kThreads)
   __nv_bfloat16 *x = logits + int64_t(blockIdx.x) * vocab;
   const int64_t n8 = vocab / 8;
   float m = -INFINITY, s = 0.f, f[8];
+  if (targets[blockIdx.x] < 0) { // ignored (-100): no loss, no gradient
+    if (threadIdx.x == 0)
+      lossRows[blockIdx.x] = 0.f;
+    if (gradScale != 0.f) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        f[e] = 0.f;
+      for (int64_t j = threadIdx.x; j < n8; j += kThreads)
+        store8(x + 8 * j, f);
+    }
+    return; // the whole block: no barrier below is reached
+  }
   for (int64_t j = threadIdx.x; j < n8; j += kThreads) {
     load8(x + 8 * j, f);
     float cm = f[0];

@@ -126,6 +126,20 @@ Rope makeRope(const ModelConfig &m, int64_t seq, const at::TensorOptions &opt) {
   return {angles.cos().to(opt.dtype()), angles.sin().to(opt.dtype())};
 }
 
+Rope ropeAt(const Rope &rope, const at::Tensor &positions) {
+  at::Tensor idx = positions.reshape({-1}).to(rope.cos.device());
+  return {rope.cos.index_select(0, idx), rope.sin.index_select(0, idx),
+          /*perToken=*/true};
+}
+
+at::Tensor segmentMask(const at::Tensor &segments) {
+  const int64_t S = segments.size(1);
+  at::Tensor same = segments.unsqueeze(2).eq(segments.unsqueeze(1));
+  at::Tensor causal =
+      at::ones({S, S}, segments.options().dtype(at::kBool)).tril();
+  return same.logical_and_(causal).unsqueeze(1);
+}
+
 namespace {
 
 // The fused kernels on CUDA, the op chains they replace elsewhere (CPU keeps
@@ -158,7 +172,7 @@ at::Tensor swiglu(const at::Tensor &gateUp) {
 
 at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
                           const at::Tensor &x, const Rope &rope, bool selective,
-                          bool forBackward) {
+                          bool forBackward, const at::Tensor &attnMask) {
   // One GEMM for q, k, v and one for gate, up: their weights are adjacent
   // in the unit's flat buffer (unitLayout stacks them into one leaf).
   at::Tensor h = rmsNorm(x, w.inputNorm, m.rmsNormEps);
@@ -168,24 +182,36 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
   // checkpointing only the packed projection is kept; its internals (rotated
   // q, k, the S x S probabilities on the math path) are recomputed in
   // backward.
-  TensorFn core = [&m, rope](const std::vector<at::Tensor> &in) {
+  TensorFn core = [&m, rope, attnMask](const std::vector<at::Tensor> &in) {
     const at::Tensor &qkv = in[0];
     const int64_t B = qkv.size(0), S = qkv.size(1), D = m.headDim,
                   NH = m.numHeads, NKV = m.numKvHeads;
+    // Per-token rotary tables (packed windows): the rotary ops see the batch
+    // as one sequence of B*S tokens, one table row each (same kernels).
+    auto seqOf = [&](const at::Tensor &t) {
+      return rope.perToken ? t.reshape({1, B * S, t.size(2), t.size(3)}) : t;
+    };
+    auto batchOf = [&](const at::Tensor &t) {
+      return rope.perToken ? t.view({B, S, t.size(2), t.size(3)}) : t;
+    };
     at::Tensor q, k, v;
     if (m.qkNorm) { // the norm sits between projection and rotary
       auto p = qkv.split_with_sizes({NH * D, NKV * D, NKV * D}, -1);
-      q = applyRope(rmsNorm(p[0].view({B, S, NH, D}), in[1], m.rmsNormEps),
-                    rope);
-      k = applyRope(rmsNorm(p[1].view({B, S, NKV, D}), in[2], m.rmsNormEps),
-                    rope);
+      q = batchOf(applyRope(
+          seqOf(rmsNorm(p[0].view({B, S, NH, D}), in[1], m.rmsNormEps)), rope));
+      k = batchOf(applyRope(
+          seqOf(rmsNorm(p[1].view({B, S, NKV, D}), in[2], m.rmsNormEps)),
+          rope));
       v = p[2].view({B, S, NKV, D});
+    } else if (rope.perToken) {
+      auto p = qkvRope(qkv.view({1, B * S, qkv.size(2)}), rope, NH, NKV);
+      q = batchOf(p[0]), k = batchOf(p[1]), v = batchOf(p[2]);
     } else {
       auto p = qkvRope(qkv, rope, NH, NKV);
       q = p[0], k = p[1], v = p[2];
     }
     at::Tensor a = compat::causalAttention(q.transpose(1, 2), k.transpose(1, 2),
-                                           v.transpose(1, 2));
+                                           v.transpose(1, 2), attnMask);
     return std::vector<at::Tensor>{a.transpose(1, 2).reshape({B, S, NH * D})};
   };
   std::vector<at::Tensor> coreIn = {qkv};
@@ -214,19 +240,26 @@ at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids) {
 
 at::Tensor headLoss(const ModelConfig &m, const at::Tensor &x,
                     const at::Tensor &finalNorm, const at::Tensor &lmHead,
-                    const at::Tensor &targets, const GradSink &lmHeadSink) {
+                    const at::Tensor &targets, const GradSink &lmHeadSink,
+                    bool masked, double divisor) {
   at::Tensor h = rmsNorm(x, finalNorm, m.rmsNormEps);
   static const bool fullLogits = [] {
     const char *e = std::getenv("SWIFT_LOSS");
     return e && std::string(e) == "full";
   }();
+  if (fullLogits && masked) // ignore_index -100, sum over trained tokens
+    return at::cross_entropy_loss(
+               at::linear(h, lmHead).view({-1, m.vocabSize}).to(at::kFloat),
+               targets.reshape({-1}), {}, at::Reduction::Sum) /
+           divisor;
   if (fullLogits) // the unchunked loss, for comparisons
     return at::cross_entropy_loss(
         at::linear(h, lmHead).view({-1, m.vocabSize}).to(at::kFloat),
         targets.reshape({-1}));
   // Chunked: no (B*S, V) logits, fp32 copy or logits gradient is ever held.
   return linearCrossEntropy(h.reshape({-1, h.size(-1)}), lmHead,
-                            targets.reshape({-1}), 0, lmHeadSink);
+                            targets.reshape({-1}), 0, lmHeadSink, masked,
+                            divisor);
 }
 
 double flopsPerToken(const ModelConfig &m, int64_t seq) {

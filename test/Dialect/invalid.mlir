@@ -137,3 +137,16 @@ swift.job @job trains @c on @c {sequence_length = 8 : i64, global_batch_size = 4
 swift.cluster @c nodes 1 x 1 gpu #swift.gpu<name = "a10", memory_bytes = 25769803776, bf16_tflops = 125.0, hbm_gbps = 600.0, host_link_gbps = 32.0, nvlink_gbps = 0.0> intra_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> inter_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> host_memory 1
 // expected-error @+1 {{micro_batch_size (8) exceeds global_batch_size (4)}}
 swift.job @job trains @c on @c {sequence_length = 8 : i64, global_batch_size = 4 : i64, micro_batch_size = 8 : i64, precision = #swift.precision<bf16>, optimizer = #swift.optimizer<adamw>, method = #swift.method<full>, backend = #swift.backend<hf>, strategy = #swift.strategy<>}
+
+// -----
+
+// The optimizer's settings are range-checked like the job file's.
+// expected-error @+1 {{adamw: beta1 and beta2 must be in [0, 1)}}
+#bad_betas = #swift.adamw<lr = 1.0e-4, beta1 = 0.9, beta2 = 1.0, eps = 1.0e-8, weight_decay = 0.0, warmup_steps = 0, decay = constant, min_lr_ratio = 0.0, seed = 0>
+func.func private @uses() attributes {a = #bad_betas}
+
+// -----
+
+// expected-error @+1 {{adamw: min_lr_ratio needs decay linear or cosine}}
+#bad_floor = #swift.adamw<lr = 1.0e-4, beta1 = 0.9, beta2 = 0.95, eps = 1.0e-8, weight_decay = 0.0, warmup_steps = 0, decay = constant, min_lr_ratio = 0.5, seed = 0>
+func.func private @uses() attributes {a = #bad_floor}

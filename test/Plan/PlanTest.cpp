@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <filesystem>
 
 using namespace swift::plan;
@@ -135,6 +136,82 @@ TEST(Plan, ErrorsNameTheFieldAndWhy) {
   j["model"]["hidden_size"] = "64";
   EXPECT_EQ(errorOf(j),
             "p.json: model.hidden_size: expected an integer, got string");
+}
+
+TEST(Plan, LrScheduleAndClippingRoundTrip) {
+  // Absent: constant lr, no warmup, no clipping; the writer leaves them out.
+  Plan p = parsePlanText(basePlan().dump(), "p.json");
+  EXPECT_TRUE(p.training.lrSchedule.isDefault());
+  EXPECT_FALSE(p.training.maxGradNorm.has_value());
+  json out = json::parse(planToJson(p));
+  EXPECT_FALSE(out["training"].contains("lr_schedule"));
+  EXPECT_FALSE(out["training"].contains("max_grad_norm"));
+
+  json j = basePlan();
+  j["training"]["lr_schedule"] = {
+      {"warmup_steps", 10}, {"decay", "cosine"}, {"min_lr_ratio", 0.1}};
+  j["training"]["max_grad_norm"] = 0.5;
+  p = parsePlanText(j.dump(), "p.json");
+  EXPECT_EQ(p.training.lrSchedule.warmupSteps, 10);
+  EXPECT_EQ(p.training.lrSchedule.decay, LrDecay::Cosine);
+  EXPECT_DOUBLE_EQ(p.training.lrSchedule.minLrRatio, 0.1);
+  EXPECT_EQ(p.training.maxGradNorm, 0.5);
+  out = json::parse(planToJson(p));
+  EXPECT_EQ(out["training"]["lr_schedule"], j["training"]["lr_schedule"]);
+  EXPECT_EQ(out["training"]["max_grad_norm"], 0.5);
+  EXPECT_EQ(planToJson(parsePlanText(out.dump(), "q")), planToJson(p));
+}
+
+TEST(Plan, LrScheduleErrors) {
+  json j = basePlan();
+  j["training"]["lr_schedule"] = {{"decay", "cosin"}};
+  EXPECT_NE(errorOf(j).find("training.lr_schedule.decay: unknown value "
+                            "\"cosin\" (expected constant | linear | cosine)"),
+            std::string::npos)
+      << errorOf(j);
+  j = basePlan();
+  j["training"]["lr_schedule"] = {{"warmup", 3}};
+  EXPECT_NE(errorOf(j).find("training.lr_schedule.warmup"), std::string::npos);
+  j = basePlan();
+  j["training"]["lr_schedule"] = {{"min_lr_ratio", 1.5}};
+  EXPECT_NE(errorOf(j).find("training.lr_schedule.min_lr_ratio"),
+            std::string::npos);
+  j = basePlan();
+  j["training"]["max_grad_norm"] = 0;
+  EXPECT_EQ(errorOf(j), "p.json: training.max_grad_norm: must be > 0 (leave "
+                        "it out for no clipping)");
+}
+
+// lrAt() against HF transformers' lr_lambda(s) at s = step - 1 (LambdaLR
+// starts at 0 and steps after each optimizer step), evaluated by hand.
+TEST(Plan, LrAtIsHFsSchedule) {
+  TrainingConfig t;
+  t.optimizer.lr = 1e-3;
+  EXPECT_DOUBLE_EQ(lrAt(t, 1, 10), 1e-3); // constant, no warmup
+  EXPECT_DOUBLE_EQ(lrAt(t, 10, 10), 1e-3);
+  t.lrSchedule.warmupSteps = 4; // get_constant_schedule_with_warmup
+  EXPECT_DOUBLE_EQ(lrAt(t, 1, 10), 0.0);
+  EXPECT_DOUBLE_EQ(lrAt(t, 2, 10), 0.25e-3);
+  EXPECT_DOUBLE_EQ(lrAt(t, 5, 10), 1e-3);
+  t.lrSchedule.warmupSteps = 2; // get_linear_schedule_with_warmup
+  t.lrSchedule.decay = LrDecay::Linear;
+  EXPECT_DOUBLE_EQ(lrAt(t, 1, 10), 0.0);
+  EXPECT_DOUBLE_EQ(lrAt(t, 2, 10), 0.5e-3);
+  EXPECT_DOUBLE_EQ(lrAt(t, 3, 10), 1e-3);       // (10 - 2) / 8
+  EXPECT_DOUBLE_EQ(lrAt(t, 10, 10), 0.125e-3);  // (10 - 9) / 8
+  t.lrSchedule.minLrRatio = 0.2;                // floor: 0.2 + 0.8 f
+  EXPECT_DOUBLE_EQ(lrAt(t, 10, 10), (0.2 + 0.8 * 0.125) * 1e-3);
+  t.lrSchedule = {}; // get_cosine_with_min_lr_schedule_with_warmup
+  t.lrSchedule.decay = LrDecay::Cosine;
+  t.lrSchedule.minLrRatio = 0.1;
+  EXPECT_DOUBLE_EQ(lrAt(t, 1, 10), 1e-3);
+  EXPECT_DOUBLE_EQ(lrAt(t, 6, 10), (0.1 + 0.9 * 0.5) * 1e-3); // p = 1/2
+  EXPECT_NEAR(lrAt(t, 11, 10), 0.1e-3, 1e-18);                // p = 1
+  t.lrSchedule.minLrRatio = 0; // get_cosine_schedule_with_warmup
+  t.lrSchedule.warmupSteps = 1;
+  EXPECT_DOUBLE_EQ(lrAt(t, 1, 5), 0.0);
+  EXPECT_DOUBLE_EQ(lrAt(t, 2, 5), 1e-3);
+  EXPECT_DOUBLE_EQ(lrAt(t, 4, 5), 0.5 * (1 + std::cos(M_PI * 0.5)) * 1e-3);
 }
 
 TEST(Plan, WorldMismatchIsAUserError) {

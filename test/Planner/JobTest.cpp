@@ -130,7 +130,93 @@ TEST(Job, LoraSettings) {
   EXPECT_EQ(job.training.lora.targets[1], "v_proj");
 }
 
+TEST(Job, OptimizerDefaultsAreThePlans) {
+  JobSpec job = load(kBaseJob);
+  const swift::plan::OptimizerConfig defaults;
+  EXPECT_FALSE(job.training.optimizerSettingsGiven);
+  EXPECT_EQ(job.training.optimizer, swift::plan::Optimizer::AdamW);
+  EXPECT_DOUBLE_EQ(job.training.optimizerConfig.lr, defaults.lr);
+  EXPECT_DOUBLE_EQ(job.training.optimizerConfig.beta2, 0.95);
+  EXPECT_TRUE(job.training.lrSchedule.isDefault());
+  EXPECT_FALSE(job.training.maxGradNorm.has_value());
+  EXPECT_EQ(job.training.seed, 0u);
+  // The shorthand stays valid and sets nothing else.
+  JobSpec named = load(kBaseJob, {"training.optimizer=adamw"});
+  EXPECT_FALSE(named.training.optimizerSettingsGiven);
+}
+
+TEST(Job, OptimizerMappingScheduleClippingSeed) {
+  JobSpec job = load(R"(model: llama3.2-1b
+training:
+  sequence_length: 2048
+  global_batch_size: 8
+  optimizer: {name: adamw, lr: 3e-4, betas: [0.9, 0.999], eps: 1e-6, weight_decay: 0.1}
+  lr_schedule: {warmup_steps: 100, decay: cosine, min_lr_ratio: 0.1}
+  max_grad_norm: 1.0
+  seed: 42
+cluster: {gpu: h100, gpus_per_node: 8}
+)");
+  const TrainingSpec &t = job.training;
+  EXPECT_TRUE(t.optimizerSettingsGiven);
+  EXPECT_DOUBLE_EQ(t.optimizerConfig.lr, 3e-4);
+  EXPECT_DOUBLE_EQ(t.optimizerConfig.beta1, 0.9);
+  EXPECT_DOUBLE_EQ(t.optimizerConfig.beta2, 0.999);
+  EXPECT_DOUBLE_EQ(t.optimizerConfig.eps, 1e-6);
+  EXPECT_DOUBLE_EQ(t.optimizerConfig.weightDecay, 0.1);
+  EXPECT_EQ(t.lrSchedule.warmupSteps, 100);
+  EXPECT_EQ(t.lrSchedule.decay, swift::plan::LrDecay::Cosine);
+  EXPECT_DOUBLE_EQ(t.lrSchedule.minLrRatio, 0.1);
+  EXPECT_EQ(t.maxGradNorm, 1.0);
+  EXPECT_EQ(t.seed, 42u);
+
+  // --set one field over the shorthand; 0 means no clipping but is "set".
+  JobSpec set = load(std::string(kBaseJob) + "", {"training.optimizer=adamw",
+                                                  "training.optimizer.lr=2e-5",
+                                                  "training.max_grad_norm=0"});
+  EXPECT_DOUBLE_EQ(set.training.optimizerConfig.lr, 2e-5);
+  EXPECT_DOUBLE_EQ(set.training.optimizerConfig.beta1, 0.9);
+  EXPECT_EQ(set.training.maxGradNorm, 0.0);
+  EXPECT_TRUE(set.training.optimizerSettingsGiven);
+}
+
 // One test per kind of bad input: each names the field, the place and the fix.
+
+TEST(JobErrors, OptimizerSettings) {
+  auto job = [](const std::string &training) {
+    return "model: llama3.2-1b\ntraining: {sequence_length: 2048, "
+           "global_batch_size: 8, " +
+           training + "}\ncluster: {gpu: h100}\n";
+  };
+  Diagnostic d = fail(job("optimizer: {lr: 1e-4, weight_decya: 0.1}"));
+  EXPECT_EQ(d.field, "training.optimizer.weight_decya");
+  EXPECT_EQ(d.line, 2);
+  EXPECT_NE(d.message.find("did you mean 'weight_decay'?"), std::string::npos);
+  d = fail(job("optimizer: adam"));
+  EXPECT_EQ(d.field, "training.optimizer");
+  EXPECT_NE(d.message.find("did you mean 'adamw'?"), std::string::npos);
+  d = fail(job("optimizer: {lr: 0}"));
+  EXPECT_EQ(d.field, "training.optimizer.lr");
+  EXPECT_NE(d.message.find("(0, 10]"), std::string::npos) << d.message;
+  d = fail(job("optimizer: {betas: [0.9]}"));
+  EXPECT_EQ(d.field, "training.optimizer.betas");
+  d = fail(job("optimizer: {betas: [0.9, 1.0]}"));
+  EXPECT_NE(d.message.find("[0, 1)"), std::string::npos) << d.message;
+  d = fail(job("lr_schedule: {decay: cosin}"));
+  EXPECT_EQ(d.field, "training.lr_schedule.decay");
+  EXPECT_NE(d.message.find("did you mean 'cosine'?"), std::string::npos);
+  d = fail(job("lr_schedule: {warmup_steps: -1}"));
+  EXPECT_EQ(d.field, "training.lr_schedule.warmup_steps");
+  d = fail(job("lr_schedule: {min_lr_ratio: 0.1}"));
+  EXPECT_NE(d.message.find("decay: cosine or linear"), std::string::npos);
+  d = fail(job("lr_schedule: {decay: linear, min_lr_ratio: 2}"));
+  EXPECT_EQ(d.field, "training.lr_schedule.min_lr_ratio");
+  d = fail(job("max_grad_norm: -1"));
+  EXPECT_EQ(d.field, "training.max_grad_norm");
+  d = fail(job("seed: x"));
+  EXPECT_EQ(d.field, "training.seed");
+  d = fail(kBaseJob, {"training.lr_shedule.decay=cosine"});
+  EXPECT_NE(d.message.find("did you mean 'lr_schedule'?"), std::string::npos);
+}
 
 TEST(JobErrors, YamlSyntax) {
   Diagnostic d = fail("model: [llama\ntraining: {}\n");

@@ -15,6 +15,8 @@
 // from the tensor-op AdamW (1 ulp) and that is the only difference.
 //
 //===----------------------------------------------------------------------===//
+#include "RunPlan.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -35,150 +37,10 @@
 
 using nlohmann::json;
 namespace fs = std::filesystem;
+using namespace swift::rt::testing;
 
 namespace {
 
-constexpr double kLossTol = 1e-4;
-constexpr double kParamTol = 2e-6;
-
-/// Tiny Llama with every optional feature on: GQA, qkv and o biases,
-/// q/k norm, tied embeddings. Global batch 8 = micro 2 * world * accumulation.
-json tinyPlan(int zero, int world) {
-  return {{"schema", "swift.plan"},
-          {"version", 1},
-          {"model",
-           {{"hidden_size", 64},
-            {"intermediate_size", 128},
-            {"num_hidden_layers", 2},
-            {"num_attention_heads", 4},
-            {"num_key_value_heads", 2},
-            {"head_dim", 16},
-            {"vocab_size", 256},
-            {"tie_word_embeddings", true},
-            {"rms_norm_eps", 1e-5},
-            {"rope_theta", 10000.0},
-            {"attention_qkv_bias", true},
-            {"attention_o_bias", true},
-            {"qk_norm", true}}},
-          {"training",
-           {{"sequence_length", 32},
-            {"global_batch_size", 8},
-            {"micro_batch_size", 2},
-            {"gradient_accumulation", 8 / (2 * world)},
-            {"precision", "fp32"},
-            {"optimizer",
-             {{"lr", 1e-3},
-              {"betas", {0.9, 0.95}},
-              {"eps", 1e-8},
-              {"weight_decay", 0.1}}},
-            {"seed", 1234}}},
-          {"world", {{"size", world}, {"gpus_per_node", world}}},
-          {"strategy",
-           {{"zero", zero},
-            {"offload", "none"},
-            {"checkpointing", "none"},
-            {"bucket_bytes", 40000},
-            {"prefetch_depth", 1}}}};
-}
-
-struct Result {
-  int exitCode = -1;
-  std::string output;
-  std::vector<json> metrics;
-  double seconds = 0;
-  std::string dir;
-  std::vector<double> losses() const {
-    std::vector<double> l;
-    for (const json &m : metrics)
-      l.push_back(m.at("loss").get<double>());
-    return l;
-  }
-};
-
-std::string freshDir() {
-  static int counter = 0;
-  fs::path d =
-      fs::temp_directory_path() / ("swift-rt-" + std::to_string(getpid()) +
-                                   "-" + std::to_string(counter++));
-  fs::create_directories(d);
-  return d.string();
-}
-
-std::string slurp(const std::string &path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-/// Runs `env swift-run <dir>/plan.json <args>` and collects everything.
-Result runPlan(const json &plan, const std::string &args,
-               const std::string &env = "") {
-  Result r;
-  r.dir = freshDir();
-  std::ofstream(r.dir + "/plan.json") << plan.dump(1);
-  std::string cmd = "cd " + r.dir + " && " + env + " timeout 200 " +
-                    SWIFT_RUN_PATH + " plan.json --metrics metrics.jsonl " +
-                    args + " > out.txt 2>&1";
-  auto t0 = std::chrono::steady_clock::now();
-  int status = std::system(cmd.c_str());
-  r.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  r.output = slurp(r.dir + "/out.txt");
-  std::ifstream m(r.dir + "/metrics.jsonl");
-  for (std::string line; std::getline(m, line);)
-    r.metrics.push_back(json::parse(line));
-  return r;
-}
-
-std::vector<float> readParams(const std::string &path) {
-  std::string bytes = slurp(path);
-  std::vector<float> v(bytes.size() / sizeof(float));
-  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(float));
-  return v;
-}
-
-double maxAbsDiff(const std::vector<float> &a, const std::vector<float> &b) {
-  EXPECT_EQ(a.size(), b.size());
-  double d = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-    d = std::max(d, double(std::fabs(a[i] - b[i])));
-  return d;
-}
-
-void expectSameLosses(const Result &ref, const Result &got, double tol,
-                      const std::string &what) {
-  ASSERT_EQ(ref.exitCode, 0) << ref.output;
-  ASSERT_EQ(got.exitCode, 0) << got.output;
-  auto a = ref.losses(), b = got.losses();
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (size_t i = 0; i < a.size(); ++i)
-    EXPECT_NEAR(a[i], b[i], tol) << what << ", step " << i + 1;
-}
-
-/// Parameters after `steps` steps.
-std::vector<float> paramsAfter(const json &plan, int steps) {
-  Result r =
-      runPlan(plan, "--steps " + std::to_string(steps) +
-                        " --save-params params.bin" + " --nproc-per-node " +
-                        std::to_string(plan["world"]["size"].get<int>()));
-  EXPECT_EQ(r.exitCode, 0) << r.output;
-  return readParams(r.dir + "/params.bin");
-}
-
-int freePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 // --- ZeRO 0-3: world 2 and 4 reproduce world 1 -------------------------
 
@@ -332,6 +194,120 @@ TEST(Offload, SameParametersAfterSteps) {
     p["strategy"]["offload"] = c.offload;
     EXPECT_LE(maxAbsDiff(ref, paramsAfter(p, 3)), kParamTol)
         << "zero " << c.zero << ", offload " << c.offload;
+  }
+}
+
+// --- Optimizer: lr schedule, gradient norm, clipping ---------------------
+
+std::vector<double> metric(const Result &r, const char *key) {
+  std::vector<double> v;
+  for (const json &m : r.metrics)
+    v.push_back(m.at(key).get<double>());
+  return v;
+}
+
+TEST(Optimizer, LrInMetricsIsHFsSchedule) {
+  // HF's lr_lambda(s) at s = step - 1, written out independently of lrAt().
+  const int T = 7, W = 2;
+  for (const char *decay : {"cosine", "linear", "constant"}) {
+    json p = tinyPlan(0, 1);
+    p["training"]["lr_schedule"] = {{"warmup_steps", W}, {"decay", decay}};
+    const double m = std::string(decay) == "constant" ? 0.0 : 0.1;
+    p["training"]["lr_schedule"]["min_lr_ratio"] = m;
+    Result r = runPlan(p, "--steps " + std::to_string(T));
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    std::vector<double> lr = metric(r, "lr");
+    ASSERT_EQ(lr.size(), size_t(T));
+    for (int step = 1; step <= T; ++step) {
+      const double s = step - 1;
+      double f = 1;
+      if (s < W)
+        f = s / W;
+      else if (std::string(decay) == "cosine")
+        f = m + (1 - m) * 0.5 * (1 + std::cos(M_PI * (s - W) / (T - W)));
+      else if (std::string(decay) == "linear")
+        f = m + (1 - m) * (T - s) / (T - W);
+      EXPECT_NEAR(lr[step - 1], 1e-3 * f, 1e-15) << decay << " step " << step;
+    }
+  }
+}
+
+TEST(Optimizer, GradNormIsTheSameWhateverTheSharding) {
+  const std::string steps = "--steps 3 --nproc-per-node ";
+  Result ref = runPlan(tinyPlan(0, 1), steps + "1");
+  ASSERT_EQ(ref.exitCode, 0) << ref.output;
+  std::vector<double> norm = metric(ref, "grad_norm");
+  for (double n : norm)
+    EXPECT_GT(n, 0);
+  struct Case {
+    int zero;
+    const char *offload;
+  };
+  for (Case c : {Case{0, "none"}, Case{1, "none"}, Case{2, "none"},
+                 Case{3, "none"}, Case{2, "optimizer"},
+                 Case{3, "optimizer+params"}}) {
+    json p = tinyPlan(c.zero, 2);
+    p["strategy"]["offload"] = c.offload;
+    Result r = runPlan(p, steps + "2");
+    ASSERT_EQ(r.exitCode, 0) << r.output;
+    std::vector<double> got = metric(r, "grad_norm");
+    ASSERT_EQ(got.size(), norm.size());
+    // Step 1: the same parameters, gradients summed in another order.
+    EXPECT_NEAR(got[0], norm[0], 1e-6 * norm[0])
+        << "zero " << c.zero << " offload " << c.offload;
+    for (size_t i = 1; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], norm[i], 1e-5 * norm[i])
+          << "zero " << c.zero << " offload " << c.offload << " step " << i + 1;
+  }
+}
+
+TEST(Optimizer, ClippingScalesTheGradientBeforeAdamW) {
+  // AdamW's first step moves each parameter by lr * g / (|g| + eps) (plus
+  // weight decay): clipping g by c is the unclipped step with eps / c.
+  json p = tinyPlan(0, 1);
+  Result free = runPlan(p, "--steps 1 --save-params params.bin");
+  ASSERT_EQ(free.exitCode, 0) << free.output;
+  const double norm = metric(free, "grad_norm")[0];
+  const double maxNorm = norm * 1e-4;
+  const double c = maxNorm / (norm + 1e-6);
+
+  json clipped = p;
+  clipped["training"]["max_grad_norm"] = maxNorm;
+  Result rc = runPlan(clipped, "--steps 1 --save-params params.bin");
+  ASSERT_EQ(rc.exitCode, 0) << rc.output;
+  EXPECT_DOUBLE_EQ(metric(rc, "grad_norm")[0], norm); // before clipping
+  json eps = p;
+  eps["training"]["optimizer"]["eps"] = 1e-8 / c;
+  std::vector<float> viaEps = paramsAfter(eps, 1);
+  std::vector<float> viaClip = readParams(rc.dir + "/params.bin");
+  std::vector<float> unclipped = readParams(free.dir + "/params.bin");
+  EXPECT_LE(maxAbsDiff(viaEps, viaClip), 1e-7);
+  EXPECT_GT(maxAbsDiff(unclipped, viaClip), 1e-5); // clipping did something
+
+  // A bound above the norm changes nothing.
+  json loose = p;
+  loose["training"]["max_grad_norm"] = norm * 10;
+  EXPECT_EQ(paramsAfter(loose, 1), unclipped);
+}
+
+TEST(Optimizer, ClippingAcrossShardsAndOffloadMatchesWorldOne) {
+  // eps near the clipped gradients' size: a wrong clipping factor on some
+  // path would change the updates, not only their scale.
+  json one = tinyPlan(0, 1);
+  one["training"]["max_grad_norm"] = 0.01;
+  one["training"]["optimizer"]["eps"] = 1e-6;
+  one["training"]["lr_schedule"] = {{"warmup_steps", 1}, {"decay", "cosine"}};
+  Result ref = runPlan(one, "--steps 4");
+  ASSERT_EQ(ref.exitCode, 0) << ref.output;
+  for (double n : metric(ref, "grad_norm"))
+    ASSERT_LT(0.01, n) << "the bound must clip";
+  for (const char *offload : {"none", "optimizer"}) {
+    json two = tinyPlan(2, 2);
+    two["training"] = one["training"];
+    two["training"]["gradient_accumulation"] = 2;
+    two["strategy"]["offload"] = offload;
+    expectSameLosses(ref, runPlan(two, "--steps 4 --nproc-per-node 2"),
+                     kLossTol, std::string("clipped zero 2 offload ") + offload);
   }
 }
 
@@ -499,7 +475,8 @@ TEST(Telemetry, MetricsFileHasOneLinePerStepWithTheContractKeys) {
   for (size_t i = 0; i < 3; ++i) {
     const json &m = r.metrics[i];
     EXPECT_EQ(m.at("step").get<int>(), int(i) + 1);
-    for (const char *k : {"loss", "step_seconds", "tokens_per_second"})
+    for (const char *k :
+         {"loss", "step_seconds", "tokens_per_second", "lr", "grad_norm"})
       EXPECT_GT(m.at(k).get<double>(), 0) << k;
     EXPECT_GT(m.at("peak_memory_bytes").get<int64_t>(), 0);
     EXPECT_EQ(m.at("planned_peak_memory_bytes").get<int64_t>(), 123456789);

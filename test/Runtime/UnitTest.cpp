@@ -167,4 +167,41 @@ TEST(Model, DecoderIsCausal) {
   EXPECT_FALSE(at::allclose(y1.narrow(1, 5, 1), y2.narrow(1, 5, 1)));
 }
 
+TEST(Loss, MaskedChunkedLossIsTheSumOverTrainedTokensOverTheDivisor) {
+  // JSONL targets: -100 rows have no loss and no gradient; the sum is
+  // divided by the caller's divisor (the step's trained tokens / (W * G)).
+  at::manual_seed(3);
+  const int64_t T = 37, C = 8, V = 50;
+  at::Tensor h = at::randn({T, C}, at::kDouble).requires_grad_(true);
+  at::Tensor w = at::randn({V, C}, at::kDouble).requires_grad_(true);
+  at::Tensor t = at::randint(0, V, {T}, at::kLong);
+  t.index_put_({at::arange(0, T, 3)}, -100);
+  const double divisor = 11.5;
+  at::Tensor loss = linearCrossEntropy(h, w, t, /*chunkTokens=*/5, {},
+                                       /*masked=*/true, divisor);
+  auto g = torch::autograd::grad({loss}, {h, w});
+  at::Tensor h2 = h.detach().requires_grad_(true),
+             w2 = w.detach().requires_grad_(true);
+  at::Tensor ref = at::cross_entropy_loss(at::linear(h2, w2), t, {},
+                                          at::Reduction::Sum, -100) /
+                   divisor;
+  auto g2 = torch::autograd::grad({ref}, {h2, w2});
+  // Logits and softmax in fp32 (as always): fp32 rounding.
+  EXPECT_NEAR(loss.item<double>(), ref.item<double>(), 1e-4);
+  EXPECT_TRUE(at::allclose(g[0], g2[0], 1e-4, 1e-6));
+  EXPECT_TRUE(at::allclose(g[1], g2[1], 1e-4, 1e-6));
+  // Rows with an ignored target get exactly no gradient.
+  EXPECT_EQ(g[0].index({at::arange(0, T, 3)}).abs().max().item<double>(), 0);
+}
+
+TEST(Attention, SegmentMaskIsBlockDiagonalCausal) {
+  at::Tensor seg = at::tensor({0, 0, 0, 1, 1, 2}, at::kLong).view({1, 6});
+  at::Tensor m = segmentMask(seg).view({6, 6});
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 6; ++j) {
+      bool want = j <= i && seg[0][i].item<int64_t>() == seg[0][j].item<int64_t>();
+      EXPECT_EQ(m[i][j].item<bool>(), want) << i << ", " << j;
+    }
+}
+
 } // namespace

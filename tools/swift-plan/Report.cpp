@@ -100,6 +100,32 @@ template <typename E> std::string strategyKey(const std::optional<E> &v) {
   return v ? plan::toString(*v) : "auto";
 }
 
+/// " (lr 0.0003, betas [0.9, 0.95], ...)" when the job sets the optimizer's
+/// settings, else "" (the report of a job without them is unchanged).
+std::string optimizerSettingsText(const job::TrainingSpec &t) {
+  if (!t.optimizerSettingsGiven)
+    return "";
+  const plan::OptimizerConfig &o = t.optimizerConfig;
+  const plan::LrScheduleConfig &l = t.lrSchedule;
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  os << " (lr " << llvm::format("%g", o.lr) << ", betas ["
+     << llvm::format("%g", o.beta1) << ", " << llvm::format("%g", o.beta2)
+     << "], eps " << llvm::format("%g", o.eps) << ", weight_decay "
+     << llvm::format("%g", o.weightDecay) << "; lr " << plan::toString(l.decay);
+  if (l.minLrRatio > 0)
+    os << " to " << llvm::format("%g", l.minLrRatio) << " x lr";
+  if (l.warmupSteps > 0)
+    os << " after " << l.warmupSteps << " warmup steps";
+  os << "; max_grad_norm ";
+  if (t.maxGradNorm && *t.maxGradNorm > 0)
+    os << llvm::format("%g", *t.maxGradNorm);
+  else
+    os << "none";
+  os << "; seed " << t.seed << ")";
+  return out;
+}
+
 void printJob(raw_ostream &os, const job::JobSpec &job, const Counts &facts) {
   const auto &m = job.model;
   const auto &t = job.training;
@@ -118,12 +144,14 @@ void printJob(raw_ostream &os, const job::JobSpec &job, const Counts &facts) {
     os << ", " << grouped(facts.trainableParameters) << " trainable ("
        << plan::toString(t.method) << " rank " << t.lora.rank << ")";
   os << "\n";
+  if (!m.weights.empty())
+    os << "          weights " << m.weights << " (safetensors)\n";
   os << "training  " << t.sequenceLength << " tokens x " << t.globalBatchSize
      << " sequences = " << grouped(facts.tokensPerStep)
      << " tokens per step; micro-batch "
      << (t.microBatchSize ? std::to_string(*t.microBatchSize) : "auto") << "; "
-     << plan::toString(t.precision) << " " << plan::toString(t.optimizer) << ", "
-     << plan::toString(t.method) << "\n";
+     << plan::toString(t.precision) << " " << plan::toString(t.optimizer)
+     << optimizerSettingsText(t) << ", " << plan::toString(t.method) << "\n";
   os << "cluster   " << c.nodes << " node" << (c.nodes > 1 ? "s" : "") << " x "
      << c.gpusPerNode << " " << c.gpu.name << " = " << c.numGpus()
      << " GPUs; " << llvm::format("%g", c.gpu.memoryGiB) << " GiB, "
@@ -289,6 +317,8 @@ void printJson(raw_ostream &os, const job::JobSpec &spec, JobOp job,
       j.attribute("head_dim", m.headDim);
       j.attribute("vocab_size", m.vocabSize);
       j.attribute("tie_word_embeddings", m.tieWordEmbeddings);
+      if (!m.weights.empty())
+        j.attribute("weights", m.weights);
     });
     j.attributeObject("training", [&] {
       j.attribute("sequence_length", t.sequenceLength);
@@ -296,6 +326,26 @@ void printJson(raw_ostream &os, const job::JobSpec &spec, JobOp job,
       j.attribute("tokens_per_step", facts.tokensPerStep);
       j.attribute("precision", plan::toString(t.precision));
       j.attribute("optimizer", plan::toString(t.optimizer));
+      if (t.optimizerSettingsGiven) { // left out for jobs without them
+        const plan::OptimizerConfig &o = t.optimizerConfig;
+        j.attributeObject("optimizer_settings", [&] {
+          j.attribute("lr", o.lr);
+          j.attributeArray("betas", [&] {
+            j.value(o.beta1);
+            j.value(o.beta2);
+          });
+          j.attribute("eps", o.eps);
+          j.attribute("weight_decay", o.weightDecay);
+        });
+        j.attributeObject("lr_schedule", [&] {
+          j.attribute("warmup_steps", t.lrSchedule.warmupSteps);
+          j.attribute("decay", plan::toString(t.lrSchedule.decay));
+          j.attribute("min_lr_ratio", t.lrSchedule.minLrRatio);
+        });
+        if (t.maxGradNorm && *t.maxGradNorm > 0)
+          j.attribute("max_grad_norm", *t.maxGradNorm);
+        j.attribute("seed", static_cast<int64_t>(t.seed));
+      }
       j.attribute("method", plan::toString(t.method));
     });
     j.attributeObject("cluster", [&] {

@@ -3,6 +3,7 @@
 // swift-run plan.json [--nproc-per-node N] [--steps N] [--data FILE]
 //                     [--device cpu|cuda] [--metrics FILE]
 //                     [--save-params FILE] [--timeout SECONDS]
+//                     [--weights DIR] [--export-hf DIR [--export-dtype D]]
 //                     [--emit-plan FILE] [--trace FILE]
 //
 // Exit codes: 0 done; 2 bad input (one line naming file, field, why);
@@ -17,6 +18,7 @@
 #include "swift/Runtime/Launch.h"
 #include "swift/Runtime/PlanTypes.h"
 #include "swift/Runtime/Trace.h"
+#include "swift/Runtime/Weights.h"
 
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
@@ -31,6 +33,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -44,6 +47,12 @@ const char *kUsage =
     "                 [--device cpu|cuda] [--metrics FILE] [--save-params "
     "FILE]\n"
     "                 [--timeout SECONDS] [--emit-plan FILE] [--trace FILE]\n"
+    "                 [--weights DIR] [--export-hf DIR [--export-dtype D]]\n"
+    "  --weights DIR     start from an HF model directory's safetensors\n"
+    "                    (overrides the plan's \"weights\")\n"
+    "  --export-hf DIR   after the run, write the model as an HF directory:\n"
+    "                    config.json + safetensors (5 GB shards + index)\n"
+    "  --export-dtype D  bf16 (default), fp16 or fp32\n"
     "  --emit-plan FILE  write the validated plan with its schedule spelled\n"
     "                    out (derived when the plan has none) and exit\n"
     "  --save-params FILE  after the run, write every parameter (fp32, HF\n"
@@ -55,6 +64,7 @@ const char *kUsage =
 
 struct Args {
   std::string plan, data, device, metrics, saveParams, emitPlan, trace;
+  std::string weights, exportHF, exportDtype = "bf16";
   int nproc = 0;
   int64_t steps = 10;
   double timeout = 0; // 0: backend default
@@ -87,7 +97,7 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
       a.nproc = int(parseInt(s, value(), 1, 1024));
       continue; // not passed to the ranks
     } else if (s == "--steps") {
-      a.steps = parseInt(s, value(), 1, int64_t(1) << 40);
+      a.steps = parseInt(s, value(), 0, int64_t(1) << 40);
     } else if (s == "--data") {
       a.data = value();
     } else if (s == "--device") {
@@ -103,6 +113,13 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
       a.trace = value();
     } else if (s == "--save-params") {
       a.saveParams = value();
+    } else if (s == "--weights") {
+      a.weights = value();
+    } else if (s == "--export-hf") {
+      a.exportHF = value();
+    } else if (s == "--export-dtype") {
+      a.exportDtype = value();
+      (void)parseExportDtype(a.exportDtype);
     } else if (s == "--timeout") {
       a.timeout = double(parseInt(s, value(), 1, 1 << 20));
     } else {
@@ -134,6 +151,19 @@ void drawProgress(int64_t done, int64_t total, double eta) {
                "##############################", width - filled, "",
                (long long)done, (long long)total, eta);
   std::fflush(stderr);
+}
+
+/// Creates `dir` if needed and checks a file can be written there.
+void checkWritableDir(const std::string &dir, const char *flag) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  SWIFT_CHECK(!ec, "command line: ", flag, " ", dir, ": ", ec.message());
+  std::string probe = (std::filesystem::path(dir) / ".swift-write-test").string();
+  std::ofstream out(probe);
+  SWIFT_CHECK(out.good() && (out << "ok").good(), "command line: ", flag, " ",
+              dir, ": not writable");
+  out.close();
+  std::filesystem::remove(probe, ec);
 }
 
 /// What the rank is doing, for an out-of-memory error to name.
@@ -214,9 +244,22 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
 
   const TrainingConfig &t = plan.training;
   auto data =
-      makeTokenSource(a.data, plan.model.vocabSize, t.sequenceLength, t.seed);
-  gActivity = "allocating the model states";
-  Engine engine(plan, *comm, device);
+      makeTokenSource(a.data, plan.model.vocabSize, t.sequenceLength, t.seed,
+                      t.packing);
+  // Pretrained weights: checked whole (names, shapes, dtypes) before any
+  // state is allocated.
+  std::string weightsDir =
+      !a.weights.empty() ? a.weights : plan.weights ? plan.weights->path : "";
+  std::unique_ptr<HFWeights> weights;
+  if (!weightsDir.empty())
+    weights = std::make_unique<HFWeights>(weightsDir, plan.model);
+  // An export directory that cannot be written fails now, not after the
+  // last step.
+  if (!a.exportHF.empty() && env.rank == 0)
+    checkWritableDir(a.exportHF, "--export-hf");
+  gActivity = weights ? "loading the weights" : "allocating the model states";
+  Engine engine(plan, *comm, device, weights.get());
+  engine.setTotalSteps(a.steps); // the lr schedule's length
   watchdog.progress("initialization");
 
   const bool lead = env.rank == 0;
@@ -254,11 +297,23 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   for (int64_t s = 0; s < a.steps; ++s) {
     if (fault && std::to_string(env.rank) + ":" + std::to_string(s) == fault)
       std::raise(SIGKILL);
-    std::vector<at::Tensor> micro;
+    // Global sample (window) numbers: the step's batch at any world size.
+    std::vector<Batch> micro;
     for (int64_t k = 0; k < t.gradientAccumulation; ++k)
-      micro.push_back(data->samples(
+      micro.push_back(data->batch(
           s * t.globalBatchSize + (k * env.world + env.rank) * t.microBatchSize,
           t.microBatchSize));
+    // The loss averages over the step's trained tokens (JSONL: labels not
+    // -100), counted over the whole global batch on every rank; tokens/s
+    // counts real (non-padding) tokens.
+    const int64_t stepTrained =
+        micro[0].masked
+            ? data->trainedTokens(s * t.globalBatchSize, t.globalBatchSize)
+            : 0;
+    const int64_t stepTokens =
+        micro[0].masked
+            ? data->realTokens(s * t.globalBatchSize, t.globalBatchSize)
+            : tokensPerStep;
     resetPeakMemory(device);
     gActivity = "running step " + std::to_string(s + 1);
     const bool traced =
@@ -266,7 +321,7 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     if (traced)
       trace.start(device);
     auto t0 = std::chrono::steady_clock::now();
-    double loss = engine.step(micro);
+    double loss = engine.step(micro, stepTrained);
     deviceSynchronize(device);
     if (traced)
       trace.stop(a.trace);
@@ -278,7 +333,7 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     loss = v[0] / env.world;
     dt = v[1] / env.world;
     watchdog.progress("a training step");
-    const double tps = double(tokensPerStep) / dt;
+    const double tps = double(stepTokens) / dt;
     const double mfu = peak > 0 ? tps * flopsTok / (peak * env.world) : 0;
     const int64_t peakMem = peakMemoryBytes(device);
     if (s > 0 || a.steps == 1) {
@@ -292,9 +347,10 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     char line[256];
     std::snprintf(
         line, sizeof line,
-        "step %lld/%lld | loss %.6f | %.3f s | %.0f tok/s | MFU %.1f%% "
-        "| peak %s (plan %s)",
-        (long long)(s + 1), (long long)a.steps, loss, dt, tps, 100 * mfu,
+        "step %lld/%lld | loss %.6f | lr %.3g | grad norm %.4g | %.3f s | "
+        "%.0f tok/s | MFU %.1f%% | peak %s (plan %s)",
+        (long long)(s + 1), (long long)a.steps, loss, engine.lastLr(),
+        engine.lastGradNorm(), dt, tps, 100 * mfu,
         gib(peakMem).c_str(),
         plan.predicted.peakMemoryBytes
             ? gib(plan.predicted.peakMemoryBytes).c_str()
@@ -310,9 +366,11 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
       nlohmann::json j = {
           {"step", s + 1},
           {"loss", loss},
+          {"lr", engine.lastLr()},
+          {"grad_norm", engine.lastGradNorm()},
           {"step_seconds", dt},
           {"tokens_per_second", tps},
-          {"tokens", tokensPerStep},
+          {"tokens", stepTokens},
           {"mfu", mfu},
           {"peak_memory_bytes", peakMem},
           {"planned_peak_memory_bytes", plan.predicted.peakMemoryBytes},
@@ -328,6 +386,22 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     std::cout << "swift-run: mean " << int64_t(sumRate / rated)
               << " tok/s over " << rated << " step(s)"
               << (a.steps > 1 ? " (first step excluded)" : "") << std::endl;
+  if (!a.exportHF.empty()) {
+    gActivity = "exporting the model";
+    ExportOptions options;
+    options.dtype = parseExportDtype(a.exportDtype);
+    // Tests (and the curious) shard small models as HF shards large ones.
+    if (const char *shard = std::getenv("SWIFT_EXPORT_SHARD_BYTES"))
+      options.maxShardBytes = parseInt("SWIFT_EXPORT_SHARD_BYTES", shard, 1,
+                                       int64_t(1) << 50);
+    if (!weightsDir.empty() &&
+        std::filesystem::exists(std::filesystem::path(weightsDir) / "config.json"))
+      options.configFrom =
+          (std::filesystem::path(weightsDir) / "config.json").string();
+    exportHF(engine, plan.model, a.exportHF, options);
+    if (lead)
+      std::cout << "swift-run: exported to " << a.exportHF << std::endl;
+  }
   if (!a.saveParams.empty()) {
     auto params = engine.parameters();
     if (lead) {

@@ -26,6 +26,20 @@ def Swift_DoubleParameter : AttrParameter<"::llvm::APFloat", "a real number"> {
   let comparator = "$_lhs.bitwiseIsEqual($_rhs)";
 }
 
+// A real number that may be absent (left out of the printed struct).
+def Swift_OptionalDoubleParameter
+    : OptionalParameter<"std::optional<::llvm::APFloat>", "a real number"> {
+  let parser = [{ [&]() -> ::mlir::FailureOr<std::optional<::llvm::APFloat>> {
+    double value;
+    if ($_parser.parseFloat(value))
+      return ::mlir::failure();
+    return std::optional<::llvm::APFloat>(::llvm::APFloat(value));
+  }() }];
+  let printer = [{ $_printer << ::mlir::swift::formatReal(*$_self) }];
+  let comparator = [{ $_lhs.has_value() == $_rhs.has_value() &&
+                      (!$_lhs || $_lhs->bitwiseIsEqual(*$_rhs)) }];
+}
+
 // A yes/no answer, printed `true` / `false`.
 def Swift_BoolParameter : AttrParameter<"bool", "true or false"> {
   let parser = [{ [&]() -> ::mlir::FailureOr<bool> {
@@ -106,6 +120,36 @@ def Swift_LoraAttr : Swift_Attr<"Lora", "lora"> {
     /// Whether a linear layer with this parameter name gets an adapter.
     bool targets(::llvm::StringRef weightName) const;
   }];
+}
+
+def Swift_OptimizerSettingsAttr : Swift_Attr<"OptimizerSettings", "adamw"> {
+  let summary = "AdamW hyper-parameters, learning-rate schedule, clipping, seed";
+  let description = [{
+    The job's `training.optimizer`, `training.lr_schedule`,
+    `training.max_grad_norm` and `training.seed`, as plan.json carries them
+    (`swift::plan::lrAt()` gives the lr of each step). `max_grad_norm`
+    absent: the job did not set it (no clipping in swift-run; DeepSpeed keeps
+    its 1.0); 0: no clipping.
+
+    ```mlir
+    #swift.adamw<lr = 3.0e-04, beta1 = 0.9, beta2 = 0.95, eps = 1.0e-08,
+      weight_decay = 0.1, warmup_steps = 100, decay = cosine,
+      min_lr_ratio = 0.1, max_grad_norm = 1.0, seed = 0>
+    ```
+  }];
+  let parameters = (ins
+    Swift_DoubleParameter:$lr,
+    Swift_DoubleParameter:$beta1,
+    Swift_DoubleParameter:$beta2,
+    Swift_DoubleParameter:$eps,
+    Swift_DoubleParameter:$weight_decay,
+    "int64_t":$warmup_steps,
+    AttrParameter<"::swift::plan::LrDecay", "decay after warmup">:$decay,
+    Swift_DoubleParameter:$min_lr_ratio,
+    "int64_t":$seed,
+    Swift_OptionalDoubleParameter:$max_grad_norm);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
 }
 
 def Swift_StrategyAttr : Swift_Attr<"Strategy", "strategy"> {

@@ -23,6 +23,7 @@ using ::swift::plan::Backend;
 using ::swift::plan::Checkpointing;
 using ::swift::plan::Collective;
 using ::swift::plan::irKeyword;
+using ::swift::plan::LrDecay;
 using ::swift::plan::Method;
 using ::swift::plan::Offload;
 using ::swift::plan::Optimizer;

@@ -63,7 +63,12 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
     swift-choose-strategy records with the micro-batch. `decision` (the
     search: chosen, closest, runners-up) and `estimate` (memory and time of
     the strategy) are what swift-choose-strategy and swift-estimate-cost
-    found; the report and the emitters read them.
+    found; the report and the emitters read them. `packing` (default true,
+    printed only when false): JSONL samples are packed into windows of
+    `sequence_length` rather than padded one per window (swift-run).
+    `optimizer_settings` (`#swift.adamw<...>`): the AdamW hyper-parameters,
+    lr schedule, gradient clipping and seed; absent means plan.json's
+    defaults.
 
     ```mlir
     swift.job @job trains @llama on @cluster {
@@ -88,7 +93,9 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
     Swift_StrategyAttr:$strategy,
     OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$gradient_accumulation,
     OptionalAttr<Swift_DecisionAttr>:$decision,
-    OptionalAttr<Swift_EstimateAttr>:$estimate);
+    OptionalAttr<Swift_EstimateAttr>:$estimate,
+    DefaultValuedAttr<BoolAttr, "true">:$packing,
+    OptionalAttr<Swift_OptimizerSettingsAttr>:$optimizer_settings);
   let assemblyFormat = "$sym_name `trains` $model `on` $cluster attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -104,7 +111,8 @@ def Swift_ModelOp : Swift_Op<"model", [Symbol, HasParent<"ModuleOp">,
   let description = [{
     The body's block arguments are the token ids and the labels of one
     micro-batch (`tensor<?xSxi64>`); it ends with the loss. Identical decoder
-    layers are one `swift.repeat`.
+    layers are one `swift.repeat`. `weights` names the HF model directory
+    (safetensors) whose values the parameters start from; absent: random.
 
     ```mlir
     swift.model @tiny {
@@ -117,7 +125,8 @@ def Swift_ModelOp : Swift_Op<"model", [Symbol, HasParent<"ModuleOp">,
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
-                       StrAttr:$architecture);
+                       StrAttr:$architecture,
+                       OptionalAttr<StrAttr>:$weights);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name `(` $architecture `)` attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;

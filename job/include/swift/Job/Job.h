@@ -13,6 +13,7 @@
 #define SWIFT_PLANNER_JOB_H
 
 #include "swift/Plan/Enums.h"
+#include "swift/Plan/Plan.h"
 
 #include <cstdint>
 #include <map>
@@ -50,6 +51,9 @@ struct ModelSpec {
   bool qkNorm = false;  // per-head RMSNorm of q and k (Qwen3)
   double rmsNormEps = 1e-6;
   double ropeTheta = 10000.0;
+  /// An HF model directory whose safetensors the run starts from ("": random
+  /// weights); set when `model:` names a directory that holds weights.
+  std::string weights;
 };
 
 struct LoraSpec {
@@ -64,8 +68,21 @@ struct TrainingSpec {
   std::optional<int64_t> microBatchSize; // nullopt: auto
   plan::Precision precision = plan::Precision::Bf16Mixed;
   plan::Optimizer optimizer = plan::Optimizer::AdamW;
+  // training.optimizer's mapping form {name, lr, betas, eps, weight_decay},
+  // training.lr_schedule, training.max_grad_norm (nullopt: not set, 0: set
+  // to no clipping; both mean none for swift-run) and training.seed;
+  // defaults are the plan's (swift/Plan/Plan.h).
+  plan::OptimizerConfig optimizerConfig;
+  plan::LrScheduleConfig lrSchedule;
+  std::optional<double> maxGradNorm;
+  uint64_t seed = 0;
+  // Whether the job sets any of them (an optimizer mapping, lr_schedule,
+  // max_grad_norm, seed): the IR then carries #swift.adamw, and ds_config an
+  // explicit optimizer; otherwise both stay as they were before these keys.
+  bool optimizerSettingsGiven = false;
   plan::Method method = plan::Method::Full;
   LoraSpec lora;
+  bool packing = true; // JSONL samples packed into windows (else padded)
 };
 
 struct GpuSpec {

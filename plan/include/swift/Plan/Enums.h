@@ -31,6 +31,9 @@ enum class Precision : uint8_t {
 
 enum class Optimizer : uint8_t { AdamW };
 
+/// How the learning rate decays after warmup (training.lr_schedule.decay).
+enum class LrDecay : uint8_t { Constant, Linear, Cosine };
+
 /// Which weights are trained.
 enum class Method : uint8_t {
   Full,
@@ -89,6 +92,8 @@ template <typename E> struct EnumTraits;
 SWIFT_PLAN_ENUM(Precision, "precision", {Precision::Bf16Mixed, "bf16-mixed"},
                 {Precision::Bf16, "bf16"}, {Precision::Fp32, "fp32"})
 SWIFT_PLAN_ENUM(Optimizer, "optimizer", {Optimizer::AdamW, "adamw"})
+SWIFT_PLAN_ENUM(LrDecay, "lr decay", {LrDecay::Constant, "constant"},
+                {LrDecay::Linear, "linear"}, {LrDecay::Cosine, "cosine"})
 SWIFT_PLAN_ENUM(Method, "method", {Method::Full, "full"},
                 {Method::Lora, "lora"}, {Method::QLora, "qlora"})
 SWIFT_PLAN_ENUM(Backend, "backend", {Backend::SwiftRun, "swift-run"},

@@ -53,6 +53,18 @@ struct OptimizerConfig { // "training.optimizer" (AdamW only)
   double weightDecay = 0.0; // decoupled, applied to every parameter
 };
 
+/// "training.lr_schedule" (optional; absent: constant lr, no warmup). The lr
+/// of optimizer step t (1-based) of a run of N steps is lrAt(): HF
+/// transformers' LambdaLR schedules, evaluated at s = t - 1.
+struct LrScheduleConfig {
+  int64_t warmupSteps = 0;           // warmup_steps: linear from 0
+  LrDecay decay = LrDecay::Constant; // decay: after warmup
+  double minLrRatio = 0.0;           // min_lr_ratio: floor of linear/cosine
+  bool isDefault() const {
+    return warmupSteps == 0 && decay == LrDecay::Constant && minLrRatio == 0;
+  }
+};
+
 /// "training": what one optimizer step consumes.
 struct TrainingConfig {
   int64_t sequenceLength = 0;       // tokens per sample (S)
@@ -62,8 +74,29 @@ struct TrainingConfig {
                                     // global / (micro * world.size)
   Precision precision = Precision::Bf16Mixed;
   OptimizerConfig optimizer;
+  LrScheduleConfig lrSchedule; // "lr_schedule": written when not default
+  // "max_grad_norm" (> 0): clip the global L2 norm of the step's gradients;
+  // absent: no clipping.
+  std::optional<double> maxGradNorm;
   uint64_t seed = 0; // initial weights and synthetic data
+  // JSONL data (swift-run --data FILE.jsonl): samples packed into windows of
+  // sequence_length (true) or one sample per window, padded (false).
+  // plan.json "packing", optional, default true; written only when false.
+  bool packing = true;
 };
+
+/// The learning rate of optimizer step `step` (1-based) of a run of
+/// `totalSteps` steps: lr * f(s) with s = step - 1, W = warmup_steps,
+/// T = totalSteps, m = min_lr_ratio (HF transformers'
+/// get_{constant,linear,cosine}_schedule_with_warmup; cosine with m > 0 is
+/// get_cosine_with_min_lr_schedule_with_warmup, linear with m > 0 the same
+/// floor applied to the linear factor):
+///   s < W:     f = s / max(1, W)
+///   constant:  f = 1
+///   linear:    f = m + (1 - m) * max(0, (T - s) / max(1, T - W))
+///   cosine:    f = m + (1 - m) * max(0, 0.5 * (1 + cos(pi * p))),
+///              p = (s - W) / max(1, T - W)
+double lrAt(const TrainingConfig &training, int64_t step, int64_t totalSteps);
 
 struct WorldConfig { // "world"
   int64_t size = 1;  // ranks (one GPU each on CUDA)
@@ -135,9 +168,17 @@ struct Predicted {             // "predicted": the compiler's estimates
   double tokensPerSecond = 0; // all ranks together
 };
 
+/// "weights": the pretrained weights the run starts from (absent: random
+/// from training.seed). swift-run --weights DIR overrides it.
+struct WeightsConfig {
+  std::string format = "safetensors"; // the only one
+  std::string path;                   // an HF model directory
+};
+
 struct Plan {
   std::string path; // where it was read from (for messages)
   ModelConfig model;
+  std::optional<WeightsConfig> weights;
   TrainingConfig training;
   WorldConfig world;
   StrategyConfig strategy;

@@ -10,6 +10,16 @@
 // file name ends in ".u32" or ".uint32" (then uint32). Sample i is the
 // window starting at token (i*S) mod (N - S), wrapping around the file.
 //
+// JSONL files (name ends in ".jsonl"): one sample a line, {"input_ids":
+// [...], "labels": [...]} (labels optional, -100 = not trained on, HF's
+// convention: labels[j+1] is the target of position j). The samples are
+// laid out into windows of S positions once, at load: packed greedily in
+// file order (a sample is never split; the next one that does not fit
+// starts a new window) or, without packing, one sample per window. The tail
+// of a window is padding (id 0, never a target). "Sample" i of the
+// interface below is window i mod (number of windows): resuming at a
+// window index is starting at that sample number.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -20,19 +30,48 @@
 
 namespace swift::rt {
 
+/// What one micro-batch trains on: B windows of S positions.
+struct Batch {
+  at::Tensor inputs;  // (B, S) int64
+  at::Tensor targets; // (B, S) int64: next-token ids, -100 = no loss there
+  /// (B, S) int64 RoPE positions, restarting at 0 per sample; undefined:
+  /// 0..S-1 in every window.
+  at::Tensor positions;
+  /// (B, S) int64 sample index within its window (packed windows: attention
+  /// stays within a sample); undefined: one causal sequence per window.
+  at::Tensor segments;
+  /// Targets may be -100 (JSONL); false: every position is trained on and
+  /// the loss keeps the raw-token arithmetic (mean per micro-batch).
+  bool masked = false;
+};
+
 class TokenSource {
 public:
   virtual ~TokenSource() = default;
-  /// (count, S+1) int64 token ids of samples first .. first+count-1.
+  /// (count, S+1) int64 token ids of samples first .. first+count-1 (raw
+  /// and synthetic sources; a JSONL source has no such view and throws).
   virtual at::Tensor samples(int64_t first, int64_t count) = 0;
+  /// Samples first .. first+count-1 as model inputs; by default the first S
+  /// ids of each sample and the S next ones as targets.
+  virtual Batch batch(int64_t first, int64_t count);
+  /// Positions with a target (not -100) in those samples: what the loss of
+  /// a step is averaged over.
+  virtual int64_t trainedTokens(int64_t first, int64_t count);
+  /// Real (non-padding) tokens in those samples, for tokens/s.
+  virtual int64_t realTokens(int64_t first, int64_t count);
 };
 
 /// path empty: deterministic synthetic tokens from (seed, sample number):
 /// a start token and a per-sample stride, so the next token is learnable
-/// from the current one and the loss falls. Otherwise a token file; throws
-/// UserError when it is missing, too short, or holds ids >= vocab.
+/// from the current one and the loss falls. A name ending in ".jsonl": a
+/// JSONL file (above), packed when `packing`; throws UserError naming the
+/// line for bad data (empty line, not an object, missing or non-integer
+/// input_ids, ids >= vocab, labels of another length, a sample longer than
+/// seq). Otherwise a token file; throws UserError when it is missing, too
+/// short, or holds ids >= vocab.
 std::unique_ptr<TokenSource> makeTokenSource(const std::string &path,
                                              int64_t vocab, int64_t seq,
-                                             uint64_t seed);
+                                             uint64_t seed,
+                                             bool packing = true);
 
 } // namespace swift::rt

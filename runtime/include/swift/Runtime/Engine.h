@@ -28,6 +28,7 @@
 #pragma once
 
 #include "swift/Runtime/Comm.h"
+#include "swift/Runtime/Data.h"
 #include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/Model.h"
 #include "swift/Runtime/PlanTypes.h"
@@ -40,9 +41,15 @@
 
 namespace swift::rt {
 
+class HFWeights;
+
 class Engine {
 public:
-  Engine(const Plan &plan, Comm &comm, at::Device device);
+  /// Initial weights: `weights` when given (each rank reads the range it
+  /// keeps: its ZeRO-3 shard, else the whole units), otherwise random from
+  /// the plan's seed.
+  Engine(const Plan &plan, Comm &comm, at::Device device,
+         const HFWeights *weights = nullptr);
   ~Engine();
 
   /// One optimizer step. microBatches: gradient_accumulation tensors of
@@ -50,11 +57,40 @@ public:
   /// loss over its micro-batches.
   double step(const std::vector<at::Tensor> &microBatches);
 
+  /// One optimizer step on gradient_accumulation micro-batches (Data.h).
+  /// Masked batches (JSONL): the loss of the step is the mean over its
+  /// `stepTrainedTokens` trained tokens (all micro-batches, all ranks: HF
+  /// Trainer's num_items_in_batch); each micro-batch's loss is its sum over
+  /// trained tokens divided by stepTrainedTokens / (world * accumulation),
+  /// so the summed, 1/(world * accumulation)-scaled gradients are the
+  /// gradient of that mean. Unmasked batches: the mean per micro-batch, as
+  /// the (B, S+1) overload. Returns this rank's mean of its micro-batch
+  /// losses (times world, summed over ranks, divided by world: the mean).
+  double step(const std::vector<Batch> &microBatches,
+              int64_t stepTrainedTokens = 0);
+
   /// Every parameter in HF order and shape, fp32 on the host, gathered from
   /// the shards (collective: every rank must call it).
   std::vector<std::pair<std::string, at::Tensor>> parameters();
 
   int64_t stepsDone() const { return steps_; }
+
+  /// The run's length in optimizer steps (swift-run --steps): the T of the
+  /// plan's lr schedule (swift::plan::lrAt). Default 0: only a constant
+  /// schedule (warmup allowed) may run.
+  void setTotalSteps(int64_t steps) { totalSteps_ = steps; }
+  /// The last step's learning rate (the schedule's) and the global L2 norm
+  /// of its averaged gradients over all parameters and ranks, before
+  /// clipping (as torch.nn.utils.clip_grad_norm_ returns it).
+  double lastLr() const { return lastLr_; }
+  double lastGradNorm() const { return lastGradNorm_; }
+  int rank() const { return comm_.rank(); }
+
+  /// Unit u's weights as the optimizer holds them (fp32 masters; the bf16
+  /// parameters in pure bf16), flat (padded) on the engine's device.
+  /// Collective at ZeRO 1-3 (the masters are sharded): every rank calls it
+  /// for the same units in the same order.
+  at::Tensor masterUnit(int u);
 
   /// Bytes of model state this rank holds, by kind; on the device unless
   /// `host` (offloaded, pinned). ZeRO-3 parameters count their shard (the
@@ -104,6 +140,8 @@ private:
   std::deque<Pending> pending_;    // collectives in flight, oldest first
   Rope rope_;
   int64_t steps_ = 0;
+  int64_t totalSteps_ = 0;
+  double lastLr_ = 0, lastGradNorm_ = 0;
   bool lastMicroBatch_ = false;
 };
 

@@ -83,10 +83,16 @@ at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
 /// buffer when it is not 1, which it can only do for a buffer it wrote
 /// alone (an accumulating sink needs an upstream gradient of 1: the
 /// engine's loss.backward()).
+/// `masked`: rows whose target is negative (HF's -100) have no loss and no
+/// gradient, and the sum is divided by `divisor` instead of T (the engine
+/// passes the step's trained tokens / (world * accumulation), so summed
+/// gradients average over the step's trained tokens). Unmasked, `divisor`
+/// is ignored and the arithmetic is the plain mean's.
 at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
                               const at::Tensor &targets,
                               int64_t chunkTokens = 0,
-                              const GradSink &wSink = {});
+                              const GradSink &wSink = {}, bool masked = false,
+                              double divisor = 0);
 
 /// bf16-mixed AdamW step on CUDA for fp32 master/grads/states; writes the
 /// updated weights in bf16 to `out` too when given (the publish copy). False

@@ -72,30 +72,43 @@ DecoderWeights bindDecoder(const ModelConfig &m,
                            const std::vector<GradSink> &sinks = {});
 
 /// Rotary tables for positions 0..S-1, (S, D/2) each, compute dtype.
+/// `perToken`: one row per token of the batch instead, (B*S, D/2) (packed
+/// windows, positions restarting per sample); the rotary ops then see the
+/// batch as one sequence of B*S tokens.
 struct Rope {
   at::Tensor cos, sin;
+  bool perToken = false;
 };
 Rope makeRope(const ModelConfig &m, int64_t seq, const at::TensorOptions &opt);
+/// The rows of `rope` (positions 0..S-1) for per-token positions (B, S).
+Rope ropeAt(const Rope &rope, const at::Tensor &positions);
+/// (B, 1, S, S) bool, true where a query may attend a key: causal and within
+/// the same segment (segments: (B, S), Data.h's Batch::segments).
+at::Tensor segmentMask(const at::Tensor &segments);
 
 /// x: (B, S, C) -> (B, S, C). `selective` recomputes the attention core and
 /// the SwiGLU activation in backward instead of saving their internals.
 /// `forBackward`: the layer is recomputed only to be differentiated (full
 /// checkpointing), so its output value is not computed (the down_proj GEMM
 /// is skipped; the result is uninitialized, its autograd graph exact).
+/// `attnMask` (segmentMask) undefined: plain causal attention.
 at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
                           const at::Tensor &x, const Rope &rope, bool selective,
-                          bool forBackward = false);
+                          bool forBackward = false,
+                          const at::Tensor &attnMask = {});
 
 /// ids: (B, S) int64, table: (V, C) -> (B, S, C).
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids);
 
 /// x: (B, S, C), finalNorm: (C), lmHead: (V, C), targets: (B, S) int64.
 /// Mean cross-entropy over all B*S tokens, computed in fp32. `lmHeadSink`:
-/// see linearCrossEntropy.
+/// see linearCrossEntropy. `masked`: targets -100 are left out and the sum
+/// is divided by `divisor` (see linearCrossEntropy).
 at::Tensor headLoss(const ModelConfig &m, const at::Tensor &x,
                     const at::Tensor &finalNorm, const at::Tensor &lmHead,
                     const at::Tensor &targets,
-                    const GradSink &lmHeadSink = {});
+                    const GradSink &lmHeadSink = {}, bool masked = false,
+                    double divisor = 0);
 
 /// FLOPs per trained token (forward + backward), torchtitan's convention:
 /// 6 * (non-embedding params, lm_head counted) + 6 * L * C * S.

@@ -12,6 +12,8 @@
 namespace swift::rt {
 using plan::checkPlanMatchesWorld;
 using plan::Checkpointing;
+using plan::lrAt;
+using plan::LrDecay;
 using plan::ModelConfig;
 using plan::Offload;
 using plan::OptimizerConfig;

@@ -21,15 +21,19 @@ namespace swift::rt::compat {
 /// Causal attention. q: (B, NH, S, D); k, v: (B, NKV, S, D), NH % NKV == 0.
 /// Returns (B, NH, S, D). On 2.x this is at::scaled_dot_product_attention
 /// (flash / memory-efficient kernels on CUDA); on 1.13 an explicit math
-/// version with fp32 softmax.
+/// version with fp32 softmax. `mask` (B, 1, S, S) bool, true = may attend
+/// (block-diagonal causal for packed windows, Model.h segmentMask): replaces
+/// the causal mask; SDPA then takes the memory-efficient (CUDA) or math
+/// backend with expanded k/v, since flash has no arbitrary masks.
 inline at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k,
-                                  const at::Tensor &v) {
+                                  const at::Tensor &v,
+                                  const at::Tensor &mask = {}) {
   const int64_t nh = q.size(1), nkv = k.size(1);
 #if SWIFT_TORCH_AT_LEAST(2, 5)
   // GQA inside the kernel: no expanded copies of k and v (flash on CUDA).
   // SWIFT_SDPA_EXPAND=1 keeps the copies (for comparisons).
   static const bool expand = std::getenv("SWIFT_SDPA_EXPAND") != nullptr;
-  if (q.is_cuda() && !expand)
+  if (q.is_cuda() && !expand && !mask.defined())
     return at::scaled_dot_product_attention(
         q, k, v, /*attn_mask=*/{}, /*dropout_p=*/0.0, /*is_causal=*/true,
         /*scale=*/std::nullopt, /*enable_gqa=*/nkv != nh);
@@ -48,6 +52,10 @@ inline at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k,
     vv = expand(v);
   }
 #if SWIFT_TORCH_AT_LEAST(2, 0)
+  if (mask.defined())
+    return at::scaled_dot_product_attention(q, kk, vv, mask,
+                                            /*dropout_p=*/0.0,
+                                            /*is_causal=*/false);
   return at::scaled_dot_product_attention(q, kk, vv, /*attn_mask=*/{},
                                           /*dropout_p=*/0.0,
                                           /*is_causal=*/true);
@@ -56,8 +64,11 @@ inline at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k,
   const double scale = 1.0 / std::sqrt(double(q.size(3)));
   at::Tensor scores =
       at::matmul(q, kk.transpose(-2, -1)).to(at::kFloat) * scale;
-  at::Tensor mask = at::ones({s, s}, q.options().dtype(at::kBool)).triu(1);
-  scores = scores.masked_fill(mask, -std::numeric_limits<float>::infinity());
+  at::Tensor hidden =
+      mask.defined()
+          ? mask.logical_not()
+          : at::ones({s, s}, q.options().dtype(at::kBool)).triu(1);
+  scores = scores.masked_fill(hidden, -std::numeric_limits<float>::infinity());
   at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type());
   return at::matmul(probs, vv);
 #endif

@@ -1,0 +1,66 @@
+//===- Weights.h - HF model directories in and out ------------*- C++ -*-===//
+//
+// Pretrained weights in: an HF model directory's safetensors, matched by
+// name to the model's layout (Model.h) and checked completely before any
+// step (every tensor present with its shape and a float dtype, none extra),
+// then read by each rank for exactly the range of each unit it keeps.
+// Trained weights out: the same directory layout (config.json,
+// model.safetensors or 5 GB shards + index), one unit at a time.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "swift/Runtime/Model.h"
+#include "swift/Runtime/SafeTensors.h"
+
+#include <ATen/ATen.h>
+
+#include <string>
+
+namespace swift::rt {
+
+class Engine;
+
+/// The HF checkpoint name of a parameter of the layout:
+/// "layers.0.mlp.up_proj.weight" -> "model.layers.0.mlp.up_proj.weight";
+/// "lm_head.weight" stays.
+std::string hfName(const ParamDesc &p);
+
+/// An HF model directory's weights for one model.
+class HFWeights {
+public:
+  /// Opens `dir` and checks it holds exactly the model's parameters (a tied
+  /// model's file may also hold lm_head.weight, which is ignored as HF
+  /// does); throws UserError naming the file and the tensor otherwise.
+  HFWeights(const std::string &dir, const ModelConfig &m);
+
+  const std::string &dir() const { return weights_.dir(); }
+
+  /// Elements [begin, begin + count) of `layout`'s flat buffer as fp32 into
+  /// `dst` (on any device). Elements past layout.numel (shard padding) are
+  /// zero. Reads only those bytes of the files, in bounded chunks.
+  void read(const UnitLayout &layout, int64_t begin, int64_t count,
+            at::Tensor dst) const;
+
+private:
+  safetensors::ModelWeights weights_;
+};
+
+struct ExportOptions {
+  safetensors::DType dtype = safetensors::DType::BF16;
+  int64_t maxShardBytes = int64_t(5) << 30; // HF's max_shard_size "5GB"
+  /// config.json to copy verbatim (the input model's); empty: written from
+  /// the plan's model.
+  std::string configFrom;
+};
+
+/// Writes the engine's current weights (the optimizer's fp32 masters, or
+/// the bf16 parameters of pure bf16) as an HF model directory. Collective:
+/// every rank calls it; rank 0 writes.
+void exportHF(Engine &engine, const ModelConfig &m, const std::string &dir,
+              const ExportOptions &options);
+
+/// Parses --export-dtype ("bf16", "fp16", "fp32").
+safetensors::DType parseExportDtype(const std::string &name);
+
+} // namespace swift::rt

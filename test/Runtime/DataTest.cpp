@@ -1,0 +1,187 @@
+//===- DataTest.cpp - JSONL data: packing, labels, loss, bad data ---------===//
+//
+// swift-run --data FILE.jsonl end to end (the harness of RunPlan.h): a
+// packed window gives the step its samples give run alone (padded), -100
+// labels are left out of the loss, world 2 reproduces world 1, tokens/s
+// counts real tokens, and every kind of bad line exits 2 naming the line.
+//
+//===----------------------------------------------------------------------===//
+#include "RunPlan.h"
+
+#include <random>
+
+using namespace swift::rt::testing;
+
+namespace {
+
+struct Sample {
+  std::vector<int> ids, labels; // labels empty: none in the file
+};
+
+std::string writeJsonl(const std::vector<Sample> &samples) {
+  std::string path = freshDir() + "/data.jsonl";
+  std::ofstream out(path);
+  for (const Sample &s : samples) {
+    json j = {{"input_ids", s.ids}};
+    if (!s.labels.empty())
+      j["labels"] = s.labels;
+    out << j.dump() << "\n";
+  }
+  return path;
+}
+
+/// 16 samples in pairs that fill a window of 32 (30 to 32 positions), so
+/// greedy packing makes exactly 8 windows of two samples each.
+std::vector<Sample> pairedSamples(unsigned seed) {
+  std::mt19937 rng(seed);
+  auto uniform = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  std::vector<Sample> out;
+  for (int i = 0; i < 8; ++i) {
+    int a = uniform(5, 27), b = 32 - a - uniform(0, 2);
+    for (int n : {a, b}) {
+      Sample s;
+      for (int k = 0; k < n; ++k)
+        s.ids.push_back(uniform(0, 255));
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+/// tinyPlan with one sample per window (padding) and a global batch of 16.
+json paddedPlan(int world) {
+  json p = tinyPlan(0, world);
+  p["training"]["packing"] = false;
+  p["training"]["global_batch_size"] = 16;
+  p["training"]["gradient_accumulation"] = 16 / (2 * world);
+  return p;
+}
+
+} // namespace
+
+TEST(Jsonl, PackedWindowsGiveTheStepOfTheirSamplesRunAlone) {
+  // Packed: 8 windows of two samples, global batch 8. Padded: the same 16
+  // samples one per window, global batch 16. Same samples in every step,
+  // so the same mean over trained tokens and the same gradients, if and
+  // only if attention stays inside each sample and positions restart.
+  std::string data = writeJsonl(pairedSamples(7));
+  Result packed = runPlan(tinyPlan(0, 1),
+                          "--steps 3 --save-params params.bin --data " + data);
+  Result padded = runPlan(paddedPlan(1),
+                          "--steps 3 --save-params params.bin --data " + data);
+  expectSameLosses(padded, packed, 1e-5, "packed vs padded");
+  EXPECT_LT(maxAbsDiff(readParams(padded.dir + "/params.bin"),
+                       readParams(packed.dir + "/params.bin")),
+            kParamTol);
+  // Every token of the 16 samples is real; a step reads them all.
+  int64_t real = 0;
+  for (const Sample &s : pairedSamples(7))
+    real += int64_t(s.ids.size());
+  ASSERT_EQ(packed.metrics.size(), 3u);
+  EXPECT_EQ(packed.metrics[0].at("tokens").get<int64_t>(), real);
+  EXPECT_EQ(padded.metrics[0].at("tokens").get<int64_t>(), real);
+
+  // The comparison sees boundaries: each pair merged into one sample (one
+  // sequence, attention across the old boundary) trains differently.
+  std::vector<Sample> merged;
+  auto paired = pairedSamples(7);
+  for (size_t i = 0; i < paired.size(); i += 2) {
+    Sample s = paired[i];
+    s.ids.insert(s.ids.end(), paired[i + 1].ids.begin(),
+                 paired[i + 1].ids.end());
+    merged.push_back(s);
+  }
+  Result joined =
+      runPlan(tinyPlan(0, 1), "--steps 3 --data " + writeJsonl(merged));
+  ASSERT_EQ(joined.exitCode, 0) << joined.output;
+  EXPECT_GT(std::fabs(joined.losses()[0] - packed.losses()[0]), 1e-3);
+}
+
+TEST(Jsonl, MinusHundredLabelsAreNotTrainedOn) {
+  // Causal: a sample whose last k labels are -100 trains exactly as the
+  // sample cut after its last trained target (no position before the cut
+  // sees the tokens after it). The loss is the mean over trained tokens
+  // of the step, so the counts must agree too.
+  std::vector<Sample> masked = pairedSamples(11), cut = masked;
+  for (size_t i = 0; i < masked.size(); ++i) {
+    const int n = int(masked[i].ids.size()), keep = std::max(2, n - 1 - int(i));
+    masked[i].labels = masked[i].ids;
+    for (int k = keep; k < n; ++k)
+      masked[i].labels[k] = -100;
+    masked[i].labels[0] = -100; // never a target anyway (HF shifts)
+    cut[i].ids.resize(keep);
+  }
+  Result a = runPlan(paddedPlan(1), "--steps 3 --save-params params.bin "
+                                    "--data " + writeJsonl(masked));
+  Result b = runPlan(paddedPlan(1), "--steps 3 --save-params params.bin "
+                                    "--data " + writeJsonl(cut));
+  expectSameLosses(b, a, 1e-5, "-100 tail vs cut sample");
+  EXPECT_LT(maxAbsDiff(readParams(a.dir + "/params.bin"),
+                       readParams(b.dir + "/params.bin")),
+            kParamTol);
+  // tokens/s counts the real tokens, padding excluded.
+  EXPECT_LT(b.metrics[0].at("tokens").get<int64_t>(),
+            a.metrics[0].at("tokens").get<int64_t>());
+}
+
+TEST(Jsonl, WorldTwoReproducesWorldOne) {
+  std::vector<Sample> samples = pairedSamples(3);
+  for (size_t i = 0; i < samples.size(); i += 3) { // some labels masked
+    samples[i].labels = samples[i].ids;
+    samples[i].labels[1] = samples[i].labels[2] = -100;
+  }
+  std::string data = " --data " + writeJsonl(samples);
+  for (int zero : {1, 3})
+    expectSameLosses(
+        runPlan(tinyPlan(zero, 1), "--steps 3" + data),
+        runPlan(tinyPlan(zero, 2), "--steps 3 --nproc-per-node 2" + data),
+        kLossTol, "JSONL world 2, zero " + std::to_string(zero));
+  json p1 = paddedPlan(1), p2 = paddedPlan(2);
+  expectSameLosses(runPlan(p1, "--steps 2" + data),
+                   runPlan(p2, "--steps 2 --nproc-per-node 2" + data),
+                   kLossTol, "JSONL padded, world 2");
+}
+
+TEST(Jsonl, BadLinesExitTwoNamingTheLine) {
+  const std::string good = R"({"input_ids": [1, 2, 3]})";
+  struct Case {
+    std::string line, message;
+  };
+  const std::vector<Case> cases = {
+      {"", "line 2: empty line"},
+      {"   ", "line 2: empty line"},
+      {"[1, 2]", "line 2: expected an object"},
+      {"{\"input_ids\": [1, 2", "line 2: not JSON"},
+      {R"({"labels": [1, 2]})", "line 2: missing \"input_ids\""},
+      {R"({"input_ids": [1, "x"]})", "line 2: input_ids[1] is \"x\", not an integer"},
+      {R"({"input_ids": [1, 2.5]})", "line 2: input_ids[1] is 2.5, not an integer"},
+      {R"({"input_ids": 7})", "line 2: input_ids is not a list of integers"},
+      {R"({"input_ids": []})", "line 2: input_ids is empty"},
+      {R"({"input_ids": [1, 256]})",
+       "line 2: input_ids[1] is 256, not in [0, model.vocab_size 256)"},
+      {R"({"input_ids": [-1]})", "line 2: input_ids[0] is -1"},
+      {R"({"input_ids": [1, 2], "labels": [1]})",
+       "line 2: labels has 1 entries, input_ids 2"},
+      {R"({"input_ids": [1, 2], "labels": [1, -5]})",
+       "line 2: labels[1] is -5, not in [0, model.vocab_size 256) or -100"},
+      {json({{"input_ids", std::vector<int>(33, 1)}}).dump(),
+       "line 2: sample of 33 tokens is longer than the window "
+       "(training.sequence_length 32)"},
+  };
+  for (const Case &c : cases) {
+    std::string path = freshDir() + "/bad.jsonl";
+    std::ofstream(path) << good << "\n" << c.line << "\n" << good << "\n";
+    Result r = runPlan(tinyPlan(0, 1), "--steps 1 --data " + path);
+    EXPECT_EQ(r.exitCode, 2) << c.line << "\n" << r.output;
+    EXPECT_NE(r.output.find("bad.jsonl: " + c.message), std::string::npos)
+        << c.line << "\n" << r.output;
+  }
+  // A plan's packing must be a boolean.
+  json p = tinyPlan(0, 1);
+  p["training"]["packing"] = "no";
+  Result r = runPlan(p, "--steps 1");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("packing"), std::string::npos) << r.output;
+}

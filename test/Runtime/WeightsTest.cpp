@@ -1,0 +1,218 @@
+//===- WeightsTest.cpp - HF model directories in and out of swift-run -----===//
+//
+// swift-run --weights / plan "weights" and --export-hf, end to end on CPU:
+// an exported model loads back bit for bit, a loaded model trains exactly
+// as the same weights generated in memory, any ZeRO stage and world size
+// loads the same model, and damaged or mismatched directories are refused
+// (exit 2) naming the file and the tensor before any step runs.
+//
+//===----------------------------------------------------------------------===//
+#include "RunPlan.h"
+
+#include "swift/Runtime/SafeTensors.h"
+
+#include <functional>
+#include <map>
+#include <set>
+
+using namespace swift::rt::testing;
+namespace st = swift::rt::safetensors;
+
+namespace {
+
+std::string exported(const Result &r) { return r.dir + "/hf"; }
+
+/// The tiny model's random initial weights, exported as fp32.
+Result exportInitial(int zero = 0, int world = 1) {
+  Result r = runPlan(tinyPlan(zero, world),
+                     "--steps 0 --export-hf hf --export-dtype fp32 "
+                     "--nproc-per-node " +
+                         std::to_string(world));
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  return r;
+}
+
+/// Every tensor of a model directory as fp32, by name.
+std::map<std::string, std::vector<float>> readModel(const std::string &dir) {
+  st::ModelWeights w(dir);
+  std::map<std::string, std::vector<float>> out;
+  for (const std::string &name : w.names()) {
+    auto [t, f] = w.find(name);
+    std::vector<float> v(static_cast<size_t>(t->numel()));
+    f->readF32(*t, 0, t->numel(), v.data());
+    out[name] = std::move(v);
+  }
+  return out;
+}
+
+TEST(Weights, ExportLoadExportIsBitIdentical) {
+  Result a = exportInitial();
+  EXPECT_TRUE(fs::exists(exported(a) + "/config.json"));
+  Result b = runPlan(tinyPlan(0, 1), "--steps 0 --weights " + exported(a) +
+                                         " --export-hf hf --export-dtype fp32");
+  ASSERT_EQ(b.exitCode, 0) << b.output;
+  EXPECT_EQ(slurp(exported(a) + "/model.safetensors"),
+            slurp(exported(b) + "/model.safetensors"));
+  // The input's config.json is preserved verbatim.
+  EXPECT_EQ(slurp(exported(a) + "/config.json"),
+            slurp(exported(b) + "/config.json"));
+  // bf16 in, bf16 out: bit-identical too (an fp32 master of a bf16 value
+  // rounds back to it).
+  Result c = runPlan(tinyPlan(0, 1), "--steps 0 --weights " + exported(a) +
+                                         " --export-hf hf");
+  ASSERT_EQ(c.exitCode, 0) << c.output;
+  Result d = runPlan(tinyPlan(0, 1), "--steps 0 --weights " + exported(c) +
+                                         " --export-hf hf --export-dtype bf16");
+  ASSERT_EQ(d.exitCode, 0) << d.output;
+  EXPECT_EQ(slurp(exported(c) + "/model.safetensors"),
+            slurp(exported(d) + "/model.safetensors"));
+  EXPECT_LT(fs::file_size(exported(c) + "/model.safetensors"),
+            fs::file_size(exported(a) + "/model.safetensors"));
+  // What was written is the model's parameters under HF's names.
+  auto model = readModel(exported(a));
+  EXPECT_TRUE(model.count("model.embed_tokens.weight"));
+  EXPECT_TRUE(model.count("model.layers.1.self_attn.q_norm.weight"));
+  EXPECT_TRUE(model.count("model.norm.weight"));
+  EXPECT_FALSE(model.count("lm_head.weight")); // tied
+}
+
+TEST(Weights, LoadedWeightsTrainAsTheSameWeightsInMemory) {
+  Result a = exportInitial();
+  Result fromSeed = runPlan(tinyPlan(0, 1), "--steps 3");
+  Result loaded =
+      runPlan(tinyPlan(0, 1), "--steps 3 --weights " + exported(a));
+  ASSERT_EQ(loaded.exitCode, 0) << loaded.output;
+  // Same initial values, same computation: bit for bit.
+  expectSameLosses(fromSeed, loaded, 0.0, "loaded vs seed");
+  // A plan's "weights" says the same as --weights.
+  json p = tinyPlan(0, 1);
+  p["weights"] = {{"format", "safetensors"}, {"path", exported(a)}};
+  expectSameLosses(fromSeed, runPlan(p, "--steps 3"), 0.0, "plan weights");
+}
+
+TEST(Weights, EveryZeroStageAndWorldLoadsTheSameModel) {
+  Result a = exportInitial();
+  Result one = runPlan(tinyPlan(0, 1), "--steps 3 --weights " + exported(a) +
+                                           " --export-hf hf --export-dtype fp32");
+  ASSERT_EQ(one.exitCode, 0) << one.output;
+  auto trainedOne = readModel(exported(one));
+  for (int zero : {1, 2, 3}) {
+    Result two = runPlan(tinyPlan(zero, 2),
+                         "--steps 3 --nproc-per-node 2 --weights " +
+                             exported(a) + " --export-hf hf --export-dtype fp32");
+    expectSameLosses(one, two, kLossTol, "zero " + std::to_string(zero));
+    // The export gathers every rank's shard of the masters. World 2 sums
+    // gradients in another order; AdamW normalizes each update, so an
+    // element whose gradient is near zero can move by up to lr (1e-3) on
+    // either side: a tenth of that bounds the difference after 3 steps.
+    auto trainedTwo = readModel(exported(two));
+    ASSERT_EQ(trainedOne.size(), trainedTwo.size());
+    for (auto &[name, values] : trainedOne)
+      EXPECT_LT(maxAbsDiff(values, trainedTwo[name]), 1e-4)
+          << name << " zero " << zero;
+    // Untrained, each rank's shard read and the gather are exact.
+    Result same = runPlan(tinyPlan(zero, 2),
+                          "--steps 0 --nproc-per-node 2 --weights " +
+                              exported(a) + " --export-hf hf --export-dtype fp32");
+    ASSERT_EQ(same.exitCode, 0) << same.output;
+    EXPECT_EQ(slurp(exported(a) + "/model.safetensors"),
+              slurp(exported(same) + "/model.safetensors"))
+        << "zero " << zero;
+  }
+}
+
+TEST(Weights, MismatchedOrDamagedDirectoriesAreRefusedBeforeTraining) {
+  Result a = exportInitial();
+  const std::string good = exported(a);
+  auto model = readModel(good);
+  // Rewrites the model with `edit` applied to its tensor list.
+  auto rewrite = [&](const std::string &dir,
+                     const std::function<void(std::vector<st::TensorSpec> &)> &edit) {
+    std::vector<st::TensorSpec> specs;
+    st::ModelWeights w(good);
+    for (const std::string &name : w.names())
+      specs.push_back({name, st::DType::F32, w.find(name).first->shape});
+    edit(specs);
+    st::write(
+        dir, specs,
+        [&](size_t i, const st::ByteSink &sink) {
+          std::vector<float> values(static_cast<size_t>(st::TensorSpec(specs[i]).bytes() / 4));
+          auto it = model.find(specs[i].name);
+          if (it != model.end() && it->second.size() == values.size())
+            values = it->second;
+          sink(values.data(), values.size() * 4);
+        },
+        int64_t(1) << 40);
+  };
+  auto expectRefused = [&](const std::string &dir, const std::string &what,
+                           const std::string &args = "") {
+    Result r = runPlan(tinyPlan(0, 1), "--steps 2 --weights " + dir + args);
+    EXPECT_EQ(r.exitCode, 2) << r.output;
+    EXPECT_NE(r.output.find(what), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("step 1/"), std::string::npos) << r.output;
+    EXPECT_TRUE(r.metrics.empty());
+  };
+  std::string base = a.dir;
+  rewrite(base + "/missing", [](auto &specs) {
+    specs.erase(std::find_if(specs.begin(), specs.end(), [](auto &t) {
+      return t.name == "model.layers.0.mlp.down_proj.weight";
+    }));
+  });
+  expectRefused(base + "/missing",
+                "tensor \"model.layers.0.mlp.down_proj.weight\" is missing");
+  rewrite(base + "/extra", [](auto &specs) {
+    specs.push_back({"model.layers.2.mlp.down_proj.weight", st::DType::F32, {64, 128}});
+  });
+  expectRefused(base + "/extra",
+                "tensor \"model.layers.2.mlp.down_proj.weight\" is not a "
+                "parameter of the plan's model");
+  rewrite(base + "/shape", [](auto &specs) {
+    for (auto &t : specs)
+      if (t.name == "model.norm.weight")
+        t.shape = {32};
+  });
+  expectRefused(base + "/shape",
+                "model.safetensors: tensor \"model.norm.weight\" has shape "
+                "[32], but the model needs [64]");
+  fs::create_directories(base + "/truncated");
+  fs::copy_file(good + "/model.safetensors",
+                base + "/truncated/model.safetensors");
+  fs::resize_file(base + "/truncated/model.safetensors",
+                  fs::file_size(good + "/model.safetensors") - 100);
+  expectRefused(base + "/truncated", "truncated file");
+  expectRefused(base + "/nowhere", "no model.safetensors");
+  // An export directory that cannot be written fails before step 1.
+  expectRefused(good, "--export-hf /proc/swift-cannot-write: ",
+                " --export-hf /proc/swift-cannot-write");
+  Result dtype = runPlan(tinyPlan(0, 1), "--steps 1 --export-hf x --export-dtype int8");
+  EXPECT_EQ(dtype.exitCode, 2) << dtype.output;
+  EXPECT_NE(dtype.output.find("--export-dtype \"int8\": expected bf16, fp16 or fp32"),
+            std::string::npos)
+      << dtype.output;
+}
+
+TEST(Weights, LargeModelsAreShardedWithAnIndex) {
+  // SWIFT_EXPORT_SHARD_BYTES stands in for HF's 5 GB at this size.
+  json p = tinyPlan(0, 1);
+  Result r = runPlan(p, "--steps 0 --export-hf hf --export-dtype fp32",
+                     "SWIFT_EXPORT_SHARD_BYTES=200000");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  json index = json::parse(slurp(exported(r) + "/model.safetensors.index.json"));
+  EXPECT_GT(index["weight_map"].size(), 10u);
+  std::set<std::string> shards;
+  for (auto &[name, file] : index["weight_map"].items())
+    shards.insert(file.get<std::string>());
+  EXPECT_GE(shards.size(), 2u);
+  for (const std::string &file : shards) {
+    EXPECT_TRUE(fs::exists(exported(r) + "/" + file)) << file;
+    EXPECT_LE(fs::file_size(exported(r) + "/" + file), 200000u + 4096) << file;
+  }
+  EXPECT_FALSE(fs::exists(exported(r) + "/model.safetensors"));
+  // It loads back as the same model.
+  Result back = runPlan(p, "--steps 0 --weights " + exported(r) +
+                               " --export-hf again --export-dtype fp32");
+  ASSERT_EQ(back.exitCode, 0) << back.output;
+  EXPECT_EQ(readModel(exported(r)), readModel(back.dir + "/again"));
+}
+
+} // namespace
