@@ -86,7 +86,7 @@ bool useFusedAdamW() {
 } // namespace
 
 Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
-               const HFWeights *weights)
+               const StateSource *initial)
     : plan_(plan), m_(plan.model), comm_(comm), device_(device) {
   const StrategyConfig &st = plan.strategy;
   const int W = comm.worldSize(), rank = comm.rank();
@@ -114,9 +114,9 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
     const int64_t keepBegin = st.zero == 3 ? rank * U->shardLen : 0;
     const int64_t keepLen = st.zero == 3 ? U->shardLen : U->padded;
     at::Tensor init;
-    if (weights) {
+    if (initial) {
       init = at::empty({keepLen}, onDevice.dtype(at::kFloat));
-      weights->read(U->layout, keepBegin, keepLen, init);
+      initial->read(StateKind::Master, U->layout, keepBegin, keepLen, init);
     } else {
       // Random weights: a pure function of (seed, unit), generated whole on
       // every rank so any world size starts from the same model.
@@ -169,6 +169,15 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
       U->expAvgSq = at::zeros({U->optLen}, onDevice.dtype(U->master.dtype()));
       U->stepTensor = at::zeros({}, onDevice.dtype(at::kFloat));
     }
+    if (initial && initial->step() > 0) { // resumed: the moments and step
+      at::Tensor values = at::empty({U->optLen}, onDevice.dtype(at::kFloat));
+      initial->read(StateKind::ExpAvg, U->layout, U->optOffset, U->optLen, values);
+      U->expAvg.copy_(values);
+      initial->read(StateKind::ExpAvgSq, U->layout, U->optOffset, U->optLen, values);
+      U->expAvgSq.copy_(values);
+      if (U->stepTensor.defined())
+        U->stepTensor.fill_(double(initial->step()));
+    }
     if (st.zero <= 1)
       U->grad = at::zeros({U->padded}, onDevice.dtype(gradDtype_));
     if (st.zero >= 1)
@@ -190,6 +199,8 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
   }
   rope_ =
       makeRope(m_, plan.training.sequenceLength, onDevice.dtype(computeDtype_));
+  if (initial)
+    steps_ = initial->step();
 }
 
 Engine::~Engine() = default;
@@ -666,11 +677,22 @@ Engine::StateBytes Engine::stateBytes() const {
   return b;
 }
 
-at::Tensor Engine::masterUnit(int u) {
+at::ScalarType Engine::stateDtype(StateKind kind) const {
+  const Unit &U = *units_[0];
+  return (kind == StateKind::Master   ? U.master
+          : kind == StateKind::ExpAvg ? U.expAvg
+                                      : U.expAvgSq)
+      .scalar_type();
+}
+
+at::Tensor Engine::stateUnit(int u, StateKind kind) {
   Unit &U = *units_[u];
-  at::Tensor mine = U.master.device() == device_
-                        ? U.master
-                        : U.master.to(device_, /*non_blocking=*/false);
+  const at::Tensor &state = kind == StateKind::Master   ? U.master
+                            : kind == StateKind::ExpAvg ? U.expAvg
+                                                        : U.expAvgSq;
+  at::Tensor mine = state.device() == device_
+                        ? state
+                        : state.to(device_, /*non_blocking=*/false);
   if (plan_.strategy.zero == 0)
     return mine;
   at::Tensor full = at::empty({U.padded}, mine.options());

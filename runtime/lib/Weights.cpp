@@ -98,8 +98,16 @@ HFWeights::HFWeights(const std::string &dir, const ModelConfig &m)
   }
 }
 
-void HFWeights::read(const UnitLayout &layout, int64_t begin, int64_t count,
-                     at::Tensor dst) const {
+void HFWeights::read(StateKind kind, const UnitLayout &layout, int64_t begin,
+                     int64_t count, at::Tensor dst) const {
+  SWIFT_ASSERT(kind == StateKind::Master, "HF weights hold no optimizer state");
+  readUnitRange(weights_, hfName, layout, begin, count, dst);
+}
+
+void readUnitRange(const st::ModelWeights &weights,
+                   const std::function<std::string(const ParamDesc &)> &nameOf,
+                   const UnitLayout &layout, int64_t begin, int64_t count,
+                   at::Tensor dst) {
   SWIFT_ASSERT(dst.numel() == count && dst.scalar_type() == at::kFloat &&
                    dst.is_contiguous(),
                "weights read into a bad destination");
@@ -113,7 +121,8 @@ void HFWeights::read(const UnitLayout &layout, int64_t begin, int64_t count,
     int64_t hi = std::min(begin + count, d.offset + d.numel());
     if (lo >= hi)
       continue;
-    auto [t, file] = weights_.find(hfName(d));
+    auto [t, file] = weights.find(nameOf(d));
+    SWIFT_CHECK(t, weights.dir(), ": tensor \"", nameOf(d), "\" is missing");
     for (int64_t at = lo; at < hi;) {
       int64_t n = host ? hi - at : std::min(hi - at, kStagingElements);
       at::Tensor out = dst.narrow(0, at - begin, n);
@@ -146,7 +155,7 @@ void exportHF(Engine &engine, const ModelConfig &m, const std::string &dir,
   if (engine.rank() != 0) {
     // The other ranks take part in each unit's gather, in the same order.
     for (int u = 0; u < numUnits; ++u)
-      (void)engine.masterUnit(u);
+      (void)engine.stateUnit(u);
     return;
   }
   std::vector<st::TensorSpec> specs;
@@ -170,7 +179,7 @@ void exportHF(Engine &engine, const ModelConfig &m, const std::string &dir,
       [&](size_t i, const st::ByteSink &sink) {
         auto [u, d] = where[i];
         if (u != current) {
-          unit = engine.masterUnit(u);
+          unit = engine.stateUnit(u);
           current = u;
         }
         at::Tensor values = unit.narrow(0, d->offset, d->numel()).to(target);
@@ -183,7 +192,7 @@ void exportHF(Engine &engine, const ModelConfig &m, const std::string &dir,
       },
       options.maxShardBytes, {{"format", "pt"}});
   for (int u = current + 1; u < numUnits; ++u) // units without parameters
-    (void)engine.masterUnit(u);
+    (void)engine.stateUnit(u);
   const fs::path config = fs::path(dir) / "config.json";
   if (!options.configFrom.empty()) {
     std::ifstream in(options.configFrom, std::ios::binary);

@@ -4,6 +4,7 @@
 //                     [--device cpu|cuda] [--metrics FILE]
 //                     [--save-params FILE] [--timeout SECONDS]
 //                     [--weights DIR] [--export-hf DIR [--export-dtype D]]
+//                     [--save-dir DIR [--save-every N] [--keep K]] [--resume P]
 //                     [--emit-plan FILE] [--trace FILE]
 //
 // Exit codes: 0 done; 2 bad input (one line naming file, field, why);
@@ -11,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "swift/Runtime/Check.h"
+#include "swift/Runtime/Checkpoint.h"
 #include "swift/Runtime/Comm.h"
 #include "swift/Runtime/Data.h"
 #include "swift/Runtime/Device.h"
@@ -48,11 +50,18 @@ const char *kUsage =
     "FILE]\n"
     "                 [--timeout SECONDS] [--emit-plan FILE] [--trace FILE]\n"
     "                 [--weights DIR] [--export-hf DIR [--export-dtype D]]\n"
+    "                 [--save-dir DIR [--save-every N] [--keep K]] [--resume P]\n"
     "  --weights DIR     start from an HF model directory's safetensors\n"
     "                    (overrides the plan's \"weights\")\n"
     "  --export-hf DIR   after the run, write the model as an HF directory:\n"
     "                    config.json + safetensors (5 GB shards + index)\n"
     "  --export-dtype D  bf16 (default), fp16 or fp32\n"
+    "  --save-dir DIR    checkpoints (masters, AdamW moments, step) as\n"
+    "                    DIR/step-N, every --save-every N steps and after the\n"
+    "                    last; DIR/latest names the newest; --keep K keeps K\n"
+    "  --resume P        continue from a checkpoint (a step directory, or a\n"
+    "                    save directory's latest) at any world size / ZeRO\n"
+    "                    stage; --steps is the total to reach\n"
     "  --emit-plan FILE  write the validated plan with its schedule spelled\n"
     "                    out (derived when the plan has none) and exit\n"
     "  --save-params FILE  after the run, write every parameter (fp32, HF\n"
@@ -65,6 +74,9 @@ const char *kUsage =
 struct Args {
   std::string plan, data, device, metrics, saveParams, emitPlan, trace;
   std::string weights, exportHF, exportDtype = "bf16";
+  std::string saveDir, resume;
+  int64_t saveEvery = int64_t(1) << 62; // default: the last step only
+  int keep = 0;                         // 0: keep every checkpoint
   int nproc = 0;
   int64_t steps = 10;
   double timeout = 0; // 0: backend default
@@ -115,6 +127,14 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
       a.saveParams = value();
     } else if (s == "--weights") {
       a.weights = value();
+    } else if (s == "--save-dir") {
+      a.saveDir = value();
+    } else if (s == "--save-every") {
+      a.saveEvery = parseInt(s, value(), 1, int64_t(1) << 40);
+    } else if (s == "--keep") {
+      a.keep = int(parseInt(s, value(), 1, 1 << 20));
+    } else if (s == "--resume") {
+      a.resume = value();
     } else if (s == "--export-hf") {
       a.exportHF = value();
     } else if (s == "--export-dtype") {
@@ -135,6 +155,8 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
     childArgs.push_back(argv[i]);
   }
   SWIFT_CHECK(!a.plan.empty(), "command line: no plan file given\n", kUsage);
+  SWIFT_CHECK(!a.saveDir.empty() || (a.saveEvery == int64_t(1) << 62 && a.keep == 0),
+              "command line: --save-every and --keep need --save-dir");
   return a;
 }
 
@@ -250,15 +272,27 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   // state is allocated.
   std::string weightsDir =
       !a.weights.empty() ? a.weights : plan.weights ? plan.weights->path : "";
-  std::unique_ptr<HFWeights> weights;
-  if (!weightsDir.empty())
-    weights = std::make_unique<HFWeights>(weightsDir, plan.model);
-  // An export directory that cannot be written fails now, not after the
-  // last step.
-  if (!a.exportHF.empty() && env.rank == 0)
-    checkWritableDir(a.exportHF, "--export-hf");
-  gActivity = weights ? "loading the weights" : "allocating the model states";
-  Engine engine(plan, *comm, device, weights.get());
+  SWIFT_CHECK(a.resume.empty() || a.weights.empty(),
+              "command line: --resume and --weights both give the initial "
+              "state; use one");
+  std::unique_ptr<StateSource> initial;
+  if (!a.resume.empty())
+    initial = std::make_unique<Checkpoint>(a.resume, plan);
+  else if (!weightsDir.empty())
+    initial = std::make_unique<HFWeights>(weightsDir, plan.model);
+  // Directories that cannot be written fail now, not after the last step.
+  if (env.rank == 0) {
+    if (!a.exportHF.empty())
+      checkWritableDir(a.exportHF, "--export-hf");
+    if (!a.saveDir.empty())
+      checkWritableDir(a.saveDir, "--save-dir");
+  }
+  gActivity = initial ? "loading the initial state" : "allocating the model states";
+  Engine engine(plan, *comm, device, initial.get());
+  if (env.rank == 0 && !a.resume.empty())
+    std::cout << "swift-run: resuming from "
+              << static_cast<Checkpoint &>(*initial).dir() << " after step "
+              << engine.stepsDone() << std::endl;
   engine.setTotalSteps(a.steps); // the lr schedule's length
   watchdog.progress("initialization");
 
@@ -294,7 +328,8 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   double sumRate = 0;
   int64_t rated = 0;
   auto runStart = std::chrono::steady_clock::now();
-  for (int64_t s = 0; s < a.steps; ++s) {
+  const int64_t firstStep = engine.stepsDone(); // > 0 when resumed
+  for (int64_t s = firstStep; s < a.steps; ++s) {
     if (fault && std::to_string(env.rank) + ":" + std::to_string(s) == fault)
       std::raise(SIGKILL);
     // Global sample (window) numbers: the step's batch at any world size.
@@ -333,6 +368,13 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     loss = v[0] / env.world;
     dt = v[1] / env.world;
     watchdog.progress("a training step");
+    if (!a.saveDir.empty() &&
+        ((s + 1) % a.saveEvery == 0 || s + 1 == a.steps)) {
+      gActivity = "saving the checkpoint of step " + std::to_string(s + 1);
+      saveCheckpoint(engine, plan, a.saveDir, s + 1, a.keep);
+      comm->barrier();
+      watchdog.progress("a checkpoint");
+    }
     const double tps = double(stepTokens) / dt;
     const double mfu = peak > 0 ? tps * flopsTok / (peak * env.world) : 0;
     const int64_t peakMem = peakMemoryBytes(device);
@@ -360,7 +402,8 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
       double elapsed = std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - runStart)
                            .count();
-      drawProgress(s + 1, a.steps, elapsed / (s + 1) * (a.steps - s - 1));
+      drawProgress(s + 1, a.steps,
+                   elapsed / double(s + 1 - firstStep) * double(a.steps - s - 1));
     }
     if (metrics.is_open()) {
       nlohmann::json j = {

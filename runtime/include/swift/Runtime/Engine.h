@@ -41,15 +41,30 @@
 
 namespace swift::rt {
 
-class HFWeights;
+/// The optimizer's state of a parameter, as saved and restored.
+enum class StateKind { Master, ExpAvg, ExpAvgSq };
+
+/// Where a run's initial state comes from: pretrained weights (masters
+/// only, fresh optimizer) or a checkpoint (everything, at a step).
+class StateSource {
+public:
+  virtual ~StateSource() = default;
+  /// Elements [begin, begin + count) of `layout`'s flat buffer of `kind`
+  /// as fp32 into `dst` (any device); elements past layout.numel are zero.
+  virtual void read(StateKind kind, const UnitLayout &layout, int64_t begin,
+                    int64_t count, at::Tensor dst) const = 0;
+  /// Optimizer steps already taken; 0: the moments start at zero and are
+  /// not read.
+  virtual int64_t step() const { return 0; }
+};
 
 class Engine {
 public:
-  /// Initial weights: `weights` when given (each rank reads the range it
-  /// keeps: its ZeRO-3 shard, else the whole units), otherwise random from
-  /// the plan's seed.
+  /// Initial state: `initial` when given (each rank reads the range it
+  /// keeps: its ZeRO-3 shard, else the whole units; the moments for its
+  /// optimizer partition), otherwise random weights from the plan's seed.
   Engine(const Plan &plan, Comm &comm, at::Device device,
-         const HFWeights *weights = nullptr);
+         const StateSource *initial = nullptr);
   ~Engine();
 
   /// One optimizer step. microBatches: gradient_accumulation tensors of
@@ -86,11 +101,13 @@ public:
   double lastGradNorm() const { return lastGradNorm_; }
   int rank() const { return comm_.rank(); }
 
-  /// Unit u's weights as the optimizer holds them (fp32 masters; the bf16
-  /// parameters in pure bf16), flat (padded) on the engine's device.
-  /// Collective at ZeRO 1-3 (the masters are sharded): every rank calls it
-  /// for the same units in the same order.
-  at::Tensor masterUnit(int u);
+  /// Unit u's optimizer state of `kind` (Master: the fp32 masters, or the
+  /// bf16 parameters in pure bf16), flat (padded) on the engine's device,
+  /// in the dtype the engine keeps it. Collective at ZeRO 1-3 (the state is
+  /// sharded): every rank calls it for the same units in the same order.
+  at::Tensor stateUnit(int u, StateKind kind = StateKind::Master);
+  /// The dtype stateUnit() returns for `kind` (the same for every unit).
+  at::ScalarType stateDtype(StateKind kind) const;
 
   /// Bytes of model state this rank holds, by kind; on the device unless
   /// `host` (offloaded, pinned). ZeRO-3 parameters count their shard (the

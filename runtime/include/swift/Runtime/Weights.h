@@ -10,24 +10,34 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "swift/Runtime/Engine.h"
 #include "swift/Runtime/Model.h"
 #include "swift/Runtime/SafeTensors.h"
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <string>
 
 namespace swift::rt {
-
-class Engine;
 
 /// The HF checkpoint name of a parameter of the layout:
 /// "layers.0.mlp.up_proj.weight" -> "model.layers.0.mlp.up_proj.weight";
 /// "lm_head.weight" stays.
 std::string hfName(const ParamDesc &p);
 
-/// An HF model directory's weights for one model.
-class HFWeights {
+/// Elements [begin, begin + count) of `layout`'s flat buffer, each
+/// parameter read from the tensor `nameOf(param)` of `weights`, as fp32 into
+/// `dst` (any device); elements past layout.numel (shard padding) are zero.
+/// Reads only those bytes of the files, in bounded chunks.
+void readUnitRange(const safetensors::ModelWeights &weights,
+                   const std::function<std::string(const ParamDesc &)> &nameOf,
+                   const UnitLayout &layout, int64_t begin, int64_t count,
+                   at::Tensor dst);
+
+/// An HF model directory's weights for one model: the masters of a fresh
+/// run.
+class HFWeights : public StateSource {
 public:
   /// Opens `dir` and checks it holds exactly the model's parameters (a tied
   /// model's file may also hold lm_head.weight, which is ignored as HF
@@ -36,11 +46,8 @@ public:
 
   const std::string &dir() const { return weights_.dir(); }
 
-  /// Elements [begin, begin + count) of `layout`'s flat buffer as fp32 into
-  /// `dst` (on any device). Elements past layout.numel (shard padding) are
-  /// zero. Reads only those bytes of the files, in bounded chunks.
-  void read(const UnitLayout &layout, int64_t begin, int64_t count,
-            at::Tensor dst) const;
+  void read(StateKind kind, const UnitLayout &layout, int64_t begin,
+            int64_t count, at::Tensor dst) const override;
 
 private:
   safetensors::ModelWeights weights_;
