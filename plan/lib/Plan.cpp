@@ -372,6 +372,23 @@ Plan parsePlanText(const std::string &text, const std::string &file) {
   return p;
 }
 
+std::string modelToJson(const ModelConfig &m) {
+  nlohmann::ordered_json j = {{"hidden_size", m.hiddenSize},
+                              {"intermediate_size", m.intermediateSize},
+                              {"num_hidden_layers", m.numLayers},
+                              {"num_attention_heads", m.numHeads},
+                              {"num_key_value_heads", m.numKvHeads},
+                              {"head_dim", m.headDim},
+                              {"vocab_size", m.vocabSize},
+                              {"tie_word_embeddings", m.tieWordEmbeddings},
+                              {"rms_norm_eps", m.rmsNormEps},
+                              {"rope_theta", m.ropeTheta},
+                              {"attention_qkv_bias", m.qkvBias},
+                              {"attention_o_bias", m.oBias},
+                              {"qk_norm", m.qkNorm}};
+  return j.dump();
+}
+
 std::string planToJson(const Plan &p) {
   const ModelConfig &m = p.model;
   const TrainingConfig &t = p.training;
@@ -406,20 +423,7 @@ std::string planToJson(const Plan &p) {
   ojson j = {
       {"schema", kPlanSchemaName},
       {"version", kPlanSchemaVersion},
-      {"model",
-       {{"hidden_size", m.hiddenSize},
-        {"intermediate_size", m.intermediateSize},
-        {"num_hidden_layers", m.numLayers},
-        {"num_attention_heads", m.numHeads},
-        {"num_key_value_heads", m.numKvHeads},
-        {"head_dim", m.headDim},
-        {"vocab_size", m.vocabSize},
-        {"tie_word_embeddings", m.tieWordEmbeddings},
-        {"rms_norm_eps", m.rmsNormEps},
-        {"rope_theta", m.ropeTheta},
-        {"attention_qkv_bias", m.qkvBias},
-        {"attention_o_bias", m.oBias},
-        {"qk_norm", m.qkNorm}}},
+      {"model", ojson::parse(modelToJson(m))},
       {"training",
        {{"sequence_length", t.sequenceLength},
         {"global_batch_size", t.globalBatchSize},

@@ -42,7 +42,7 @@ std::string stepDirName(int64_t step) {
 
 /// The plan's "model" section: what a checkpoint must match.
 nlohmann::json modelJson(const Plan &plan) {
-  return nlohmann::json::parse(planToJson(plan)).at("model");
+  return nlohmann::json::parse(plan::modelToJson(plan.model));
 }
 
 } // namespace

@@ -33,28 +33,21 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 
 /// config.json of a model the plan describes (when there is no input
 /// config to preserve).
-nlohmann::json configJson(const ModelConfig &m, st::DType dtype) {
+nlohmann::ordered_json configJson(const ModelConfig &m, st::DType dtype) {
   const char *type = m.qkNorm ? "qwen3" : m.qkvBias ? "qwen2" : "llama";
   const char *arch = m.qkNorm    ? "Qwen3ForCausalLM"
                      : m.qkvBias ? "Qwen2ForCausalLM"
                                  : "LlamaForCausalLM";
-  nlohmann::json j = {
-      {"architectures", {arch}},
-      {"model_type", type},
-      {"hidden_size", m.hiddenSize},
-      {"intermediate_size", m.intermediateSize},
-      {"num_hidden_layers", m.numLayers},
-      {"num_attention_heads", m.numHeads},
-      {"num_key_value_heads", m.numKvHeads},
-      {"head_dim", m.headDim},
-      {"vocab_size", m.vocabSize},
-      {"tie_word_embeddings", m.tieWordEmbeddings},
-      {"rms_norm_eps", m.rmsNormEps},
-      {"rope_theta", m.ropeTheta},
-      {"hidden_act", "silu"},
-      {"torch_dtype", dtype == st::DType::F32   ? "float32"
-                      : dtype == st::DType::F16 ? "float16"
-                                                : "bfloat16"}};
+  // The plan's model fields are config.json's, but for the three flags
+  // the architecture (model_type) implies.
+  nlohmann::ordered_json j = {{"architectures", {arch}}, {"model_type", type}};
+  j.update(nlohmann::ordered_json::parse(plan::modelToJson(m)));
+  for (const char *flag : {"attention_qkv_bias", "attention_o_bias", "qk_norm"})
+    j.erase(flag);
+  j["hidden_act"] = "silu";
+  j["torch_dtype"] = dtype == st::DType::F32   ? "float32"
+                     : dtype == st::DType::F16 ? "float16"
+                                               : "bfloat16";
   if (!m.qkvBias && !m.qkNorm)
     j["attention_bias"] = m.oBias;
   return j;

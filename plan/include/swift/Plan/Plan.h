@@ -193,6 +193,10 @@ Plan parsePlan(const std::string &path);
 /// Same, from text already in memory (`path` is used in messages only).
 Plan parsePlanText(const std::string &text, const std::string &path);
 
+/// The plan's "model" object as JSON text (HF config.json names, plus
+/// attention_qkv_bias, attention_o_bias and qk_norm).
+std::string modelToJson(const ModelConfig &m);
+
 /// The plan as JSON text in this schema, schedule included (a built
 /// schedule is written out explicitly). parsePlanText(planToJson(p)) == p.
 std::string planToJson(const Plan &plan);
