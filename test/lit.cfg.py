@@ -23,6 +23,7 @@ config.substitutions.append(
 config.substitutions.append(
     ("%examples", os.path.join(config.swift_src_root, "examples")))
 config.substitutions.append(("%swift_src", config.swift_src_root))
+config.substitutions.append(("%swift_tools", config.swift_tools_dir))
 
 # Tests that run plans need swift-run (built unless -DSWIFT_BUILD_RUNTIME=OFF).
 if os.path.exists(os.path.join(config.swift_tools_dir, "swift-run")):
