@@ -22,7 +22,6 @@ namespace {
 
 constexpr const char *kFormat = "swift.checkpoint";
 constexpr int kVersion = 1;
-constexpr int64_t kStagingElements = 4 << 20;
 constexpr StateKind kKinds[] = {StateKind::Master, StateKind::ExpAvg,
                                 StateKind::ExpAvgSq};
 
@@ -106,12 +105,8 @@ void saveCheckpoint(Engine &engine, const Plan &plan,
             kill && i == items.size() / 2 && std::to_string(step) == kill)
           std::raise(SIGKILL);
         const Item &it = items[i];
-        at::Tensor v = fetch(it).narrow(0, it.param->offset, it.param->numel());
-        for (int64_t at = 0; at < v.numel(); at += kStagingElements) {
-          int64_t n = std::min(kStagingElements, v.numel() - at);
-          at::Tensor chunk = v.narrow(0, at, n).to(at::kCPU).contiguous();
-          sink(chunk.data_ptr(), size_t(n * chunk.element_size()));
-        }
+        sinkTensor(fetch(it).narrow(0, it.param->offset, it.param->numel()),
+                   sink);
       },
       int64_t(5) << 30, {{"format", kFormat}});
   nlohmann::json manifest = {

@@ -130,6 +130,14 @@ void readUnitRange(const st::ModelWeights &weights,
   }
 }
 
+void sinkTensor(const at::Tensor &flat, const st::ByteSink &sink) {
+  for (int64_t at = 0; at < flat.numel(); at += kStagingElements) {
+    int64_t n = std::min(kStagingElements, flat.numel() - at);
+    at::Tensor chunk = flat.narrow(0, at, n).to(at::kCPU).contiguous();
+    sink(chunk.data_ptr(), size_t(n * chunk.element_size()));
+  }
+}
+
 st::DType parseExportDtype(const std::string &name) {
   if (name == "bf16" || name == "bfloat16")
     return st::DType::BF16;
@@ -175,17 +183,9 @@ void exportHF(Engine &engine, const ModelConfig &m, const std::string &dir,
           unit = engine.stateUnit(u);
           current = u;
         }
-        at::Tensor values = unit.narrow(0, d->offset, d->numel()).to(target);
-        const int64_t size = values.element_size();
-        for (int64_t at = 0; at < values.numel(); at += kStagingElements) {
-          int64_t n = std::min(kStagingElements, values.numel() - at);
-          at::Tensor chunk = values.narrow(0, at, n).to(at::kCPU).contiguous();
-          sink(chunk.data_ptr(), size_t(n * size));
-        }
+        sinkTensor(unit.narrow(0, d->offset, d->numel()).to(target), sink);
       },
       options.maxShardBytes, {{"format", "pt"}});
-  for (int u = current + 1; u < numUnits; ++u) // units without parameters
-    (void)engine.stateUnit(u);
   const fs::path config = fs::path(dir) / "config.json";
   if (!options.configFrom.empty()) {
     std::ifstream in(options.configFrom, std::ios::binary);

@@ -75,7 +75,7 @@ struct Args {
   std::string plan, data, device, metrics, saveParams, emitPlan, trace;
   std::string weights, exportHF, exportDtype = "bf16";
   std::string saveDir, resume;
-  int64_t saveEvery = int64_t(1) << 62; // default: the last step only
+  int64_t saveEvery = 0;                // 0: the last step only
   int keep = 0;                         // 0: keep every checkpoint
   int nproc = 0;
   int64_t steps = 10;
@@ -155,7 +155,7 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
     childArgs.push_back(argv[i]);
   }
   SWIFT_CHECK(!a.plan.empty(), "command line: no plan file given\n", kUsage);
-  SWIFT_CHECK(!a.saveDir.empty() || (a.saveEvery == int64_t(1) << 62 && a.keep == 0),
+  SWIFT_CHECK(!a.saveDir.empty() || (a.saveEvery == 0 && a.keep == 0),
               "command line: --save-every and --keep need --save-dir");
   return a;
 }
@@ -369,7 +369,7 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     dt = v[1] / env.world;
     watchdog.progress("a training step");
     if (!a.saveDir.empty() &&
-        ((s + 1) % a.saveEvery == 0 || s + 1 == a.steps)) {
+        ((a.saveEvery && (s + 1) % a.saveEvery == 0) || s + 1 == a.steps)) {
       gActivity = "saving the checkpoint of step " + std::to_string(s + 1);
       saveCheckpoint(engine, plan, a.saveDir, s + 1, a.keep);
       comm->barrier();

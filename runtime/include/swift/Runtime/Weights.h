@@ -35,6 +35,10 @@ void readUnitRange(const safetensors::ModelWeights &weights,
                    const UnitLayout &layout, int64_t begin, int64_t count,
                    at::Tensor dst);
 
+/// Sends a flat tensor's bytes (any device, as stored) to `sink` through
+/// host chunks of at most 16 MiB of fp32.
+void sinkTensor(const at::Tensor &flat, const safetensors::ByteSink &sink);
+
 /// An HF model directory's weights for one model: the masters of a fresh
 /// run.
 class HFWeights : public StateSource {
