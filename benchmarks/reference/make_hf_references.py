@@ -5,9 +5,11 @@ Runs on the GPU machine (transformers + torch), on its CPU in fp32 so the
 numbers are exact and reproducible; writes, under OUT (default
 test/data/hf):
   <name>/config.json + safetensors   save_pretrained of a random tiny model
-                                     (llama untied, qwen2 tied with q/k/v
-                                     biases, qwen3 with q/k norms, mistral;
-                                     llama-sharded: the llama in 3 shards)
+                                     (llama untied with Llama-3.1's rope
+                                     scaling, qwen2 tied with q/k/v biases,
+                                     qwen3 with q/k norms, mistral with
+                                     linear rope scaling; llama-sharded: the
+                                     llama in 3 shards)
   batch.jsonl                        the samples every step reads, in order
   expected.json                      per model: loss and grad norm of each
                                      of 3 AdamW steps, and the settings
@@ -37,15 +39,36 @@ COMMON = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
               hidden_act="silu", initializer_range=0.02)
 MODELS = {
     "llama": dict(model_type="llama", tie_word_embeddings=False,
-                  rope_theta=10000.0, attention_bias=False, mlp_bias=False),
+                  attention_bias=False, mlp_bias=False),
     "qwen2": dict(model_type="qwen2", tie_word_embeddings=True,
-                  rope_theta=1000000.0, use_sliding_window=False),
-    "qwen3": dict(model_type="qwen3", tie_word_embeddings=True, head_dim=16,
-                  rope_theta=1000000.0, attention_bias=False,
                   use_sliding_window=False),
+    "qwen3": dict(model_type="qwen3", tie_word_embeddings=True, head_dim=16,
+                  attention_bias=False, use_sliding_window=False),
     "mistral": dict(model_type="mistral", tie_word_embeddings=False,
-                    rope_theta=10000.0, sliding_window=None),
+                    sliding_window=None),
 }
+# rope_theta and rope scaling per model. The llama's is Llama-3.1's scheme
+# with the original context shrunk to 32 positions, so that at head_dim 16
+# one frequency is kept, one smoothed and the rest divided by the factor.
+ROPE = {
+    "llama": (10000.0, dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                            high_freq_factor=4.0,
+                            original_max_position_embeddings=32)),
+    "qwen2": (1000000.0, None),
+    "qwen3": (1000000.0, None),
+    "mistral": (10000.0, dict(rope_type="linear", factor=2.0)),
+}
+
+
+def set_rope(config, theta, scaling):
+    """transformers 5 keeps theta and scaling in rope_parameters; 4 in
+    rope_theta and rope_scaling."""
+    if hasattr(config, "rope_parameters"):
+        config.rope_parameters = dict(rope_theta=theta,
+                                      **(scaling or dict(rope_type="default")))
+    else:
+        config.rope_theta = theta
+        config.rope_scaling = scaling
 
 
 def batch_samples():
@@ -96,6 +119,7 @@ def main():
         cfg = dict(COMMON, **MODELS[kind])
         model_type = cfg.pop("model_type")
         config = AutoConfig.for_model(model_type, **cfg)
+        set_rope(config, *ROPE[kind])
         torch.manual_seed(0)  # llama-sharded is the llama, in shards
         model = AutoModelForCausalLM.from_config(
             config, torch_dtype=torch.float32, attn_implementation="eager")

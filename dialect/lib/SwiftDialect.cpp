@@ -111,6 +111,25 @@ LogicalResult OptimizerSettingsAttr::verify(
   return success();
 }
 
+LogicalResult RopeScalingAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, RopeType type,
+    APFloat factor, APFloat lowFreqFactor, APFloat highFreqFactor,
+    int64_t originalMaxPositionEmbeddings) {
+  if (type == RopeType::Default)
+    return emitError() << "rope_scaling: type default is written as no "
+                          "scaling attribute";
+  if (!(factor.convertToDouble() >= 1))
+    return emitError() << "rope_scaling: factor must be >= 1";
+  if (!(lowFreqFactor.convertToDouble() > 0) ||
+      !(highFreqFactor.convertToDouble() > lowFreqFactor.convertToDouble()))
+    return emitError() << "rope_scaling: need 0 < low_freq_factor < "
+                          "high_freq_factor";
+  if (originalMaxPositionEmbeddings <= 0)
+    return emitError()
+           << "rope_scaling: original_max_position_embeddings must be positive";
+  return success();
+}
+
 LogicalResult LoraAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t rank, APFloat alpha,
                                ArrayAttr targets) {

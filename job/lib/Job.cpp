@@ -94,14 +94,15 @@ const std::vector<std::string> kModelKeys = {
     "num_hidden_layers",   "num_attention_heads", "num_key_value_heads",
     "head_dim",            "vocab_size",          "tie_word_embeddings",
     "attention_bias",      "mlp_bias",            "rms_norm_eps",
-    "rope_theta",          "name"};
+    "rope_theta",          "rope_scaling",       "rope_parameters",
+    "name"};
 
 // config.json fields that do not change memory or time; an inline model may
 // carry them (pasted from a real config) without being a typo.
 const std::vector<std::string> kIgnoredHFKeys = {
     "architectures", "torch_dtype", "dtype", "bos_token_id", "eos_token_id",
     "pad_token_id", "hidden_act", "initializer_range", "use_cache",
-    "transformers_version", "rope_scaling", "rope_parameters",
+    "transformers_version",
     "max_position_embeddings", "sliding_window", "use_sliding_window",
     "max_window_layers", "attention_dropout", "pretraining_tp",
     "layer_types", "_name_or_path"};
@@ -296,6 +297,49 @@ private:
 // Sections.
 //===----------------------------------------------------------------------===//
 
+/// HF's rope_scaling / rope_parameters mapping; types swift-run does not
+/// compute are refused rather than trained with the wrong positions.
+void readRopeScaling(const Reader &r, const YAML::Node &map,
+                     const std::string &path, ModelSpec &m) {
+  if (!map.IsMap())
+    r.fail(map, path, "expected a mapping (HF rope_scaling)");
+  auto field = [&](const char *key) { return join(path, key); };
+  if (YAML::Node t = map["rope_theta"]; t && !t.IsNull())
+    m.ropeTheta = r.real(t, field("rope_theta"));
+  YAML::Node type = map["rope_type"] ? map["rope_type"] : map["type"];
+  if (!type)
+    r.fail(map, field("rope_type"), "missing");
+  std::string name = r.scalar(type, field("rope_type"));
+  std::optional<plan::RopeType> kind = plan::parseEnum<plan::RopeType>(name);
+  if (!kind)
+    r.fail(type, field("rope_type"),
+           "rope type '" + name + "' is not supported; supported: " +
+               joinList(plan::enumSpellings<plan::RopeType>()) +
+               " (swift would train it with wrong positions)");
+  plan::RopeScaling &rs = m.ropeScaling;
+  rs = plan::RopeScaling{};
+  rs.type = *kind;
+  if (rs.type == plan::RopeType::Default)
+    return;
+  auto required = [&](const char *key) {
+    YAML::Node v = map[key];
+    if (!v || v.IsNull())
+      r.fail(map, field(key), "missing; rope type " + name + " needs it");
+    return v;
+  };
+  rs.factor = r.real(required("factor"), field("factor"));
+  if (rs.type == plan::RopeType::Llama3) {
+    rs.lowFreqFactor = r.real(required("low_freq_factor"), field("low_freq_factor"));
+    rs.highFreqFactor = r.real(required("high_freq_factor"), field("high_freq_factor"));
+    if (!(rs.highFreqFactor > rs.lowFreqFactor))
+      r.fail(map["high_freq_factor"], field("high_freq_factor"),
+             "must be greater than low_freq_factor");
+    rs.originalMaxPositionEmbeddings =
+        r.integer(required("original_max_position_embeddings"),
+                  field("original_max_position_embeddings"), 1);
+  }
+}
+
 void readModelFields(const Reader &r, const YAML::Node &map,
                      const std::string &path, bool strict, ModelSpec &m) {
   if (strict)
@@ -363,6 +407,11 @@ void readModelFields(const Reader &r, const YAML::Node &map,
     m.rmsNormEps = r.real(e, field("rms_norm_eps"));
   if (YAML::Node t = map["rope_theta"]; t && !t.IsNull())
     m.ropeTheta = r.real(t, field("rope_theta"));
+  // transformers < 5 writes rope_scaling (null: none); 5 writes
+  // rope_parameters, which also carries rope_theta.
+  for (const char *key : {"rope_scaling", "rope_parameters"})
+    if (YAML::Node rs = map[key]; rs && !rs.IsNull())
+      readRopeScaling(r, rs, field(key), m);
 
   // Bias and norm layout per architecture, as HF transformers builds it.
   if (m.modelType == "qwen2") {
@@ -391,6 +440,7 @@ ModelSpec fromPreset(const ModelPreset &p) {
   m.qkNorm = std::string(p.modelType) == "qwen3";
   m.rmsNormEps = p.rmsNormEps;
   m.ropeTheta = p.ropeTheta;
+  m.ropeScaling = p.ropeScaling;
   return m;
 }
 
@@ -838,6 +888,17 @@ void applyOverride(YAML::Node &root, const std::string &text,
           map["tie_word_embeddings"] = m.tieWordEmbeddings;
           map["rms_norm_eps"] = m.rmsNormEps;
           map["rope_theta"] = m.ropeTheta;
+          if (const plan::RopeScaling &rs = m.ropeScaling;
+              rs.type != plan::RopeType::Default) {
+            YAML::Node scaling(YAML::NodeType::Map);
+            scaling["rope_type"] = plan::toString(rs.type);
+            scaling["factor"] = rs.factor;
+            scaling["low_freq_factor"] = rs.lowFreqFactor;
+            scaling["high_freq_factor"] = rs.highFreqFactor;
+            scaling["original_max_position_embeddings"] =
+                rs.originalMaxPositionEmbeddings;
+            map["rope_scaling"] = scaling;
+          }
           node[part] = map;
           child.reset(node[part]);
         } else {

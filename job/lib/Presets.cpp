@@ -54,6 +54,12 @@ const std::vector<LinkPreset> &linkPresets() {
   return table;
 }
 
+// Meta's config.json rope_scaling: Llama 3.1 (factor 8) and 3.2 (factor 32).
+constexpr plan::RopeScaling kLlama31Rope{plan::RopeType::Llama3, 8.0, 1.0, 4.0,
+                                         8192};
+constexpr plan::RopeScaling kLlama32Rope{plan::RopeType::Llama3, 32.0, 1.0, 4.0,
+                                         8192};
+
 const std::vector<ModelPreset> &modelPresets() {
   // Fields as in each model's config.json on the Hugging Face Hub.
   static const std::vector<ModelPreset> table = {
@@ -72,15 +78,15 @@ const std::vector<ModelPreset> &modelPresets() {
       {"qwen2.5-72b", "qwen2", 8192, 29568, 80, 64, 8, 0, 152064, false, 1e-5,
        1e6, "Qwen/Qwen2.5-72B config.json"},
       {"llama3.2-1b", "llama", 2048, 8192, 16, 32, 8, 64, 128256, true, 1e-5,
-       5e5, "meta-llama/Llama-3.2-1B config.json"},
+       5e5, "meta-llama/Llama-3.2-1B config.json", kLlama32Rope},
       {"llama3.2-3b", "llama", 3072, 8192, 28, 24, 8, 128, 128256, true, 1e-5,
-       5e5, "meta-llama/Llama-3.2-3B config.json"},
+       5e5, "meta-llama/Llama-3.2-3B config.json", kLlama32Rope},
       {"llama3.1-8b", "llama", 4096, 14336, 32, 32, 8, 0, 128256, false, 1e-5,
-       5e5, "meta-llama/Llama-3.1-8B config.json"},
+       5e5, "meta-llama/Llama-3.1-8B config.json", kLlama31Rope},
       {"llama3.1-70b", "llama", 8192, 28672, 80, 64, 8, 0, 128256, false, 1e-5,
-       5e5, "meta-llama/Llama-3.1-70B config.json"},
+       5e5, "meta-llama/Llama-3.1-70B config.json", kLlama31Rope},
       {"llama3.1-405b", "llama", 16384, 53248, 126, 128, 8, 0, 128256, false,
-       1e-5, 5e5, "meta-llama/Llama-3.1-405B config.json"},
+       1e-5, 5e5, "meta-llama/Llama-3.1-405B config.json", kLlama31Rope},
       {"mistral-7b", "mistral", 4096, 14336, 32, 32, 8, 0, 32000, false, 1e-5,
        1e4, "mistralai/Mistral-7B-v0.1 config.json"},
       {"qwen3-8b", "qwen3", 4096, 12288, 36, 32, 8, 128, 151936, false, 1e-6,

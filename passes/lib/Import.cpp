@@ -80,10 +80,17 @@ public:
       q = rmsnorm(q, "self_attn.q_norm.weight", hd);
       k = rmsnorm(k, "self_attn.k_norm.weight", hd);
     }
+    RopeScalingAttr scaling;
+    if (const ::swift::plan::RopeScaling &rs = m.ropeScaling;
+        rs.type != RopeType::Default)
+      scaling = RopeScalingAttr::get(
+          b.getContext(), rs.type, APFloat(rs.factor),
+          APFloat(rs.lowFreqFactor), APFloat(rs.highFreqFactor),
+          rs.originalMaxPositionEmbeddings);
     auto rope = [&](Value t, int64_t heads) {
       return RopeOp::create(b, loc, t.getType(), t, b.getI64IntegerAttr(heads),
                             b.getI64IntegerAttr(hd),
-                            b.getF64FloatAttr(m.ropeTheta));
+                            b.getF64FloatAttr(m.ropeTheta), scaling);
     };
     q = rope(q, m.numAttentionHeads);
     k = rope(k, m.numKeyValueHeads);

@@ -209,6 +209,11 @@ cost::ModelProfile mlir::swift::buildModelProfile(ModelOp model, JobOp job) {
       m.headDim = attention.getHeadDim();
     } else if (auto rope = dyn_cast<RopeOp>(op)) {
       m.ropeTheta = rope.getTheta().convertToDouble();
+      if (RopeScalingAttr rs = rope.getScalingAttr())
+        m.ropeScaling = {rs.getRopeType(), rs.getFactor().convertToDouble(),
+                         rs.getLowFreqFactor().convertToDouble(),
+                         rs.getHighFreqFactor().convertToDouble(),
+                         rs.getOriginalMaxPositionEmbeddings()};
     } else if (auto norm = dyn_cast<RMSNormOp>(op)) {
       m.rmsNormEps = norm.getEpsilon().convertToDouble();
       m.qkNorm |= paramName(norm.getWeight()).contains("q_norm");

@@ -104,12 +104,31 @@ struct Node {
 
 constexpr int64_t kBig = int64_t(1) << 40;
 
+RopeScaling parseRopeScaling(const Node &n) {
+  n.object().onlyKeys({"rope_type", "factor", "low_freq_factor",
+                       "high_freq_factor", "original_max_position_embeddings"});
+  RopeScaling r;
+  r.type = n.at("rope_type").choice<RopeType>();
+  if (r.type == RopeType::Default)
+    return r;
+  r.factor = n.at("factor").number(1, 1e6);
+  if (r.type == RopeType::Llama3) {
+    r.lowFreqFactor = n.at("low_freq_factor").number(1e-6, 1e6);
+    r.highFreqFactor = n.at("high_freq_factor").number(1e-6, 1e6);
+    if (!(r.highFreqFactor > r.lowFreqFactor))
+      n.at("high_freq_factor").fail("must be greater than low_freq_factor");
+    r.originalMaxPositionEmbeddings =
+        n.at("original_max_position_embeddings").integer(1, kBig);
+  }
+  return r;
+}
+
 ModelConfig parseModel(const Node &n) {
   n.object().onlyKeys({"hidden_size", "intermediate_size", "num_hidden_layers",
                        "num_attention_heads", "num_key_value_heads", "head_dim",
                        "vocab_size", "tie_word_embeddings", "rms_norm_eps",
                        "rope_theta", "attention_qkv_bias", "attention_o_bias",
-                       "qk_norm", "name"});
+                       "qk_norm", "rope_scaling", "name"});
   ModelConfig m;
   m.hiddenSize = n.at("hidden_size").integer(1, 1 << 20);
   m.intermediateSize = n.at("intermediate_size").integer(1, 1 << 22);
@@ -141,6 +160,8 @@ ModelConfig parseModel(const Node &n) {
       n.has("attention_qkv_bias") && n.at("attention_qkv_bias").boolean();
   m.oBias = n.has("attention_o_bias") && n.at("attention_o_bias").boolean();
   m.qkNorm = n.has("qk_norm") && n.at("qk_norm").boolean();
+  if (n.has("rope_scaling"))
+    m.ropeScaling = parseRopeScaling(n.at("rope_scaling"));
   return m;
 }
 
@@ -386,6 +407,17 @@ std::string modelToJson(const ModelConfig &m) {
                               {"attention_qkv_bias", m.qkvBias},
                               {"attention_o_bias", m.oBias},
                               {"qk_norm", m.qkNorm}};
+  const RopeScaling &r = m.ropeScaling;
+  if (r.type != RopeType::Default) {
+    nlohmann::ordered_json rs = {{"rope_type", toString(r.type)},
+                                 {"factor", r.factor}};
+    if (r.type == RopeType::Llama3) {
+      rs["low_freq_factor"] = r.lowFreqFactor;
+      rs["high_freq_factor"] = r.highFreqFactor;
+      rs["original_max_position_embeddings"] = r.originalMaxPositionEmbeddings;
+    }
+    j["rope_scaling"] = rs;
+  }
   return j.dump();
 }
 

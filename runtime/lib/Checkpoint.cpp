@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace swift::rt {
 namespace fs = std::filesystem;
@@ -46,15 +47,16 @@ nlohmann::json modelJson(const Plan &plan) {
 
 } // namespace
 
-void saveCheckpoint(Engine &engine, const Plan &plan,
-                    const std::string &saveDir, int64_t step, int keep) {
+std::string saveCheckpoint(Engine &engine, const Plan &plan,
+                           const std::string &saveDir, int64_t step, int keep,
+                           const std::string &hfConfig) {
   const ModelConfig &m = plan.model;
   const int numUnits = int(m.numLayers) + 2;
   if (engine.rank() != 0) {
     for (int u = 0; u < numUnits; ++u)
       for (StateKind kind : kKinds)
         (void)engine.stateUnit(u, kind);
-    return;
+    return (fs::path(saveDir) / stepDirName(step)).string();
   }
   std::vector<UnitLayout> layouts;
   for (int u = 0; u < numUnits; ++u)
@@ -118,6 +120,8 @@ void saveCheckpoint(Engine &engine, const Plan &plan,
       {"model", modelJson(plan)},
       {"written_by", {{"world_size", plan.world.size},
                       {"zero", plan.strategy.zero}}}};
+  if (!hfConfig.empty())
+    st::writeFileAtomically((partial / "config.json").string(), hfConfig);
   st::writeFileAtomically((partial / "manifest.json").string(),
                           manifest.dump(1) + "\n");
   fs::remove_all(finalDir, ec);
@@ -135,6 +139,12 @@ void saveCheckpoint(Engine &engine, const Plan &plan,
     for (size_t i = 0; i + size_t(keep) < steps.size(); ++i)
       fs::remove_all(fs::path(saveDir) / steps[i], ec);
   }
+  return finalDir.string();
+}
+
+std::string Checkpoint::hfConfig() const {
+  const fs::path config = fs::path(dir_) / "config.json";
+  return fs::exists(config) ? config.string() : "";
 }
 
 Checkpoint::Checkpoint(const std::string &path, const Plan &plan) {

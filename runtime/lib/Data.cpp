@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <vector>
 
 namespace swift::rt {
@@ -172,20 +173,72 @@ public:
                " entries, input_ids " + std::to_string(ids.size()));
       }
       const int64_t n = int64_t(ids.size());
-      // Greedy in file order: a sample joins the open window if it fits.
-      if (windows_.empty() || !packing_ || windows_.back().used + n > seq)
-        windows_.push_back(Window{int64_t(starts_.size()), 0, 0, 0});
-      Window &w = windows_.back();
-      ++w.count;
-      w.used += n;
+      int64_t trained = 0;
       for (int64_t k = 1; k < n; ++k) // labels[k] is position k-1's target
-        w.trained += labels[k] != kIgnore;
+        trained += labels[k] != kIgnore;
       starts_.push_back(int64_t(ids_.size()));
       lengths_.push_back(n);
+      trained_.push_back(trained);
       ids_.insert(ids_.end(), ids.begin(), ids.end());
       labels_.insert(labels_.end(), labels.begin(), labels.end());
     }
-    SWIFT_CHECK(!windows_.empty(), path, ": holds no samples");
+    SWIFT_CHECK(!lengths_.empty(), path, ": holds no samples");
+    layOut();
+  }
+
+  /// Samples into windows. Packing: best-fit decreasing (TRL's "bfd", what
+  /// ms-swift's binpacking does too): longest sample first, each into the
+  /// window it fills most tightly, a new window when none has room; then
+  /// the windows in the order of their first sample in the file, and the
+  /// samples of a window in file order, so the file's order (its shuffle)
+  /// survives. Next-fit in file order would leave ~30% of the windows
+  /// empty on uniformly distributed lengths. No packing: one sample each.
+  void layOut() {
+    const int64_t numSamples = int64_t(lengths_.size());
+    std::vector<std::vector<int64_t>> members;
+    if (!packing_) {
+      for (int64_t s = 0; s < numSamples; ++s)
+        members.push_back({s});
+    } else {
+      std::vector<int64_t> order(static_cast<size_t>(numSamples));
+      for (int64_t s = 0; s < numSamples; ++s)
+        order[size_t(s)] = s;
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return lengths_[size_t(a)] > lengths_[size_t(b)];
+      });
+      std::multimap<int64_t, size_t> room; // free positions -> window
+      for (int64_t s : order) {
+        const int64_t n = lengths_[size_t(s)];
+        auto it = room.lower_bound(n);
+        size_t w;
+        int64_t free;
+        if (it == room.end()) {
+          w = members.size();
+          members.emplace_back();
+          free = seq_;
+        } else {
+          w = it->second;
+          free = it->first;
+          room.erase(it);
+        }
+        members[w].push_back(s);
+        if (free - n > 0)
+          room.emplace(free - n, w);
+      }
+      for (std::vector<int64_t> &m : members)
+        std::sort(m.begin(), m.end());
+      std::sort(members.begin(), members.end(),
+                [](const auto &a, const auto &b) { return a[0] < b[0]; });
+    }
+    for (const std::vector<int64_t> &m : members) {
+      Window w{int64_t(order_.size()), int64_t(m.size()), 0, 0};
+      for (int64_t s : m) {
+        order_.push_back(s);
+        w.used += lengths_[size_t(s)];
+        w.trained += trained_[size_t(s)];
+      }
+      windows_.push_back(w);
+    }
   }
 
   at::Tensor samples(int64_t, int64_t) override {
@@ -211,8 +264,9 @@ public:
       const Window &w = window(first + i);
       const int64_t row = i * seq_;
       int64_t p = 0;
-      for (int64_t s = w.first; s < w.first + w.count; ++s) {
-        const int64_t n = lengths_[s], off = starts_[s];
+      for (int64_t j = 0; j < w.count; ++j) {
+        const int64_t s = order_[size_t(w.first + j)];
+        const int64_t n = lengths_[size_t(s)], off = starts_[size_t(s)];
         for (int64_t k = 0; k < n; ++k, ++p) {
           in[row + p] = ids_[off + k];
           // The last token predicts nothing: the next sample's first token
@@ -220,7 +274,7 @@ public:
           tg[row + p] = k + 1 < n ? labels_[off + k + 1] : kIgnore;
           if (pos) {
             pos[row + p] = k;
-            seg[row + p] = s - w.first;
+            seg[row + p] = j;
           }
         }
       }
@@ -248,7 +302,7 @@ public:
 
 private:
   struct Window {
-    int64_t first = 0, count = 0; // samples first .. first+count-1
+    int64_t first = 0, count = 0; // samples order_[first .. first+count-1]
     int64_t used = 0;             // positions they fill
     int64_t trained = 0;          // positions with a target
   };
@@ -259,6 +313,8 @@ private:
   bool packing_;
   std::vector<Window> windows_;
   std::vector<int64_t> starts_, lengths_; // per sample, into ids_/labels_
+  std::vector<int64_t> trained_;          // per sample, positions with a target
+  std::vector<int64_t> order_;            // samples, window by window
   std::vector<int32_t> ids_, labels_;
 };
 

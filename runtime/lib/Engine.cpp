@@ -51,7 +51,7 @@ struct Engine::Unit {
 struct Engine::MicroBatch {
   at::Tensor inputs, targets; // (B, S) int64, device
   Rope rope;                  // per-token tables; undefined: the engine's
-  at::Tensor attnMask;        // (B, 1, S, S) bool; undefined: causal
+  Packing packing;            // packed windows; empty: causal
   bool masked = false;        // targets may be -100
   double divisor = 0;         // the loss sum's divisor when masked
 };
@@ -292,7 +292,7 @@ at::Tensor Engine::computeUnit(int u, const at::Tensor &x,
       m_,
       bindDecoder(m_, leaves, grads ? makeSinks(u) : std::vector<GradSink>()),
       x, mb.rope.cos.defined() ? mb.rope : rope_, selective, forBackward,
-      mb.attnMask);
+      mb.packing);
 }
 
 at::Tensor Engine::unitForward(int u, const at::Tensor &x, MicroBatch &mb) {
@@ -625,7 +625,7 @@ double Engine::step(const std::vector<Batch> &microBatches,
     if (b.positions.defined())
       mb.rope = ropeAt(rope_, b.positions.to(device_, at::kLong));
     if (b.segments.defined())
-      mb.attnMask = segmentMask(b.segments.to(device_, at::kLong));
+      mb.packing = makePacking(b.segments, device_, computeDtype_, m_.headDim);
     mb.masked = b.masked;
     mb.divisor = divisor;
     // A leaf that requires grad, so the first unit's node joins the graph.

@@ -14,6 +14,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 namespace swift::rt {
@@ -116,12 +117,40 @@ DecoderWeights bindDecoder(const ModelConfig &m,
   return w;
 }
 
-Rope makeRope(const ModelConfig &m, int64_t seq, const at::TensorOptions &opt) {
-  const int64_t half = m.headDim / 2;
-  auto f32 = opt.dtype(at::kFloat);
-  // inv_freq[i] = theta^(-2i/D), as HF computes it (fp32).
+/// inv_freq as HF transformers' ROPE_INIT_FUNCTIONS compute it (fp32, same
+/// operation order): default, then rescaled per rope_scaling.
+at::Tensor inverseFrequencies(const ModelConfig &m, const at::TensorOptions &f32) {
+  const int64_t D = m.headDim;
   at::Tensor invFreq =
-      at::pow(m.ropeTheta, at::arange(0, half, f32) * (-2.0 / m.headDim));
+      1.0 / at::pow(m.ropeTheta, at::arange(0, D, 2, f32.dtype(at::kLong))
+                                     .to(at::kFloat) / static_cast<double>(D));
+  const plan::RopeScaling &r = m.ropeScaling;
+  switch (r.type) {
+  case plan::RopeType::Default:
+    return invFreq;
+  case plan::RopeType::Linear:
+    return invFreq / r.factor;
+  case plan::RopeType::Llama3: {
+    const double old = static_cast<double>(r.originalMaxPositionEmbeddings);
+    const double lowWavelen = old / r.lowFreqFactor;
+    const double highWavelen = old / r.highFreqFactor;
+    at::Tensor wavelen = 2 * M_PI / invFreq;
+    at::Tensor scaled =
+        at::where(wavelen > lowWavelen, invFreq / r.factor, invFreq);
+    at::Tensor smooth = (old / wavelen - r.lowFreqFactor) /
+                        (r.highFreqFactor - r.lowFreqFactor);
+    at::Tensor smoothed =
+        (1 - smooth) * scaled / r.factor + smooth * scaled;
+    at::Tensor medium = (wavelen >= highWavelen) & (wavelen <= lowWavelen);
+    return at::where(medium, smoothed, scaled);
+  }
+  }
+  SWIFT_ASSERT(false, "unknown rope type");
+}
+
+Rope makeRope(const ModelConfig &m, int64_t seq, const at::TensorOptions &opt) {
+  auto f32 = opt.dtype(at::kFloat);
+  at::Tensor invFreq = inverseFrequencies(m, f32);
   at::Tensor angles = at::outer(at::arange(0, seq, f32), invFreq); // (S, D/2)
   return {angles.cos().to(opt.dtype()), angles.sin().to(opt.dtype())};
 }
@@ -138,6 +167,32 @@ at::Tensor segmentMask(const at::Tensor &segments) {
   at::Tensor causal =
       at::ones({S, S}, segments.options().dtype(at::kBool)).tril();
   return same.logical_and_(causal).unsqueeze(1);
+}
+
+Packing makePacking(const at::Tensor &segments, const at::Device &device,
+                    at::ScalarType dtype, int64_t headDim) {
+  Packing p;
+  if (!compat::hasVarlenAttention(device, dtype, headDim)) {
+    p.mask = segmentMask(segments.to(device, at::kLong));
+    return p;
+  }
+  // Segment starts over the flattened B*S tokens: every window's first
+  // token, and every token whose segment differs from its predecessor's
+  // (padding at a window's end is a segment of its own: it sees only
+  // itself and has no target).
+  at::Tensor seg = segments.to(at::kCPU, at::kLong).contiguous();
+  const int64_t B = seg.size(0), S = seg.size(1);
+  const int64_t *id = seg.data_ptr<int64_t>();
+  std::vector<int32_t> starts;
+  for (int64_t i = 0; i < B * S; ++i)
+    if (i % S == 0 || id[i] != id[i - 1])
+      starts.push_back(int32_t(i));
+  starts.push_back(int32_t(B * S));
+  for (size_t i = 1; i < starts.size(); ++i)
+    p.maxSeqlen = std::max<int64_t>(p.maxSeqlen, starts[i] - starts[i - 1]);
+  p.cuSeqlens = at::tensor(starts, at::TensorOptions().dtype(at::kInt))
+                    .to(device, /*non_blocking=*/false);
+  return p;
 }
 
 namespace {
@@ -172,7 +227,7 @@ at::Tensor swiglu(const at::Tensor &gateUp) {
 
 at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
                           const at::Tensor &x, const Rope &rope, bool selective,
-                          bool forBackward, const at::Tensor &attnMask) {
+                          bool forBackward, const Packing &packing) {
   // One GEMM for q, k, v and one for gate, up: their weights are adjacent
   // in the unit's flat buffer (unitLayout stacks them into one leaf).
   at::Tensor h = rmsNorm(x, w.inputNorm, m.rmsNormEps);
@@ -182,7 +237,7 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
   // checkpointing only the packed projection is kept; its internals (rotated
   // q, k, the S x S probabilities on the math path) are recomputed in
   // backward.
-  TensorFn core = [&m, rope, attnMask](const std::vector<at::Tensor> &in) {
+  TensorFn core = [&m, rope, packing](const std::vector<at::Tensor> &in) {
     const at::Tensor &qkv = in[0];
     const int64_t B = qkv.size(0), S = qkv.size(1), D = m.headDim,
                   NH = m.numHeads, NKV = m.numKvHeads;
@@ -210,8 +265,14 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
       auto p = qkvRope(qkv, rope, NH, NKV);
       q = p[0], k = p[1], v = p[2];
     }
+    if (packing.cuSeqlens.defined()) // (B*S, heads, D): one ragged batch
+      return std::vector<at::Tensor>{
+          compat::varlenCausalAttention(
+              q.reshape({B * S, NH, D}), k.reshape({B * S, NKV, D}),
+              v.reshape({B * S, NKV, D}), packing.cuSeqlens, packing.maxSeqlen)
+              .view({B, S, NH * D})};
     at::Tensor a = compat::causalAttention(q.transpose(1, 2), k.transpose(1, 2),
-                                           v.transpose(1, 2), attnMask);
+                                           v.transpose(1, 2), packing.mask);
     return std::vector<at::Tensor>{a.transpose(1, 2).reshape({B, S, NH * D})};
   };
   std::vector<at::Tensor> coreIn = {qkv};

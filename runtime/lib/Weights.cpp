@@ -33,7 +33,9 @@ std::string shapeText(const std::vector<int64_t> &shape) {
 
 /// config.json of a model the plan describes (when there is no input
 /// config to preserve).
-nlohmann::ordered_json configJson(const ModelConfig &m, st::DType dtype) {
+nlohmann::ordered_json configJson(const ModelConfig &m,
+                                  const ExportOptions &options) {
+  const st::DType dtype = options.dtype;
   const char *type = m.qkNorm ? "qwen3" : m.qkvBias ? "qwen2" : "llama";
   const char *arch = m.qkNorm    ? "Qwen3ForCausalLM"
                      : m.qkvBias ? "Qwen2ForCausalLM"
@@ -50,6 +52,12 @@ nlohmann::ordered_json configJson(const ModelConfig &m, st::DType dtype) {
                                                : "bfloat16";
   if (!m.qkvBias && !m.qkNorm)
     j["attention_bias"] = m.oBias;
+  int64_t positions = options.maxPositionEmbeddings;
+  if (m.ropeScaling.type == plan::RopeType::Llama3)
+    positions = std::max(positions,
+                         int64_t(double(m.ropeScaling.originalMaxPositionEmbeddings) *
+                                 m.ropeScaling.factor));
+  j["max_position_embeddings"] = positions;
   return j;
 }
 
@@ -187,15 +195,11 @@ void exportHF(Engine &engine, const ModelConfig &m, const std::string &dir,
       },
       options.maxShardBytes, {{"format", "pt"}});
   const fs::path config = fs::path(dir) / "config.json";
-  if (!options.configFrom.empty()) {
-    std::ifstream in(options.configFrom, std::ios::binary);
-    SWIFT_CHECK(in.good(), options.configFrom, ": cannot read");
-    std::stringstream text;
-    text << in.rdbuf();
-    st::writeFileAtomically(config.string(), text.str());
+  if (!options.configText.empty()) {
+    st::writeFileAtomically(config.string(), options.configText);
   } else {
     st::writeFileAtomically(config.string(),
-                            configJson(m, options.dtype).dump(2) + "\n");
+                            configJson(m, options).dump(2) + "\n");
   }
 }
 

@@ -91,6 +91,7 @@ rt::Plan planFromJob(const JobSpec &job, const json &strategy) {
   m.tieWordEmbeddings = s.tieWordEmbeddings;
   m.rmsNormEps = s.rmsNormEps;
   m.ropeTheta = s.ropeTheta;
+  m.ropeScaling = s.ropeScaling;
   m.qkvBias = s.qkvBias;
   m.oBias = s.oBias;
   m.qkNorm = s.qkNorm;

@@ -99,6 +99,32 @@ TEST(Checkpoint, DoesNotDependOnTheWorldOrStageThatWroteIt) {
   }
 }
 
+TEST(Checkpoint, KeepsTheInputConfigForExportsAfterAResume) {
+  // An HF directory whose config.json carries fields the plan does not
+  // (max_position_embeddings, a marker): a run from it saves a checkpoint
+  // (with --keep 1, so the resumed checkpoint is deleted before the end),
+  // and the export after the resume writes that config.json, not one made
+  // from the plan.
+  json p = planWith(0, 1, "none");
+  Result init = runPlan(p, "--steps 0 --export-hf model --export-dtype fp32");
+  ASSERT_EQ(init.exitCode, 0) << init.output;
+  json config = json::parse(slurp(init.dir + "/model/config.json"));
+  config["max_position_embeddings"] = 12345;
+  config["swift_test_marker"] = "kept";
+  std::ofstream(init.dir + "/model/config.json") << config.dump(2);
+  Result first = runPlan(p, "--steps 2 --save-dir " + init.dir +
+                                "/ckpt --weights " + init.dir + "/model");
+  ASSERT_EQ(first.exitCode, 0) << first.output;
+  EXPECT_EQ(json::parse(slurp(init.dir + "/ckpt/step-00000002/config.json")),
+            config);
+  Result resumed =
+      runPlan(p, "--steps 4 --save-dir " + init.dir + "/ckpt --keep 1 --resume " +
+                     init.dir + "/ckpt --export-hf out");
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
+  EXPECT_FALSE(fs::exists(init.dir + "/ckpt/step-00000002"));
+  EXPECT_EQ(json::parse(slurp(resumed.dir + "/out/config.json")), config);
+}
+
 TEST(Checkpoint, AKillMidSaveLeavesThePreviousOneLatestAndLoadable) {
   json p = planWith(2, 2, "none");
   Result killed = runPlan(p, "--steps 4 --save-dir ckpt --save-every 2" + nproc(2),

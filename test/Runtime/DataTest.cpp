@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "RunPlan.h"
 
+#include "swift/Runtime/Data.h"
+
 #include <random>
 
 using namespace swift::rt::testing;
@@ -97,6 +99,39 @@ TEST(Jsonl, PackedWindowsGiveTheStepOfTheirSamplesRunAlone) {
       runPlan(tinyPlan(0, 1), "--steps 3 --data " + writeJsonl(merged));
   ASSERT_EQ(joined.exitCode, 0) << joined.output;
   EXPECT_GT(std::fabs(joined.losses()[0] - packed.losses()[0]), 1e-3);
+}
+
+TEST(Jsonl, PackingIsBestFitDecreasingInFileOrder) {
+  // Lengths 20, 20, 12, 12 in windows of 32: next-fit in file order needs
+  // three windows (20 | 20+12 | 12); best-fit decreasing fills two,
+  // {sample 0, sample 2} and {sample 1, sample 3}, listed by first sample.
+  std::vector<Sample> samples;
+  for (int i = 0; i < 4; ++i) {
+    Sample s;
+    for (int k = 0; k < (i < 2 ? 20 : 12); ++k)
+      s.ids.push_back(10 * i + k % 10);
+    samples.push_back(s);
+  }
+  auto source = swift::rt::makeTokenSource(writeJsonl(samples), 256, 32, 0);
+  EXPECT_EQ(source->realTokens(0, 2), 64); // both windows full
+  EXPECT_EQ(source->realTokens(2, 1), 32); // window 2 is window 0 again
+  swift::rt::Batch b = source->batch(0, 2);
+  auto row = [&](int r, int from, int n) {
+    std::vector<int64_t> ids;
+    for (int k = from; k < from + n; ++k)
+      ids.push_back(b.inputs[r][k].item<int64_t>());
+    return ids;
+  };
+  auto idsOf = [&](int i) {
+    return std::vector<int64_t>(samples[size_t(i)].ids.begin(),
+                                samples[size_t(i)].ids.end());
+  };
+  EXPECT_EQ(row(0, 0, 20), idsOf(0));
+  EXPECT_EQ(row(0, 20, 12), idsOf(2));
+  EXPECT_EQ(row(1, 0, 20), idsOf(1));
+  EXPECT_EQ(row(1, 20, 12), idsOf(3));
+  EXPECT_EQ(b.positions[0][20].item<int64_t>(), 0); // restarts per sample
+  EXPECT_EQ(b.segments[0][20].item<int64_t>(), 1);
 }
 
 TEST(Jsonl, MinusHundredLabelsAreNotTrainedOn) {

@@ -37,6 +37,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <iostream>
 
 using namespace swift::rt;
@@ -166,6 +167,37 @@ std::string gib(int64_t bytes) {
   return buf;
 }
 
+std::string readTextFile(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  SWIFT_CHECK(in.good(), path, ": cannot read");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// Bytes of the safetensors files in `dir` (a checkpoint or HF directory).
+int64_t safetensorsBytes(const std::string &dir) {
+  int64_t total = 0;
+  std::error_code ec;
+  for (const auto &e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".safetensors")
+      total += int64_t(e.file_size(ec));
+  return total;
+}
+
+/// "16.06 GB in 7.2 s, 2.23 GB/s".
+std::string transferReport(int64_t bytes, double seconds) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%.2f GB in %.1f s, %.2f GB/s", bytes / 1e9,
+                seconds, seconds > 0 ? bytes / 1e9 / seconds : 0.0);
+  return buf;
+}
+
 void drawProgress(int64_t done, int64_t total, double eta) {
   const int width = 30;
   int filled = int(width * done / total);
@@ -288,11 +320,30 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
       checkWritableDir(a.saveDir, "--save-dir");
   }
   gActivity = initial ? "loading the initial state" : "allocating the model states";
+  // The HF config.json that exports and checkpoints preserve: the resumed
+  // checkpoint's, else the input model's (read now: --keep may delete the
+  // resumed checkpoint before the export).
+  std::string hfConfigPath;
+  if (!a.resume.empty())
+    hfConfigPath = static_cast<Checkpoint &>(*initial).hfConfig();
+  if (hfConfigPath.empty() && !weightsDir.empty() &&
+      std::filesystem::exists(std::filesystem::path(weightsDir) / "config.json"))
+    hfConfigPath = (std::filesystem::path(weightsDir) / "config.json").string();
+  const std::string hfConfig =
+      hfConfigPath.empty() ? "" : readTextFile(hfConfigPath);
+  const auto loadStart = std::chrono::steady_clock::now();
   Engine engine(plan, *comm, device, initial.get());
-  if (env.rank == 0 && !a.resume.empty())
-    std::cout << "swift-run: resuming from "
-              << static_cast<Checkpoint &>(*initial).dir() << " after step "
-              << engine.stepsDone() << std::endl;
+  if (env.rank == 0 && initial) {
+    const std::string from = !a.resume.empty()
+                                 ? static_cast<Checkpoint &>(*initial).dir()
+                                 : weightsDir;
+    std::cout << "swift-run: loaded " << from << " ("
+              << transferReport(safetensorsBytes(from), secondsSince(loadStart))
+              << ")" << std::endl;
+    if (!a.resume.empty())
+      std::cout << "swift-run: resuming from " << from << " after step "
+                << engine.stepsDone() << std::endl;
+  }
   engine.setTotalSteps(a.steps); // the lr schedule's length
   watchdog.progress("initialization");
 
@@ -371,9 +422,15 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     if (!a.saveDir.empty() &&
         ((a.saveEvery && (s + 1) % a.saveEvery == 0) || s + 1 == a.steps)) {
       gActivity = "saving the checkpoint of step " + std::to_string(s + 1);
-      saveCheckpoint(engine, plan, a.saveDir, s + 1, a.keep);
+      const auto saveStart = std::chrono::steady_clock::now();
+      const std::string saved = saveCheckpoint(engine, plan, a.saveDir, s + 1, a.keep, hfConfig);
       comm->barrier();
       watchdog.progress("a checkpoint");
+      if (lead)
+        std::cout << "swift-run: saved " << saved << " ("
+                  << transferReport(safetensorsBytes(saved),
+                                    secondsSince(saveStart))
+                  << ")" << std::endl;
     }
     const double tps = double(stepTokens) / dt;
     const double mfu = peak > 0 ? tps * flopsTok / (peak * env.world) : 0;
@@ -437,13 +494,15 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     if (const char *shard = std::getenv("SWIFT_EXPORT_SHARD_BYTES"))
       options.maxShardBytes = parseInt("SWIFT_EXPORT_SHARD_BYTES", shard, 1,
                                        int64_t(1) << 50);
-    if (!weightsDir.empty() &&
-        std::filesystem::exists(std::filesystem::path(weightsDir) / "config.json"))
-      options.configFrom =
-          (std::filesystem::path(weightsDir) / "config.json").string();
+    options.configText = hfConfig;
+    options.maxPositionEmbeddings = std::max<int64_t>(4096, t.sequenceLength);
+    const auto exportStart = std::chrono::steady_clock::now();
     exportHF(engine, plan.model, a.exportHF, options);
     if (lead)
-      std::cout << "swift-run: exported to " << a.exportHF << std::endl;
+      std::cout << "swift-run: exported to " << a.exportHF << " ("
+                << transferReport(safetensorsBytes(a.exportHF),
+                                  secondsSince(exportStart))
+                << ")" << std::endl;
   }
   if (!a.saveParams.empty()) {
     auto params = engine.parameters();

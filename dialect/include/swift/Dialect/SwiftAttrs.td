@@ -99,6 +99,31 @@ def Swift_LinkAttr : Swift_Attr<"Link", "link"> {
   let genVerifyDecl = 1;
 }
 
+def Swift_RopeScalingAttr : Swift_Attr<"RopeScaling", "rope_scaling"> {
+  let summary = "how rotary frequencies are rescaled (HF rope_scaling)";
+  let description = [{
+    HF config.json's `rope_scaling` of a `swift.rope` whose type is not
+    `default`; plan.json carries it as `model.rope_scaling` and swift-run's
+    makeRope() computes the frequencies from it as transformers does.
+    `low_freq_factor`, `high_freq_factor` and
+    `original_max_position_embeddings` matter to `llama3` only.
+
+    ```mlir
+    #swift.rope_scaling<rope_type = llama3, factor = 8.0,
+      low_freq_factor = 1.0, high_freq_factor = 4.0,
+      original_max_position_embeddings = 8192>
+    ```
+  }];
+  let parameters = (ins
+    AttrParameter<"::swift::plan::RopeType", "rope type">:$rope_type,
+    Swift_DoubleParameter:$factor,
+    Swift_DoubleParameter:$low_freq_factor,
+    Swift_DoubleParameter:$high_freq_factor,
+    "int64_t":$original_max_position_embeddings);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Swift_LoraAttr : Swift_Attr<"Lora", "lora"> {
   let summary = "low-rank adapter settings";
   let description = [{

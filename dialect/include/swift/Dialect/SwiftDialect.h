@@ -29,6 +29,7 @@ using ::swift::plan::Offload;
 using ::swift::plan::Optimizer;
 using ::swift::plan::OptimizerDevice;
 using ::swift::plan::Precision;
+using ::swift::plan::RopeType;
 using ::swift::plan::UnitKind;
 
 /// Whether E is one of the plan layer's enums.

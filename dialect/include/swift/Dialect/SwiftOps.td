@@ -290,11 +290,15 @@ def Swift_RopeOp : Swift_ComputeOp<"rope", [SameOperandsAndResultType]> {
     %qr = swift.rope %q {num_heads = 32 : i64, head_dim = 128 : i64,
                          theta = 5.0e+05 : f64} : tensor<?x4096x4096xbf16>
     ```
+
+    `scaling`, when present, rescales the frequencies as HF's `rope_scaling`
+    says (Llama 3.1: `llama3`, factor 8).
   }];
   let arguments = (ins 3DTensorOf<[AnyFloat]>:$input,
                        ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
                        ConfinedAttr<I64Attr, [IntPositive]>:$head_dim,
-                       F64Attr:$theta);
+                       F64Attr:$theta,
+                       OptionalAttr<Swift_RopeScalingAttr>:$scaling);
   let results = (outs 3DTensorOf<[AnyFloat]>:$result);
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }

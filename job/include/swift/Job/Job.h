@@ -51,6 +51,7 @@ struct ModelSpec {
   bool qkNorm = false;  // per-head RMSNorm of q and k (Qwen3)
   double rmsNormEps = 1e-6;
   double ropeTheta = 10000.0;
+  plan::RopeScaling ropeScaling; // rope_scaling / rope_parameters
   /// An HF model directory whose safetensors the run starts from ("": random
   /// weights); set when `model:` names a directory that holds weights.
   std::string weights;

@@ -8,6 +8,8 @@
 #ifndef SWIFT_PLANNER_PRESETS_H
 #define SWIFT_PLANNER_PRESETS_H
 
+#include "swift/Plan/Plan.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -51,6 +53,7 @@ struct ModelPreset {
   double rmsNormEps;
   double ropeTheta;
   const char *source;
+  plan::RopeScaling ropeScaling = {}; // config.json rope_scaling
 };
 
 const std::vector<GpuPreset> &gpuPresets();

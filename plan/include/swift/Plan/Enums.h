@@ -34,6 +34,14 @@ enum class Optimizer : uint8_t { AdamW };
 /// How the learning rate decays after warmup (training.lr_schedule.decay).
 enum class LrDecay : uint8_t { Constant, Linear, Cosine };
 
+/// How rotary-embedding frequencies are rescaled for long context (HF
+/// config.json rope_scaling / rope_parameters "rope_type").
+enum class RopeType : uint8_t {
+  Default, // inv_freq[i] = theta^(-2i/D)
+  Linear,  // inv_freq / factor (position interpolation)
+  Llama3,  // Llama 3.1+: low frequencies / factor, a smooth band between
+};
+
 /// Which weights are trained.
 enum class Method : uint8_t {
   Full,
@@ -94,6 +102,8 @@ SWIFT_PLAN_ENUM(Precision, "precision", {Precision::Bf16Mixed, "bf16-mixed"},
 SWIFT_PLAN_ENUM(Optimizer, "optimizer", {Optimizer::AdamW, "adamw"})
 SWIFT_PLAN_ENUM(LrDecay, "lr decay", {LrDecay::Constant, "constant"},
                 {LrDecay::Linear, "linear"}, {LrDecay::Cosine, "cosine"})
+SWIFT_PLAN_ENUM(RopeType, "rope type", {RopeType::Default, "default"},
+                {RopeType::Linear, "linear"}, {RopeType::Llama3, "llama3"})
 SWIFT_PLAN_ENUM(Method, "method", {Method::Full, "full"},
                 {Method::Lora, "lora"}, {Method::QLora, "qlora"})
 SWIFT_PLAN_ENUM(Backend, "backend", {Backend::SwiftRun, "swift-run"},

@@ -26,6 +26,23 @@ namespace swift::plan {
 inline constexpr const char *kPlanSchemaName = "swift.plan";
 inline constexpr int kPlanSchemaVersion = 1;
 
+/// "model.rope_scaling" (absent: rope_type default): HF config.json's
+/// rope_scaling, as transformers' ROPE_INIT_FUNCTIONS read it. The runtime's
+/// makeRope() is the one place that turns it into frequencies.
+struct RopeScaling {
+  RopeType type = RopeType::Default;
+  double factor = 1.0;         // linear, llama3
+  double lowFreqFactor = 1.0;  // llama3
+  double highFreqFactor = 4.0; // llama3
+  int64_t originalMaxPositionEmbeddings = 8192; // llama3
+  bool operator==(const RopeScaling &o) const {
+    return type == o.type && factor == o.factor &&
+           lowFreqFactor == o.lowFreqFactor &&
+           highFreqFactor == o.highFreqFactor &&
+           originalMaxPositionEmbeddings == o.originalMaxPositionEmbeddings;
+  }
+};
+
 /// "model": a Llama-family decoder, named with HF config.json's fields.
 struct ModelConfig {
   int64_t hiddenSize = 0;         // hidden_size (C)
@@ -38,6 +55,7 @@ struct ModelConfig {
   bool tieWordEmbeddings = false; // tie_word_embeddings
   double rmsNormEps = 1e-6;       // rms_norm_eps
   double ropeTheta = 10000.0;     // rope_theta
+  RopeScaling ropeScaling;        // rope_scaling
   bool qkvBias = false;           // attention_qkv_bias (Qwen2: true)
   bool oBias = false;             // attention_o_bias (HF llama attention_bias)
   bool qkNorm = false;            // qk_norm (Qwen3: per-head RMSNorm on q, k)

@@ -26,9 +26,13 @@ namespace swift::rt {
 
 /// Saves `engine`'s state after `step` steps as SAVE_DIR/step-<step>,
 /// points SAVE_DIR/latest at it and keeps the newest `keep` checkpoints
-/// (0: all). Collective: every rank calls it; rank 0 writes.
-void saveCheckpoint(Engine &engine, const Plan &plan,
-                    const std::string &saveDir, int64_t step, int keep);
+/// (0: all). Collective: every rank calls it; rank 0 writes. `hfConfig`
+/// (the text of the run's input HF config.json, or "") is kept in the
+/// checkpoint as config.json, so that an export after resuming preserves it. Returns the
+/// step directory.
+std::string saveCheckpoint(Engine &engine, const Plan &plan,
+                           const std::string &saveDir, int64_t step, int keep,
+                           const std::string &hfConfig = "");
 
 /// The checkpoint at `path`: a step directory, or a save directory (its
 /// `latest`). Checked against the plan's model before anything is read.
@@ -37,6 +41,8 @@ public:
   Checkpoint(const std::string &path, const Plan &plan);
 
   const std::string &dir() const { return dir_; }
+  /// The HF config.json the checkpoint keeps ("" when it has none).
+  std::string hfConfig() const;
   int64_t step() const override { return step_; }
   void read(StateKind kind, const UnitLayout &layout, int64_t begin,
             int64_t count, at::Tensor dst) const override;

@@ -86,16 +86,31 @@ Rope ropeAt(const Rope &rope, const at::Tensor &positions);
 /// the same segment (segments: (B, S), Data.h's Batch::segments).
 at::Tensor segmentMask(const at::Tensor &segments);
 
+/// How attention keeps the samples of packed windows apart. Where
+/// FlashAttention's variable-length kernel exists (CUDA, LibTorch >= 2.5,
+/// bf16/fp16) the B*S tokens are one ragged batch of segments (`cuSeqlens`:
+/// int32 offsets of each segment's first token, then B*S); elsewhere a
+/// block-diagonal causal `mask` (segmentMask). Neither set: plain causal
+/// attention (unpacked windows).
+struct Packing {
+  at::Tensor mask;
+  at::Tensor cuSeqlens;
+  int64_t maxSeqlen = 0;
+};
+/// The packing of segments (B, S) for attention on `device` in `dtype`.
+Packing makePacking(const at::Tensor &segments, const at::Device &device,
+                    at::ScalarType dtype, int64_t headDim);
+
 /// x: (B, S, C) -> (B, S, C). `selective` recomputes the attention core and
 /// the SwiGLU activation in backward instead of saving their internals.
 /// `forBackward`: the layer is recomputed only to be differentiated (full
 /// checkpointing), so its output value is not computed (the down_proj GEMM
 /// is skipped; the result is uninitialized, its autograd graph exact).
-/// `attnMask` (segmentMask) undefined: plain causal attention.
+/// `packing` empty: plain causal attention.
 at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
                           const at::Tensor &x, const Rope &rope, bool selective,
                           bool forBackward = false,
-                          const at::Tensor &attnMask = {});
+                          const Packing &packing = {});
 
 /// ids: (B, S) int64, table: (V, C) -> (B, S, C).
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids);

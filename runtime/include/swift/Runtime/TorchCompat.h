@@ -11,6 +11,8 @@
 #include <torch/version.h>
 
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 #define SWIFT_TORCH_AT_LEAST(major, minor)                                     \
   (TORCH_VERSION_MAJOR > (major) ||                                            \
@@ -71,6 +73,44 @@ inline at::Tensor causalAttention(const at::Tensor &q, const at::Tensor &k,
   scores = scores.masked_fill(hidden, -std::numeric_limits<float>::infinity());
   at::Tensor probs = at::softmax(scores, -1).to(q.scalar_type());
   return at::matmul(probs, vv);
+#endif
+}
+
+/// Whether varlenCausalAttention() runs on `device` in `dtype`:
+/// FlashAttention's variable-length kernel (CUDA, half types, LibTorch >= 2.5
+/// built with it; head_dim a multiple of 8 up to 256). SWIFT_ATTENTION=mask
+/// turns it off (for comparisons).
+inline bool hasVarlenAttention(const at::Device &device, at::ScalarType dtype,
+                               int64_t headDim) {
+#if SWIFT_TORCH_AT_LEAST(2, 5) && !defined(SWIFT_NO_FLASH_VARLEN)
+  static const bool off = [] {
+    const char *e = std::getenv("SWIFT_ATTENTION");
+    return e && std::string(e) == "mask";
+  }();
+  return !off && device.is_cuda() &&
+         (dtype == at::kBFloat16 || dtype == at::kHalf) && headDim % 8 == 0 &&
+         headDim <= 256;
+#else
+  (void)device, (void)dtype, (void)headDim;
+  return false;
+#endif
+}
+
+/// Causal attention within segments of one ragged batch: q (T, NH, D), k, v
+/// (T, NKV, D) (GQA in the kernel), `cuSeqlens` int32 (segments + 1) the
+/// offsets of each segment's first token, then T. Returns (T, NH, D).
+/// Differentiable (ATen's derivative of _flash_attention_forward).
+inline at::Tensor varlenCausalAttention(const at::Tensor &q, const at::Tensor &k,
+                                        const at::Tensor &v,
+                                        const at::Tensor &cuSeqlens,
+                                        int64_t maxSeqlen) {
+#if SWIFT_TORCH_AT_LEAST(2, 5) && !defined(SWIFT_NO_FLASH_VARLEN)
+  return std::get<0>(at::_flash_attention_forward(
+      q, k, v, cuSeqlens, cuSeqlens, maxSeqlen, maxSeqlen, /*dropout_p=*/0.0,
+      /*is_causal=*/true, /*return_debug_mask=*/false));
+#else
+  (void)q, (void)k, (void)v, (void)cuSeqlens, (void)maxSeqlen;
+  throw std::logic_error("varlen attention needs LibTorch >= 2.5 with CUDA");
 #endif
 }
 

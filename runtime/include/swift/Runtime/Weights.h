@@ -60,9 +60,12 @@ private:
 struct ExportOptions {
   safetensors::DType dtype = safetensors::DType::BF16;
   int64_t maxShardBytes = int64_t(5) << 30; // HF's max_shard_size "5GB"
-  /// config.json to copy verbatim (the input model's); empty: written from
-  /// the plan's model.
-  std::string configFrom;
+  /// The text of config.json to write verbatim (the input model's); empty:
+  /// written from the plan's model.
+  std::string configText;
+  /// max_position_embeddings of a written config.json (HF refuses a llama3
+  /// rope_scaling whose original context is not below it).
+  int64_t maxPositionEmbeddings = 4096;
 };
 
 /// Writes the engine's current weights (the optimizer's fp32 masters, or
