@@ -169,7 +169,7 @@ TrainingConfig parseTraining(const Node &n) {
   n.object().onlyKeys({"sequence_length", "global_batch_size",
                        "micro_batch_size", "gradient_accumulation", "precision",
                        "optimizer", "lr_schedule", "max_grad_norm", "seed",
-                       "packing"});
+                       "packing", "method", "lora"});
   TrainingConfig t;
   t.sequenceLength = n.at("sequence_length").integer(2, 1 << 22);
   t.globalBatchSize = n.at("global_batch_size").integer(1, kBig);
@@ -209,6 +209,31 @@ TrainingConfig parseTraining(const Node &n) {
   }
   t.seed = n.has("seed") ? uint64_t(n.at("seed").integer(0, kBig)) : 0;
   t.packing = !n.has("packing") || n.at("packing").boolean();
+  t.method = n.has("method") ? n.at("method").choice<Method>() : Method::Full;
+  if (t.method != Method::Full) {
+    Node l = n.at("lora");
+    l.object().onlyKeys({"rank", "alpha", "dropout", "targets"});
+    t.lora.rank = l.at("rank").integer(1, 1 << 16);
+    t.lora.alpha = l.at("alpha").number(1e-9, 1e9);
+    t.lora.dropout = l.has("dropout") ? l.at("dropout").number(0, 0.999) : 0;
+    Node targets = l.at("targets");
+    targets.array();
+    t.lora.targets.clear();
+    const std::vector<std::string> &known = loraTargetNames();
+    for (size_t i = 0; i < targets.j.size(); ++i) {
+      Node x = targets.index(i);
+      std::string name = x.string();
+      if (std::find(known.begin(), known.end(), name) == known.end())
+        x.fail("'" + name + "' is not a decoder linear (q_proj, k_proj, "
+               "v_proj, o_proj, gate_proj, up_proj, down_proj)");
+      if (!t.lora.adapts(name))
+        t.lora.targets.push_back(name);
+    }
+    if (t.lora.targets.empty())
+      targets.fail("names no linear layer to adapt");
+  } else if (n.has("lora")) {
+    n.at("lora").fail("given, but method is full");
+  }
   return t;
 }
 
@@ -501,6 +526,13 @@ std::string planToJson(const Plan &p) {
         {"min_lr_ratio", t.lrSchedule.minLrRatio}};
   if (t.maxGradNorm)
     j["training"]["max_grad_norm"] = *t.maxGradNorm;
+  if (t.method != Method::Full) {
+    j["training"]["method"] = toString(t.method);
+    j["training"]["lora"] = {{"rank", t.lora.rank},
+                             {"alpha", t.lora.alpha},
+                             {"dropout", t.lora.dropout},
+                             {"targets", t.lora.targets}};
+  }
   return j.dump(1) + "\n";
 }
 

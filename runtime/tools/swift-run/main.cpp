@@ -296,6 +296,10 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   copt.timeoutSeconds = timeout;
   std::unique_ptr<Comm> comm = makeComm(copt);
 
+  SWIFT_CHECK(plan.training.method == Method::Full, plan.path,
+              ": training.method ", toString(plan.training.method),
+              ": swift-run trains full models only so far (LoRA/QLoRA: use "
+              "backend hf)");
   const TrainingConfig &t = plan.training;
   auto data =
       makeTokenSource(a.data, plan.model.vocabSize, t.sequenceLength, t.seed,

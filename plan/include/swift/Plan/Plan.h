@@ -84,6 +84,35 @@ struct LrScheduleConfig {
 };
 
 /// "training": what one optimizer step consumes.
+/// The linear layers of a decoder layer, in HF's names: the targets LoRA
+/// may adapt ("all-linear": all seven, as peft's all-linear does for a
+/// causal LM; lm_head is never adapted).
+inline const std::vector<std::string> &loraTargetNames() {
+  static const std::vector<std::string> names = {
+      "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+      "down_proj"};
+  return names;
+}
+
+/// "training.lora" (method lora or qlora): low-rank adapters
+/// W x + (alpha / rank) B A x on the target linears of every decoder layer,
+/// A (rank, in) and B (out, rank), the base frozen. QLoRA's base is NF4
+/// (bitsandbytes' code, blocks of 64, double-quantized absmax); embedding,
+/// lm_head and norms stay in the compute dtype.
+struct LoraConfig {
+  int64_t rank = 16;
+  double alpha = 32;
+  double dropout = 0; // on the adapter's input, as peft's lora_dropout
+  std::vector<std::string> targets = loraTargetNames(); // resolved names
+  double scale() const { return alpha / double(rank); }
+  bool adapts(const std::string &linear) const {
+    for (const std::string &t : targets)
+      if (t == linear)
+        return true;
+    return false;
+  }
+};
+
 struct TrainingConfig {
   int64_t sequenceLength = 0;       // tokens per sample (S)
   int64_t globalBatchSize = 0;      // samples per optimizer step, all ranks
@@ -101,6 +130,9 @@ struct TrainingConfig {
   // sequence_length (true) or one sample per window, padded (false).
   // plan.json "packing", optional, default true; written only when false.
   bool packing = true;
+  // "method" (absent: full) and "lora" (required for lora and qlora).
+  Method method = Method::Full;
+  LoraConfig lora;
 };
 
 /// The learning rate of optimizer step `step` (1-based) of a run of

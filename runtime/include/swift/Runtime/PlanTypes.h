@@ -13,7 +13,9 @@ namespace swift::rt {
 using plan::checkPlanMatchesWorld;
 using plan::Checkpointing;
 using plan::lrAt;
+using plan::LoraConfig;
 using plan::LrDecay;
+using plan::Method;
 using plan::ModelConfig;
 using plan::Offload;
 using plan::OptimizerConfig;
