@@ -40,9 +40,18 @@ std::string stepDirName(int64_t step) {
   return name;
 }
 
-/// The plan's "model" section: what a checkpoint must match.
+/// The plan's "model" section, and what it trains (LoRA: the method and
+/// the adapters' shape): what a checkpoint must match.
 nlohmann::json modelJson(const Plan &plan) {
-  return nlohmann::json::parse(plan::modelToJson(plan.model));
+  nlohmann::json j = nlohmann::json::parse(plan::modelToJson(plan.model));
+  const TrainingConfig &t = plan.training;
+  if (t.method != Method::Full)
+    j["trains"] = {{"method", toString(t.method)},
+                   {"lora_rank", t.lora.rank},
+                   {"lora_targets", t.lora.targets}};
+  else
+    j["trains"] = "full";
+  return j;
 }
 
 } // namespace
@@ -60,7 +69,7 @@ std::string saveCheckpoint(Engine &engine, const Plan &plan,
   }
   std::vector<UnitLayout> layouts;
   for (int u = 0; u < numUnits; ++u)
-    layouts.push_back(unitLayout(m, u));
+    layouts.push_back(trainableLayout(plan, u));
   // Unit-major, then kind: one gather per (unit, kind), in the order the
   // other ranks take part in them.
   struct Item {
@@ -172,7 +181,9 @@ Checkpoint::Checkpoint(const std::string &path, const Plan &plan) {
               manifestPath.string(), ": step: missing");
   step_ = manifest["step"].get<int64_t>();
   const nlohmann::json mine = modelJson(plan);
-  const nlohmann::json &theirs = manifest.value("model", nlohmann::json::object());
+  nlohmann::json theirs = manifest.value("model", nlohmann::json::object());
+  if (!theirs.contains("trains")) // written before LoRA: a full run's
+    theirs["trains"] = "full";
   for (auto it = mine.begin(); it != mine.end(); ++it)
     SWIFT_CHECK(theirs.contains(it.key()) && theirs[it.key()] == it.value(),
                 manifestPath.string(), ": a checkpoint of another model: ",
@@ -182,7 +193,7 @@ Checkpoint::Checkpoint(const std::string &path, const Plan &plan) {
   state_ = std::make_unique<st::ModelWeights>(dir_);
   // Every tensor of every kind, with its shape, before any step.
   for (int u = 0; u < plan.model.numLayers + 2; ++u)
-    for (const ParamDesc &d : unitLayout(plan.model, u).params)
+    for (const ParamDesc &d : trainableLayout(plan, u).params)
       for (StateKind kind : kKinds) {
         auto [t, file] = state_->find(stateName(d, kind));
         SWIFT_CHECK(t, dir_, ": tensor \"", stateName(d, kind), "\" is missing");

@@ -46,6 +46,14 @@ struct Engine::Unit {
   // leaves): the op that computes the leaf's gradient writes it into the
   // owner's buffer (a GradSink) instead of returning it through autograd.
   std::vector<bool> sunk;
+  // LoRA: the frozen base (unitLayout; `layout` above is then the
+  // adapters'). Resident at ZeRO 0-2; at ZeRO-3 sharded like parameters and
+  // gathered and released with the unit, never reduced or updated.
+  bool hasBase = false;
+  UnitLayout baseLayout;
+  int64_t baseShardLen = 0, basePadded = 0;
+  at::Tensor baseFull, baseShard;
+  Pending baseGatherPending;
 };
 
 struct Engine::MicroBatch {
@@ -78,6 +86,35 @@ constexpr size_t kMaxReductionsInFlight = 4;
 // measure the difference.
 bool useGradSinks() { return kernelSwitchOn("sink"); }
 
+/// Elements [keepBegin, keepBegin + keepLen) of a unit's flat fp32 state:
+/// read from `source`, or random from (seed, stream), generated whole so any
+/// world size starts from the same values.
+at::Tensor initialRange(const UnitLayout &layout, int64_t padded,
+                        int64_t keepBegin, int64_t keepLen,
+                        const StateSource *source, uint64_t seed,
+                        const at::Device &device) {
+  auto f32 = at::TensorOptions().device(device).dtype(at::kFloat);
+  if (source) {
+    at::Tensor init = at::empty({keepLen}, f32);
+    source->read(StateKind::Master, layout, keepBegin, keepLen, init);
+    return init;
+  }
+  at::Tensor whole = at::zeros({padded}, f32);
+  at::Generator gen = compat::makeGenerator(device, seed);
+  for (const ParamDesc &d : layout.params) {
+    at::Tensor v = whole.narrow(0, d.offset, d.numel());
+    if (d.init == Init::Normal)
+      v.normal_(0.0, 0.02, gen); // HF initializer_range
+    else if (d.init == Init::Ones)
+      v.fill_(1.0);
+    else if (d.init == Init::LoraA) {
+      const double bound = 1.0 / std::sqrt(double(d.shape[1]));
+      v.uniform_(-bound, bound, gen);
+    }
+  }
+  return whole.narrow(0, keepBegin, keepLen);
+}
+
 bool useFusedAdamW() {
   const char *env = std::getenv("SWIFT_ADAMW");
   return !(env && std::string(env) == "ops");
@@ -86,8 +123,9 @@ bool useFusedAdamW() {
 } // namespace
 
 Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
-               const StateSource *initial)
-    : plan_(plan), m_(plan.model), comm_(comm), device_(device) {
+               const StateSource *initial, const StateSource *base)
+    : plan_(plan), m_(plan.model), comm_(comm), device_(device),
+      lora_(plan.training.method != Method::Full) {
   const StrategyConfig &st = plan.strategy;
   const int W = comm.worldSize(), rank = comm.rank();
   const bool offload = st.offload != Offload::None;
@@ -103,35 +141,42 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
   for (int u = 0; u < numUnits; ++u) {
     auto U = std::make_unique<Unit>();
     U->id = u;
-    U->layout = unitLayout(m_, u);
+    U->layout = trainableLayout(plan, u);
     U->shardLen = shardLength(U->layout.numel, W);
     U->padded = U->shardLen * W;
     U->optOffset = st.zero == 0 ? 0 : rank * U->shardLen;
     U->optLen = st.zero == 0 ? U->padded : U->shardLen;
+    const uint64_t seed = plan.training.seed * 1000003ull + uint64_t(u);
+
+    if (lora_) {
+      // The frozen base: the pretrained weights (or the seed's), in the
+      // compute dtype; this rank's shard of it at ZeRO-3.
+      U->hasBase = true;
+      U->baseLayout = unitLayout(m_, u);
+      U->baseShardLen = shardLength(U->baseLayout.numel, W);
+      U->basePadded = U->baseShardLen * W;
+      const int64_t begin = st.zero == 3 ? rank * U->baseShardLen : 0;
+      const int64_t len = st.zero == 3 ? U->baseShardLen : U->basePadded;
+      at::Tensor b = initialRange(U->baseLayout, U->basePadded, begin, len,
+                                  base, seed, device_)
+                         .to(computeDtype_);
+      if (st.zero < 3) {
+        U->baseFull = b;
+      } else {
+        U->baseShard = b;
+        U->baseFull = at::empty({U->basePadded}, onDevice.dtype(computeDtype_));
+        freeStorage(U->baseFull);
+      }
+    }
 
     // The range of the unit this rank keeps: its shard at ZeRO-3 (where
     // the optimizer partition is the same range), the whole unit otherwise.
     const int64_t keepBegin = st.zero == 3 ? rank * U->shardLen : 0;
     const int64_t keepLen = st.zero == 3 ? U->shardLen : U->padded;
-    at::Tensor init;
-    if (initial) {
-      init = at::empty({keepLen}, onDevice.dtype(at::kFloat));
-      initial->read(StateKind::Master, U->layout, keepBegin, keepLen, init);
-    } else {
-      // Random weights: a pure function of (seed, unit), generated whole on
-      // every rank so any world size starts from the same model.
-      at::Tensor whole = at::zeros({U->padded}, onDevice.dtype(at::kFloat));
-      at::Generator gen = compat::makeGenerator(
-          device_, plan.training.seed * 1000003ull + uint64_t(u));
-      for (const ParamDesc &d : U->layout.params) {
-        at::Tensor v = whole.narrow(0, d.offset, d.numel());
-        if (d.init == Init::Normal)
-          v.normal_(0.0, 0.02, gen); // HF initializer_range
-        else if (d.init == Init::Ones)
-          v.fill_(1.0);
-      }
-      init = whole.narrow(0, keepBegin, keepLen);
-    }
+    // Adapters start from their own stream of the seed (B = 0 anyway).
+    at::Tensor init =
+        initialRange(U->layout, U->padded, keepBegin, keepLen, initial,
+                     lora_ ? seed + (1ull << 40) : seed, device_);
     at::Tensor compute = init.to(computeDtype_);
     if (st.zero < 3) {
       U->full = compute;
@@ -192,9 +237,9 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
     std::vector<bool> &sunk = units_[u]->sunk;
     for (int o : unitOwners(m_, u))
       for (const LeafDesc &d : units_[o]->layout.leaves)
-        sunk.push_back(useGradSinks() && u >= 1 && u <= m_.numLayers &&
-                       d.shape.size() == 2);
-    if (u == m_.numLayers + 1 && useGradSinks() && st.zero <= 1)
+        sunk.push_back(!lora_ && useGradSinks() && u >= 1 &&
+                       u <= m_.numLayers && d.shape.size() == 2);
+    if (!lora_ && u == m_.numLayers + 1 && useGradSinks() && st.zero <= 1)
       sunk.back() = true;
   }
   rope_ =
@@ -210,10 +255,16 @@ void Engine::gather(int u) {
   if (U.resident)
     return;
   allocStorage(U.full);
-  at::Tensor src = U.shard;
-  if (src.device() != device_) // parameters offloaded: upload the shard
-    src = src.to(device_, /*non_blocking=*/true);
-  U.gatherPending = comm_.allGather(src, U.full);
+  if (U.padded > 0) {
+    at::Tensor src = U.shard;
+    if (src.device() != device_) // parameters offloaded: upload the shard
+      src = src.to(device_, /*non_blocking=*/true);
+    U.gatherPending = comm_.allGather(src, U.full);
+  }
+  if (U.hasBase) {
+    allocStorage(U.baseFull);
+    U.baseGatherPending = comm_.allGather(U.baseShard, U.baseFull);
+  }
   U.resident = true;
 }
 
@@ -221,6 +272,7 @@ void Engine::waitGathered(int u) {
   Unit &U = *units_[u];
   SWIFT_ASSERT(U.resident, "unit ", u, " used before it was gathered");
   U.gatherPending.wait();
+  U.baseGatherPending.wait();
 }
 
 void Engine::release(int u) {
@@ -230,6 +282,10 @@ void Engine::release(int u) {
   // memory goes back to the allocator, which reuses it in compute order.
   U.gatherPending.wait();
   freeStorage(U.full);
+  if (U.hasBase) {
+    U.baseGatherPending.wait();
+    freeStorage(U.baseFull);
+  }
   U.resident = false;
 }
 
@@ -241,6 +297,16 @@ std::vector<at::Tensor> Engine::makeLeaves(int u, bool requiresGrad) {
       at::Tensor v = O.full.narrow(0, d.offset, d.numel()).view(d.shape);
       leaves.push_back(requiresGrad ? v.detach().requires_grad_(true) : v);
     }
+  }
+  return leaves;
+}
+
+std::vector<at::Tensor> Engine::baseLeaves(int u) {
+  std::vector<at::Tensor> leaves;
+  for (int o : unitOwners(m_, u)) {
+    const Unit &O = *units_[o];
+    for (const LeafDesc &d : O.baseLayout.leaves)
+      leaves.push_back(O.baseFull.narrow(0, d.offset, d.numel()).view(d.shape));
   }
   return leaves;
 }
@@ -279,6 +345,21 @@ std::vector<GradSink> Engine::makeSinks(int u) {
 at::Tensor Engine::computeUnit(int u, const at::Tensor &x,
                                const std::vector<at::Tensor> &leaves,
                                const MicroBatch &mb, bool forBackward) {
+  const bool selective =
+      plan_.schedule.units[u].checkpoint == Checkpointing::Selective;
+  const Rope &rope = mb.rope.cos.defined() ? mb.rope : rope_;
+  if (lora_) { // the frozen base's weights, the adapters' leaves
+    std::vector<at::Tensor> base = baseLeaves(u);
+    if (u == 0)
+      return embeddingForward(base[0], mb.inputs);
+    if (u == m_.numLayers + 1)
+      return headLoss(m_, x, base[0], base[1], mb.targets, GradSink(),
+                      mb.masked, mb.divisor);
+    DecoderAdapters adapters =
+        bindAdapters(m_, plan_.training.lora, leaves);
+    return decoderForward(m_, bindDecoder(m_, base), x, rope, selective,
+                          forBackward, mb.packing, &adapters);
+  }
   if (u == 0)
     return embeddingForward(leaves[0], mb.inputs);
   const bool grads = !leaves.empty() && leaves.front().requires_grad();
@@ -286,13 +367,10 @@ at::Tensor Engine::computeUnit(int u, const at::Tensor &x,
     return headLoss(m_, x, leaves[0], leaves[1], mb.targets,
                     grads ? makeSinks(u)[1] : GradSink(), mb.masked,
                     mb.divisor);
-  bool selective =
-      plan_.schedule.units[u].checkpoint == Checkpointing::Selective;
   return decoderForward(
       m_,
       bindDecoder(m_, leaves, grads ? makeSinks(u) : std::vector<GradSink>()),
-      x, mb.rope.cos.defined() ? mb.rope : rope_, selective, forBackward,
-      mb.packing);
+      x, rope, selective, forBackward, mb.packing);
 }
 
 at::Tensor Engine::unitForward(int u, const at::Tensor &x, MicroBatch &mb) {
@@ -346,7 +424,14 @@ Engine::unitBackward(int u, std::vector<at::Tensor> &&grads, MicroBatch &mb,
     out = computeUnit(u, xIn, inputs, mb, /*forBackward=*/true);
     inputs.insert(inputs.begin(), xIn);
   }
-  std::vector<at::Tensor> g = differentiate({out}, {grads[0]}, inputs);
+  // LoRA's embedding unit trains nothing and has no input gradient.
+  const bool anyGrad = std::any_of(inputs.begin(), inputs.end(),
+                                   [](const at::Tensor &t) {
+                                     return t.defined() && t.requires_grad();
+                                   });
+  std::vector<at::Tensor> g =
+      anyGrad ? differentiate({out}, {grads[0]}, inputs)
+              : std::vector<at::Tensor>(inputs.size());
   out = at::Tensor();
   inputs.clear();
   accumulateGrads(u, std::vector<at::Tensor>(g.begin() + 1, g.end()));
@@ -384,6 +469,10 @@ void Engine::accumulateGrads(int u, const std::vector<at::Tensor> &leafGrads) {
 void Engine::reduceBucket(int b) {
   for (int u : plan_.schedule.buckets[b].units) {
     Unit &U = *units_[u];
+    if (U.padded == 0) { // trains nothing (LoRA's embedding and head)
+      U.microGrad = at::Tensor();
+      continue;
+    }
     switch (plan_.strategy.zero) {
     case 0:
       pending_.push_back(comm_.allReduceSum(U.grad));
@@ -419,6 +508,8 @@ void Engine::finishPending() {
 }
 
 void Engine::publish(Unit &U, bool written) {
+  if (U.padded == 0)
+    return;
   // The updated partition, in the compute dtype, to where forward reads it.
   const int zero = plan_.strategy.zero;
   at::Tensor src = U.hostParamOut.defined() ? U.hostParamOut : U.master;
@@ -666,6 +757,7 @@ Engine::StateBytes Engine::stateBytes() const {
   };
   for (const auto &U : units_) {
     add(b.parameters, plan_.strategy.zero == 3 ? U->shard : U->full);
+    add(b.parameters, plan_.strategy.zero == 3 ? U->baseShard : U->baseFull);
     add(b.gradients, U->grad);
     add(b.gradients, U->gradShard);
     add(b.optimizer, U->master); // no-op where it is the parameters
@@ -693,10 +785,20 @@ at::Tensor Engine::stateUnit(int u, StateKind kind) {
   at::Tensor mine = state.device() == device_
                         ? state
                         : state.to(device_, /*non_blocking=*/false);
-  if (plan_.strategy.zero == 0)
+  if (plan_.strategy.zero == 0 || U.padded == 0)
     return mine;
   at::Tensor full = at::empty({U.padded}, mine.options());
   comm_.allGather(mine.contiguous(), full).wait();
+  return full;
+}
+
+at::Tensor Engine::baseUnit(int u) {
+  Unit &U = *units_[u];
+  SWIFT_ASSERT(U.hasBase, "unit ", u, " has no frozen base (not a LoRA run)");
+  if (plan_.strategy.zero < 3)
+    return U.baseFull;
+  at::Tensor full = at::empty({U.basePadded}, U.baseShard.options());
+  comm_.allGather(U.baseShard, full).wait();
   return full;
 }
 

@@ -296,12 +296,18 @@ at::Tensor rows(const at::Tensor &t) {
 
 /// Gradients of y = a W^T (+ ...) from dy: {da, dW}; dW is written into the
 /// sink (and returned undefined) when there is one.
+/// The input's and the weight's gradients of y = a w^T; the weight's only
+/// when `needW` (a frozen weight, LoRA's base, needs none), into the sink
+/// when there is one.
 std::pair<at::Tensor, at::Tensor> linearGrads(const at::Tensor &dyIn,
                                               const at::Tensor &a,
                                               const at::Tensor &w,
-                                              const GradSink &sink) {
+                                              const GradSink &sink,
+                                              bool needW = true) {
   at::Tensor dy = rows(dyIn.to(a.scalar_type()));
   at::Tensor da = at::mm(dy, w).view(a.sizes());
+  if (!needW)
+    return {da, at::Tensor()};
   if (!sink)
     return {da, at::mm(dy.t(), rows(a))};
   auto [dst, accumulate] = sink();
@@ -420,12 +426,12 @@ at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
     return outs[0];
   attachBackward(
       {x, a, w}, outs,
-      [ad = a.detach(), wd = w.detach(),
-       sink](std::vector<at::Tensor> &&grads) mutable {
+      [ad = a.detach(), wd = w.detach(), sink,
+       needW = w.requires_grad()](std::vector<at::Tensor> &&grads) mutable {
         std::vector<at::Tensor> r(3);
         if (grads[0].defined()) {
           r[0] = grads[0];
-          std::tie(r[1], r[2]) = linearGrads(grads[0], ad, wd, sink);
+          std::tie(r[1], r[2]) = linearGrads(grads[0], ad, wd, sink, needW);
         }
         ad = wd = at::Tensor();
         return r;
@@ -477,12 +483,14 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
       dh = at::empty_like(hd);
       if (wSink && w.requires_grad())
         std::tie(sunk, sunkAdds) = wSink();
-      else
+      else if (w.requires_grad()) // a frozen lm_head (LoRA) needs none
         dw = at::empty_like(wd);
     }
     // The first chunk writes W's gradient, the others add to it.
     auto weightGrad = [&](const at::Tensor &dlogits, const at::Tensor &hc,
                           int64_t s) {
+      if (!sunk.defined() && !dw.defined())
+        return;
       if (sunk.defined())
         weightGradInto(sunk, sunkAdds || s > 0, dlogits, hc);
       else
@@ -553,7 +561,7 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
           scaleBy(dh, go);
           if (dw.defined())
             scaleBy(dw, go);
-          else if (go.item<double>() != 1.0) { // the sink's buffer
+          else if (sunk.defined() && go.item<double>() != 1.0) { // the sink's
             SWIFT_ASSERT(!sunkAdds, "a loss whose weight gradient was added "
                                     "into a sink needs an upstream gradient "
                                     "of 1");

@@ -86,6 +86,114 @@ UnitLayout unitLayout(const ModelConfig &m, int unit) {
   return l;
 }
 
+namespace {
+/// The four groups of a decoder layer's linears: member names, input width,
+/// output widths.
+struct LinearGroup {
+  const char *prefix; // "self_attn." or "mlp."
+  std::vector<const char *> members;
+  int64_t in;
+  std::vector<int64_t> outs;
+};
+std::vector<LinearGroup> linearGroups(const ModelConfig &m) {
+  const int64_t C = m.hiddenSize, I = m.intermediateSize,
+                Q = m.numHeads * m.headDim, KV = m.numKvHeads * m.headDim;
+  return {{"self_attn.", {"q_proj", "k_proj", "v_proj"}, C, {Q, KV, KV}},
+          {"self_attn.", {"o_proj"}, Q, {C}},
+          {"mlp.", {"gate_proj", "up_proj"}, C, {I, I}},
+          {"mlp.", {"down_proj"}, I, {C}}};
+}
+} // namespace
+
+UnitLayout adapterLayout(const ModelConfig &m, const LoraConfig &lora,
+                         int unit) {
+  UnitLayout l;
+  if (unit == 0 || unit == m.numLayers + 1)
+    return l;
+  const std::string p = "layers." + std::to_string(unit - 1) + ".";
+  const int64_t r = lora.rank;
+  auto add = [&](const std::string &name, std::vector<int64_t> shape,
+                 Init init, bool stack) {
+    ParamDesc d{name, std::move(shape), init, l.numel};
+    if (stack)
+      l.leaves.back().shape[0] += d.shape[0];
+    else
+      l.leaves.push_back(LeafDesc{d.shape, d.offset});
+    l.numel += d.numel();
+    l.params.push_back(std::move(d));
+  };
+  for (const LinearGroup &g : linearGroups(m)) {
+    bool first = true;
+    for (const char *name : g.members)
+      if (lora.adapts(name)) {
+        add(p + g.prefix + name + ".lora_A.weight", {r, g.in}, Init::LoraA,
+            !first);
+        first = false;
+      }
+    first = true;
+    for (size_t i = 0; i < g.members.size(); ++i)
+      if (lora.adapts(g.members[i])) {
+        add(p + g.prefix + g.members[i] + ".lora_B.weight", {g.outs[i], r},
+            Init::Zeros, !first);
+        first = false;
+      }
+  }
+  return l;
+}
+
+UnitLayout trainableLayout(const Plan &plan, int unit) {
+  return plan.training.method == Method::Full
+             ? unitLayout(plan.model, unit)
+             : adapterLayout(plan.model, plan.training.lora, unit);
+}
+
+DecoderAdapters bindAdapters(const ModelConfig &m, const LoraConfig &lora,
+                             const std::vector<at::Tensor> &views) {
+  DecoderAdapters a;
+  a.rank = lora.rank;
+  a.scale = lora.scale();
+  size_t i = 0;
+  std::vector<LinearGroup> groups = linearGroups(m);
+  AdapterGroup *targets[] = {&a.qkv, &a.o, &a.gateUp, &a.down};
+  for (size_t k = 0; k < groups.size(); ++k) {
+    AdapterGroup &g = *targets[k];
+    g.outs = groups[k].outs;
+    bool any = false;
+    for (const char *name : groups[k].members) {
+      g.adapted.push_back(lora.adapts(name));
+      any |= g.adapted.back();
+    }
+    if (any) {
+      g.a = views[i++];
+      g.b = views[i++];
+    }
+  }
+  SWIFT_ASSERT(i == views.size(), "adapter binding consumed ", i, " of ",
+               views.size());
+  return a;
+}
+
+at::Tensor loraDelta(const at::Tensor &x, const AdapterGroup &g, int64_t rank,
+                     double scale) {
+  at::Tensor xa = at::linear(x, g.a); // (…, n r): every adapted A at once
+  std::vector<at::Tensor> parts;
+  int64_t k = 0, row = 0;
+  for (size_t i = 0; i < g.outs.size(); ++i) {
+    if (g.adapted[i]) {
+      parts.push_back(at::linear(xa.narrow(-1, k * rank, rank),
+                                 g.b.narrow(0, row, g.outs[i])) *
+                      scale);
+      ++k;
+      row += g.outs[i];
+    } else {
+      std::vector<int64_t> shape = x.sizes().vec();
+      shape.back() = g.outs[i];
+      parts.push_back(at::zeros(shape, x.options()));
+    }
+  }
+  return parts.size() == 1 ? parts[0] : at::cat(parts, -1);
+}
+
 DecoderWeights bindDecoder(const ModelConfig &m,
                            const std::vector<at::Tensor> &views,
                            const std::vector<GradSink> &sinks) {
@@ -227,11 +335,20 @@ at::Tensor swiglu(const at::Tensor &gateUp) {
 
 at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
                           const at::Tensor &x, const Rope &rope, bool selective,
-                          bool forBackward, const Packing &packing) {
+                          bool forBackward, const Packing &packing,
+                          const DecoderAdapters *adapters) {
   // One GEMM for q, k, v and one for gate, up: their weights are adjacent
   // in the unit's flat buffer (unitLayout stacks them into one leaf).
   at::Tensor h = rmsNorm(x, w.inputNorm, m.rmsNormEps);
   at::Tensor qkv = linear(h, w.qkv, w.qkvBias, w.qkvSink); // (B, S, Q+2KV)
+  // LoRA: peft's result + lora_B(lora_A(x)) * scaling, per GEMM.
+  auto adapt = [&](at::Tensor y, const at::Tensor &in, const AdapterGroup &g) {
+    return adapters && g.a.defined()
+               ? y + loraDelta(in, g, adapters->rank, adapters->scale)
+               : y;
+  };
+  if (adapters)
+    qkv = adapt(qkv, h, adapters->qkv);
 
   // Attention core: q/k norm, rotary, softmax(QK^T)V. Under selective
   // checkpointing only the packed projection is kept; its internals (rotated
@@ -285,14 +402,20 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
   at::Tensor x1 = w.oBias.defined()
                       ? x + linear(attn, w.o, w.oBias, w.oSink)
                       : residualLinear(x, attn, w.o, true, w.oSink);
+  if (adapters)
+    x1 = adapt(x1, attn, adapters->o);
 
   h = rmsNorm(x1, w.postNorm, m.rmsNormEps);
   at::Tensor gateUp = linear(h, w.gateUp, {}, w.gateUpSink); // (B, S, 2 I)
+  if (adapters)
+    gateUp = adapt(gateUp, h, adapters->gateUp);
   TensorFn act = [](const std::vector<at::Tensor> &in) {
     return std::vector<at::Tensor>{swiglu(in[0])};
   };
   at::Tensor a = selective ? recompute(act, {gateUp})[0] : act({gateUp})[0];
-  return residualLinear(x1, a, w.down, /*value=*/!forBackward, w.downSink);
+  at::Tensor out =
+      residualLinear(x1, a, w.down, /*value=*/!forBackward, w.downSink);
+  return adapters ? adapt(out, a, adapters->down) : out;
 }
 
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids) {

@@ -295,9 +295,10 @@ void File::readF32(const TensorInfo &t, int64_t first, int64_t count,
   }
 }
 
-ModelWeights::ModelWeights(const std::string &dir) : dir_(dir) {
-  const fs::path single = fs::path(dir) / "model.safetensors";
-  const fs::path index = fs::path(dir) / "model.safetensors.index.json";
+ModelWeights::ModelWeights(const std::string &dir, const std::string &stem)
+    : dir_(dir) {
+  const fs::path single = fs::path(dir) / (stem + ".safetensors");
+  const fs::path index = fs::path(dir) / (stem + ".safetensors.index.json");
   auto add = [&](const fs::path &file) {
     files_.push_back(std::make_unique<File>(file.string()));
     return files_.back().get();
@@ -327,8 +328,8 @@ ModelWeights::ModelWeights(const std::string &dir) : dir_(dir) {
     }
     return;
   }
-  SWIFT_CHECK(fs::exists(single), dir, ": no model.safetensors or "
-                                       "model.safetensors.index.json");
+  SWIFT_CHECK(fs::exists(single), dir, ": no ", stem, ".safetensors or ",
+              stem, ".safetensors.index.json");
   const File *f = add(single);
   for (const TensorInfo &t : f->tensors())
     byName_[t.name] = {&t, f};
@@ -391,7 +392,8 @@ void writeFileAtomically(const std::string &path, const std::string &text) {
 
 void write(const std::string &dir, const std::vector<TensorSpec> &tensors,
            const TensorProducer &produce, int64_t maxShardBytes,
-           const std::map<std::string, std::string> &metadata) {
+           const std::map<std::string, std::string> &metadata,
+           const std::string &stem) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   SWIFT_CHECK(!ec, dir, ": cannot create the directory: ", ec.message());
@@ -411,11 +413,10 @@ void write(const std::string &dir, const std::vector<TensorSpec> &tensors,
   const size_t n = shards.size();
   auto shardName = [&](size_t s) {
     if (n == 1)
-      return std::string("model.safetensors");
+      return stem + ".safetensors";
     char name[64];
-    std::snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors",
-                  s + 1, n);
-    return std::string(name);
+    std::snprintf(name, sizeof(name), "-%05zu-of-%05zu.safetensors", s + 1, n);
+    return stem + name;
   };
   nlohmann::json weightMap = nlohmann::json::object();
   for (size_t s = 0; s < n; ++s) {
@@ -455,7 +456,7 @@ void write(const std::string &dir, const std::vector<TensorSpec> &tensors,
     }
     f.commit();
   }
-  const fs::path index = fs::path(dir) / "model.safetensors.index.json";
+  const fs::path index = fs::path(dir) / (stem + ".safetensors.index.json");
   if (n > 1) {
     nlohmann::json j = {{"metadata", {{"total_size", total}}},
                         {"weight_map", weightMap}};

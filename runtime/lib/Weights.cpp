@@ -63,6 +63,12 @@ nlohmann::ordered_json configJson(const ModelConfig &m,
 
 } // namespace
 
+at::ScalarType toScalarType(st::DType dtype) {
+  return dtype == st::DType::F32   ? at::kFloat
+         : dtype == st::DType::F16 ? at::kHalf
+                                   : at::kBFloat16;
+}
+
 std::string hfName(const ParamDesc &p) {
   return p.name.rfind("lm_head.", 0) == 0 ? p.name : "model." + p.name;
 }
@@ -158,13 +164,52 @@ st::DType parseExportDtype(const std::string &name) {
   return st::DType::BF16;
 }
 
-void exportHF(Engine &engine, const ModelConfig &m, const std::string &dir,
+void exportHF(Engine &engine, const Plan &plan, const std::string &dir,
               const ExportOptions &options) {
+  const ModelConfig &m = plan.model;
+  const bool lora = plan.training.method != Method::Full;
   const int numUnits = int(m.numLayers) + 2;
+  // Unit u's weights, flat on the engine's device (collective).
+  auto unitWeights = [&](int u) {
+    if (!lora)
+      return engine.stateUnit(u);
+    at::Tensor merged = engine.baseUnit(u).to(at::kFloat, /*copy=*/true);
+    at::Tensor adapters = engine.stateUnit(u);
+    if (engine.rank() != 0)
+      return merged;
+    const UnitLayout base = unitLayout(m, u);
+    const UnitLayout layout = adapterLayout(m, plan.training.lora, u);
+    auto find = [&](const std::string &name) -> const ParamDesc & {
+      for (const ParamDesc &d : base.params)
+        if (d.name == name)
+          return d;
+      SWIFT_ASSERT(false, "no base parameter ", name);
+      return base.params[0];
+    };
+    const std::string aTag = ".lora_A.weight";
+    for (const ParamDesc &a : layout.params) {
+      if (a.name.size() < aTag.size() ||
+          a.name.compare(a.name.size() - aTag.size(), aTag.size(), aTag) != 0)
+        continue;
+      const std::string stem = a.name.substr(0, a.name.size() - aTag.size());
+      const ParamDesc *b = nullptr;
+      for (const ParamDesc &d : layout.params)
+        if (d.name == stem + ".lora_B.weight")
+          b = &d;
+      SWIFT_ASSERT(b, "no lora_B for ", a.name);
+      const ParamDesc &w = find(stem + ".weight");
+      at::Tensor A = adapters.narrow(0, a.offset, a.numel()).view(a.shape).to(at::kFloat);
+      at::Tensor B = adapters.narrow(0, b->offset, b->numel()).view(b->shape).to(at::kFloat);
+      merged.narrow(0, w.offset, w.numel())
+          .view(w.shape)
+          .add_(at::mm(B, A), plan.training.lora.scale());
+    }
+    return merged;
+  };
   if (engine.rank() != 0) {
-    // The other ranks take part in each unit's gather, in the same order.
+    // The other ranks take part in each unit's gathers, in the same order.
     for (int u = 0; u < numUnits; ++u)
-      (void)engine.stateUnit(u);
+      (void)unitWeights(u);
     return;
   }
   std::vector<st::TensorSpec> specs;
@@ -177,10 +222,7 @@ void exportHF(Engine &engine, const ModelConfig &m, const std::string &dir,
       specs.push_back({hfName(d), options.dtype, d.shape});
       where.push_back({u, &d});
     }
-  const at::ScalarType target = options.dtype == st::DType::F32 ? at::kFloat
-                                : options.dtype == st::DType::F16
-                                    ? at::kHalf
-                                    : at::kBFloat16;
+  const at::ScalarType target = toScalarType(options.dtype);
   int current = -1;
   at::Tensor unit; // the current unit's values, flat, on the engine's device
   st::write(
@@ -188,7 +230,7 @@ void exportHF(Engine &engine, const ModelConfig &m, const std::string &dir,
       [&](size_t i, const st::ByteSink &sink) {
         auto [u, d] = where[i];
         if (u != current) {
-          unit = engine.stateUnit(u);
+          unit = unitWeights(u);
           current = u;
         }
         sinkTensor(unit.narrow(0, d->offset, d->numel()).to(target), sink);
@@ -201,6 +243,121 @@ void exportHF(Engine &engine, const ModelConfig &m, const std::string &dir,
     st::writeFileAtomically(config.string(),
                             configJson(m, options).dump(2) + "\n");
   }
+}
+
+std::string peftName(const ParamDesc &p) {
+  return "base_model.model." + hfName(p);
+}
+
+void exportAdapter(Engine &engine, const Plan &plan, const std::string &dir,
+                   const ExportOptions &options, const std::string &baseModel) {
+  const ModelConfig &m = plan.model;
+  const int numUnits = int(m.numLayers) + 2;
+  if (engine.rank() != 0) {
+    for (int u = 0; u < numUnits; ++u)
+      (void)engine.stateUnit(u);
+    return;
+  }
+  std::vector<st::TensorSpec> specs;
+  std::vector<std::pair<int, const ParamDesc *>> where;
+  std::vector<UnitLayout> layouts;
+  for (int u = 0; u < numUnits; ++u)
+    layouts.push_back(adapterLayout(m, plan.training.lora, u));
+  for (int u = 0; u < numUnits; ++u)
+    for (const ParamDesc &d : layouts[size_t(u)].params) {
+      specs.push_back({peftName(d), options.dtype, d.shape});
+      where.push_back({u, &d});
+    }
+  const at::ScalarType target = toScalarType(options.dtype);
+  int current = -1;
+  at::Tensor unit;
+  fs::create_directories(dir);
+  // One file, as peft writes it (adapters are small).
+  st::write(
+      dir, specs,
+      [&](size_t i, const st::ByteSink &sink) {
+        auto [u, d] = where[i];
+        if (u != current) {
+          unit = engine.stateUnit(u);
+          current = u;
+        }
+        sinkTensor(unit.narrow(0, d->offset, d->numel()).to(target), sink);
+      },
+      int64_t(1) << 62, {{"format", "pt"}}, "adapter_model");
+  const LoraConfig &l = plan.training.lora;
+  nlohmann::ordered_json config = {
+      {"peft_type", "LORA"},
+      {"task_type", "CAUSAL_LM"},
+      {"base_model_name_or_path", baseModel.empty() ? nullptr : nlohmann::ordered_json(baseModel)},
+      {"r", l.rank},
+      {"lora_alpha", l.alpha},
+      {"lora_dropout", l.dropout},
+      {"target_modules", l.targets},
+      {"bias", "none"},
+      {"fan_in_fan_out", false},
+      {"inference_mode", true},
+      {"init_lora_weights", true},
+      {"modules_to_save", nullptr},
+      {"use_rslora", false},
+      {"use_dora", false},
+      {"layers_to_transform", nullptr},
+      {"rank_pattern", nlohmann::ordered_json::object()},
+      {"alpha_pattern", nlohmann::ordered_json::object()}};
+  st::writeFileAtomically((fs::path(dir) / "adapter_config.json").string(),
+                          config.dump(2) + "\n");
+}
+
+PeftAdapter::PeftAdapter(const std::string &dir, const Plan &plan) {
+  const fs::path configPath = fs::path(dir) / "adapter_config.json";
+  std::ifstream in(configPath);
+  SWIFT_CHECK(in.good(), dir, ": not a peft adapter (no adapter_config.json)");
+  nlohmann::json c = nlohmann::json::parse(in, nullptr, false);
+  SWIFT_CHECK(c.is_object(), configPath.string(), ": not valid JSON");
+  const LoraConfig &l = plan.training.lora;
+  SWIFT_CHECK(c.value("peft_type", "") == "LORA", configPath.string(),
+              ": peft_type is ", c.value("peft_type", std::string("absent")),
+              ", not LORA");
+  SWIFT_CHECK(c.contains("r") && c["r"].is_number_integer() &&
+                  c["r"].get<int64_t>() == l.rank,
+              configPath.string(), ": r is ", c.value("r", nlohmann::json()).dump(),
+              ", the plan's lora rank is ", l.rank);
+  SWIFT_CHECK(c.contains("lora_alpha") && c["lora_alpha"].is_number() &&
+                  c["lora_alpha"].get<double>() == l.alpha,
+              configPath.string(), ": lora_alpha is ",
+              c.value("lora_alpha", nlohmann::json()).dump(),
+              ", the plan's lora alpha is ", l.alpha);
+  SWIFT_CHECK(c.value("use_dora", false) == false && c.value("use_rslora", false) == false,
+              configPath.string(), ": DoRA and rsLoRA adapters are not supported");
+  const fs::path file = fs::path(dir) / "adapter_model.safetensors";
+  SWIFT_CHECK(fs::exists(file), dir, ": no adapter_model.safetensors");
+  weights_ = std::make_unique<st::ModelWeights>(dir, "adapter_model");
+  std::set<std::string> expected;
+  for (int u = 0; u < plan.model.numLayers + 2; ++u)
+    for (const ParamDesc &d : adapterLayout(plan.model, l, u).params) {
+      expected.insert(peftName(d));
+      auto [t, f] = weights_->find(peftName(d));
+      SWIFT_CHECK(t, file.string(), ": tensor \"", peftName(d),
+                  "\" is missing (the plan adapts ", d.name, ")");
+      SWIFT_CHECK(t->shape == d.shape, f->path(), ": tensor \"", peftName(d),
+                  "\" has shape ", shapeText(t->shape), ", the plan's adapter ",
+                  shapeText(d.shape));
+    }
+  for (const std::string &name : weights_->names())
+    SWIFT_CHECK(expected.count(name), file.string(), ": tensor \"", name,
+                "\" is not an adapter the plan trains (its lora.targets: ",
+                [&] {
+                  std::string t;
+                  for (const std::string &x : l.targets)
+                    t += (t.empty() ? "" : ", ") + x;
+                  return t;
+                }(),
+                ")");
+}
+
+void PeftAdapter::read(StateKind kind, const UnitLayout &layout, int64_t begin,
+                       int64_t count, at::Tensor dst) const {
+  SWIFT_ASSERT(kind == StateKind::Master, "an adapter holds no optimizer state");
+  readUnitRange(*weights_, peftName, layout, begin, count, dst);
 }
 
 } // namespace swift::rt

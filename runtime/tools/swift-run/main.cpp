@@ -52,10 +52,15 @@ const char *kUsage =
     "                 [--timeout SECONDS] [--emit-plan FILE] [--trace FILE]\n"
     "                 [--weights DIR] [--export-hf DIR [--export-dtype D]]\n"
     "                 [--save-dir DIR [--save-every N] [--keep K]] [--resume P]\n"
+    "                 [--adapter DIR] [--merge]\n"
     "  --weights DIR     start from an HF model directory's safetensors\n"
-    "                    (overrides the plan's \"weights\")\n"
+    "                    (overrides the plan's \"weights\"; LoRA: the base)\n"
     "  --export-hf DIR   after the run, write the model as an HF directory:\n"
-    "                    config.json + safetensors (5 GB shards + index)\n"
+    "                    config.json + safetensors (5 GB shards + index);\n"
+    "                    LoRA: a peft adapter directory (adapter_config.json\n"
+    "                    + adapter_model.safetensors), or with --merge the\n"
+    "                    base with the adapters merged in\n"
+    "  --adapter DIR     LoRA: start the adapters from a peft adapter\n"
     "  --export-dtype D  bf16 (default), fp16 or fp32\n"
     "  --save-dir DIR    checkpoints (masters, AdamW moments, step) as\n"
     "                    DIR/step-N, every --save-every N steps and after the\n"
@@ -75,7 +80,8 @@ const char *kUsage =
 struct Args {
   std::string plan, data, device, metrics, saveParams, emitPlan, trace;
   std::string weights, exportHF, exportDtype = "bf16";
-  std::string saveDir, resume;
+  std::string saveDir, resume, adapter;
+  bool merge = false;
   int64_t saveEvery = 0;                // 0: the last step only
   int keep = 0;                         // 0: keep every checkpoint
   int nproc = 0;
@@ -138,6 +144,10 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
       a.resume = value();
     } else if (s == "--export-hf") {
       a.exportHF = value();
+    } else if (s == "--adapter") {
+      a.adapter = value();
+    } else if (s == "--merge") {
+      a.merge = true;
     } else if (s == "--export-dtype") {
       a.exportDtype = value();
       (void)parseExportDtype(a.exportDtype);
@@ -296,11 +306,19 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   copt.timeoutSeconds = timeout;
   std::unique_ptr<Comm> comm = makeComm(copt);
 
-  SWIFT_CHECK(plan.training.method == Method::Full, plan.path,
-              ": training.method ", toString(plan.training.method),
-              ": swift-run trains full models only so far (LoRA/QLoRA: use "
-              "backend hf)");
   const TrainingConfig &t = plan.training;
+  const bool lora = t.method != Method::Full;
+  SWIFT_CHECK(t.method != Method::QLora, plan.path,
+              ": training.method qlora: swift-run has no NF4 base yet (use "
+              "method lora, or backend hf)");
+  SWIFT_CHECK(!lora || t.lora.dropout == 0, plan.path,
+              ": training.lora.dropout ", t.lora.dropout,
+              ": swift-run trains LoRA without dropout so far (set 0)");
+  SWIFT_CHECK(lora || (a.adapter.empty() && !a.merge),
+              "command line: --adapter and --merge need a LoRA plan "
+              "(training.method lora)");
+  SWIFT_CHECK(!a.merge || !a.exportHF.empty(),
+              "command line: --merge needs --export-hf DIR");
   auto data =
       makeTokenSource(a.data, plan.model.vocabSize, t.sequenceLength, t.seed,
                       t.packing);
@@ -308,14 +326,24 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   // state is allocated.
   std::string weightsDir =
       !a.weights.empty() ? a.weights : plan.weights ? plan.weights->path : "";
-  SWIFT_CHECK(a.resume.empty() || a.weights.empty(),
+  SWIFT_CHECK(lora || a.resume.empty() || a.weights.empty(),
               "command line: --resume and --weights both give the initial "
               "state; use one");
-  std::unique_ptr<StateSource> initial;
+  SWIFT_CHECK(a.resume.empty() || a.adapter.empty(),
+              "command line: --resume and --adapter both give the adapters; "
+              "use one");
+  // The initial state: full fine-tuning's weights (a checkpoint, or HF
+  // weights); LoRA's adapters (a checkpoint, or a peft adapter) and frozen
+  // base (HF weights; a LoRA checkpoint holds no base).
+  std::unique_ptr<StateSource> initial, base;
   if (!a.resume.empty())
     initial = std::make_unique<Checkpoint>(a.resume, plan);
-  else if (!weightsDir.empty())
+  else if (lora && !a.adapter.empty())
+    initial = std::make_unique<PeftAdapter>(a.adapter, plan);
+  else if (!lora && !weightsDir.empty())
     initial = std::make_unique<HFWeights>(weightsDir, plan.model);
+  if (lora && !weightsDir.empty())
+    base = std::make_unique<HFWeights>(weightsDir, plan.model);
   // Directories that cannot be written fail now, not after the last step.
   if (env.rank == 0) {
     if (!a.exportHF.empty())
@@ -336,14 +364,20 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   const std::string hfConfig =
       hfConfigPath.empty() ? "" : readTextFile(hfConfigPath);
   const auto loadStart = std::chrono::steady_clock::now();
-  Engine engine(plan, *comm, device, initial.get());
-  if (env.rank == 0 && initial) {
-    const std::string from = !a.resume.empty()
-                                 ? static_cast<Checkpoint &>(*initial).dir()
-                                 : weightsDir;
+  Engine engine(plan, *comm, device, initial.get(), base.get());
+  if (env.rank == 0 && (initial || base)) {
+    std::string from = !a.resume.empty()
+                           ? static_cast<Checkpoint &>(*initial).dir()
+                       : !a.adapter.empty() ? a.adapter
+                                            : weightsDir;
+    int64_t bytes = safetensorsBytes(from);
+    if (lora && base && from != weightsDir) {
+      bytes += safetensorsBytes(weightsDir);
+      from = weightsDir + " + " + from;
+    }
     std::cout << "swift-run: loaded " << from << " ("
-              << transferReport(safetensorsBytes(from), secondsSince(loadStart))
-              << ")" << std::endl;
+              << transferReport(bytes, secondsSince(loadStart)) << ")"
+              << std::endl;
     if (!a.resume.empty())
       std::cout << "swift-run: resuming from " << from << " after step "
                 << engine.stepsDone() << std::endl;
@@ -501,7 +535,10 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     options.configText = hfConfig;
     options.maxPositionEmbeddings = std::max<int64_t>(4096, t.sequenceLength);
     const auto exportStart = std::chrono::steady_clock::now();
-    exportHF(engine, plan.model, a.exportHF, options);
+    if (lora && !a.merge)
+      exportAdapter(engine, plan, a.exportHF, options, weightsDir);
+    else
+      exportHF(engine, plan, a.exportHF, options);
     if (lead)
       std::cout << "swift-run: exported to " << a.exportHF << " ("
                 << transferReport(safetensorsBytes(a.exportHF),

@@ -63,8 +63,12 @@ public:
   /// Initial state: `initial` when given (each rank reads the range it
   /// keeps: its ZeRO-3 shard, else the whole units; the moments for its
   /// optimizer partition), otherwise random weights from the plan's seed.
+  /// LoRA (plan training.method lora/qlora): `initial` holds the adapters
+  /// (a checkpoint or a peft adapter; none: A random, B zero) and `base`
+  /// the frozen base (HF weights; none: random from the seed).
   Engine(const Plan &plan, Comm &comm, at::Device device,
-         const StateSource *initial = nullptr);
+         const StateSource *initial = nullptr,
+         const StateSource *base = nullptr);
   ~Engine();
 
   /// One optimizer step. microBatches: gradient_accumulation tensors of
@@ -106,6 +110,9 @@ public:
   /// in the dtype the engine keeps it. Collective at ZeRO 1-3 (the state is
   /// sharded): every rank calls it for the same units in the same order.
   at::Tensor stateUnit(int u, StateKind kind = StateKind::Master);
+  /// LoRA: unit u's frozen base, flat (padded), compute dtype, on the
+  /// device. Collective at ZeRO-3 (gathered from the shards).
+  at::Tensor baseUnit(int u);
   /// The dtype stateUnit() returns for `kind` (the same for every unit).
   at::ScalarType stateDtype(StateKind kind) const;
 
@@ -132,6 +139,8 @@ private:
                          const std::vector<at::Tensor> &leaves,
                          const MicroBatch &mb, bool forBackward = false);
   std::vector<at::Tensor> makeLeaves(int u, bool requiresGrad);
+  /// LoRA: views of the frozen base of unit u's owners (no gradient).
+  std::vector<at::Tensor> baseLeaves(int u);
   /// Unit u's gradient buffer for this micro-batch (allocated at ZeRO-2/3);
   /// `fresh`: the step's first gradient overwrites it (ZeRO 0/1).
   at::Tensor &gradTarget(int u, bool &fresh);
@@ -160,6 +169,7 @@ private:
   int64_t totalSteps_ = 0;
   double lastLr_ = 0, lastGradNorm_ = 0;
   bool lastMicroBatch_ = false;
+  bool lora_ = false;
 };
 
 } // namespace swift::rt

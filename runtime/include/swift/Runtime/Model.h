@@ -21,7 +21,10 @@
 
 namespace swift::rt {
 
-enum class Init { Normal, Ones, Zeros };
+/// Initial values: normal(0, 0.02) (HF's initializer_range), ones, zeros,
+/// or uniform(-1/sqrt(in), 1/sqrt(in)) for a LoRA A (peft's
+/// kaiming_uniform_(a=sqrt(5)) of an (r, in) weight).
+enum class Init { Normal, Ones, Zeros, LoraA };
 
 struct ParamDesc {
   std::string name; // HF name, e.g. "layers.3.self_attn.q_proj.weight"
@@ -49,6 +52,39 @@ struct UnitLayout {
 
 /// The descriptor table of one unit.
 UnitLayout unitLayout(const ModelConfig &m, int unit);
+
+/// LoRA (training.method lora / qlora): a decoder unit trains adapters, not
+/// its weights. Per group of linears that share an input (q/k/v, o,
+/// gate/up, down) the A's of its adapted members are one leaf (n r, in),
+/// one GEMM; their B's one leaf (sum of their outs, r). Names are the
+/// adapted linear's with lora_A / lora_B ("layers.0.self_attn.q_proj.
+/// lora_A.weight"); peft's files prefix them with "base_model.model.model.".
+/// Embedding and head units train nothing (an empty layout).
+UnitLayout adapterLayout(const ModelConfig &m, const LoraConfig &lora,
+                         int unit);
+/// What unit `unit` trains: unitLayout() for full fine-tuning,
+/// adapterLayout() for LoRA.
+UnitLayout trainableLayout(const Plan &plan, int unit);
+
+/// One group's adapters (Model.h adapterLayout): `a` (n r, in), `b`
+/// (sum of adapted outs, r); undefined when no member is adapted.
+struct AdapterGroup {
+  at::Tensor a, b;
+  std::vector<int64_t> outs;  // every member's output width
+  std::vector<bool> adapted;  // per member
+};
+struct DecoderAdapters {
+  AdapterGroup qkv, o, gateUp, down;
+  int64_t rank = 0;
+  double scale = 0; // alpha / rank
+};
+/// Binds `views` (one per leaf of adapterLayout, in order).
+DecoderAdapters bindAdapters(const ModelConfig &m, const LoraConfig &lora,
+                             const std::vector<at::Tensor> &views);
+/// scale * B (A x) of a group, (…, sum of every member's out): peft's
+/// lora_B(lora_A(x)) * scaling per adapted member, zeros for the others.
+at::Tensor loraDelta(const at::Tensor &x, const AdapterGroup &g, int64_t rank,
+                     double scale);
 
 /// Views of a decoder layer's leaves (undefined when absent).
 struct DecoderWeights {
@@ -107,10 +143,12 @@ Packing makePacking(const at::Tensor &segments, const at::Device &device,
 /// checkpointing), so its output value is not computed (the down_proj GEMM
 /// is skipped; the result is uninitialized, its autograd graph exact).
 /// `packing` empty: plain causal attention.
+/// `adapters`: LoRA's deltas added to the four GEMMs' outputs.
 at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
                           const at::Tensor &x, const Rope &rope, bool selective,
                           bool forBackward = false,
-                          const Packing &packing = {});
+                          const Packing &packing = {},
+                          const DecoderAdapters *adapters = nullptr);
 
 /// ids: (B, S) int64, table: (V, C) -> (B, S, C).
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids);

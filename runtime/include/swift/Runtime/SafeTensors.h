@@ -82,7 +82,10 @@ private:
 /// of model.safetensors.index.json (each opened once).
 class ModelWeights {
 public:
-  explicit ModelWeights(const std::string &dir);
+  /// `stem`: the files' name ("model": model.safetensors or
+  /// model.safetensors.index.json; peft's "adapter_model").
+  explicit ModelWeights(const std::string &dir,
+                        const std::string &stem = "model");
 
   const std::string &dir() const { return dir_; }
   /// Every tensor's name, sorted.
@@ -117,9 +120,11 @@ using TensorProducer = std::function<void(size_t index, const ByteSink &)>;
 /// (a larger tensor gets a shard of its own) plus
 /// model.safetensors.index.json. Each file is written to a temporary name,
 /// fsynced and renamed. `metadata` goes into every header.
+/// `stem` names the files ("model"; peft's "adapter_model").
 void write(const std::string &dir, const std::vector<TensorSpec> &tensors,
            const TensorProducer &produce, int64_t maxShardBytes,
-           const std::map<std::string, std::string> &metadata = {});
+           const std::map<std::string, std::string> &metadata = {},
+           const std::string &stem = "model");
 
 /// fp32 -> bf16 with round-to-nearest-even (as torch's .to(bfloat16)).
 uint16_t toBF16(float x);

@@ -69,10 +69,35 @@ struct ExportOptions {
 };
 
 /// Writes the engine's current weights (the optimizer's fp32 masters, or
-/// the bf16 parameters of pure bf16) as an HF model directory. Collective:
-/// every rank calls it; rank 0 writes.
-void exportHF(Engine &engine, const ModelConfig &m, const std::string &dir,
+/// the bf16 parameters of pure bf16) as an HF model directory; for LoRA the
+/// base with the adapters merged in (W + alpha/r B A, in fp32 then
+/// rounded), as peft's merge_and_unload. Collective: every rank calls it;
+/// rank 0 writes.
+void exportHF(Engine &engine, const Plan &plan, const std::string &dir,
               const ExportOptions &options);
+
+/// peft's name of an adapter parameter: "base_model.model." + hfName.
+std::string peftName(const ParamDesc &p);
+
+/// Writes a LoRA run's adapters as a peft adapter directory
+/// (adapter_config.json + adapter_model.safetensors) that
+/// PeftModel.from_pretrained(base, dir) loads; `baseModel` is recorded as
+/// base_model_name_or_path. Collective; rank 0 writes.
+void exportAdapter(Engine &engine, const Plan &plan, const std::string &dir,
+                   const ExportOptions &options, const std::string &baseModel);
+
+/// A peft LoRA adapter directory as the adapters' initial values: its
+/// adapter_config.json must match the plan's lora (r, lora_alpha, the
+/// target modules) and its tensors the adapter layout.
+class PeftAdapter : public StateSource {
+public:
+  PeftAdapter(const std::string &dir, const Plan &plan);
+  void read(StateKind kind, const UnitLayout &layout, int64_t begin,
+            int64_t count, at::Tensor dst) const override;
+
+private:
+  std::unique_ptr<safetensors::ModelWeights> weights_;
+};
 
 /// Parses --export-dtype ("bf16", "fp16", "fp32").
 safetensors::DType parseExportDtype(const std::string &name);

@@ -1,0 +1,90 @@
+"""swift-run against transformers + peft: LoRA (rank 4, alpha 8, all seven
+decoder linears) on the committed tiny HF models (test/data/hf), adapters
+started from the peft adapter directories peft wrote (test/data/peft, made
+by benchmarks/reference/make_peft_references.py on the GPU machine),
+trained 3 AdamW steps on the committed batch at world 1 ZeRO-0 and world 2
+ZeRO-3: every loss and grad norm within 1e-5 (relative) of peft's; then the
+merged model (--export-hf --merge) evaluated by a full-fine-tuning plan on
+the first batch: its loss is peft's merge_and_unload() model's.
+Usage: peft-reference.py SWIFT_BIN_DIR HF_DIR PEFT_DIR TMP"""
+import json
+import os
+import subprocess
+import sys
+
+BIN, HF, PEFT, TMP = sys.argv[1:5]
+expected = json.load(open(os.path.join(PEFT, "expected.json")))
+s = expected["settings"]
+failures, checked = [], 0
+
+
+def plan(name, work, zero, world, method, steps_batch):
+    """swift-plan's plan of the full job, made a LoRA plan (plan.json's
+    training.method and training.lora) when `method` is lora."""
+    job = os.path.join(work, f"job-{method}.yaml")
+    with open(job, "w") as f:
+        f.write(f"""model: {os.path.join(HF, name)}
+training:
+  sequence_length: {s['sequence_length']}
+  global_batch_size: {steps_batch}
+  micro_batch_size: {max(1, steps_batch // (2 * world))}
+  precision: fp32
+  optimizer: {{name: adamw, lr: {s['lr']}, betas: {s['betas']}, eps: {s['eps']}, weight_decay: {s['weight_decay']}}}
+  max_grad_norm: {s['max_grad_norm']}
+cluster: {{gpu: h100, gpus_per_node: {world}}}
+backend: swift-run
+strategy: {{zero: {zero}, offload: none, checkpointing: none}}
+""")
+    out = os.path.join(work, f"plan-{method}.json")
+    subprocess.run([os.path.join(BIN, "swift-plan"), job, "--emit", "plan", "-o", out],
+                   check=True)
+    if method == "lora":
+        p = json.load(open(out))
+        p["training"]["method"] = "lora"
+        p["training"]["lora"] = dict(rank=s["rank"], alpha=s["alpha"],
+                                     dropout=s["dropout"], targets=s["targets"])
+        json.dump(p, open(out, "w"), indent=1)
+    return out
+
+
+def run(args, tag):
+    r = subprocess.run([os.path.join(BIN, "swift-run"), *args, "--device", "cpu"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        failures.append(f"{tag}: swift-run exited {r.returncode}: {r.stdout[-2000:]}{r.stderr[-2000:]}")
+    return r.returncode == 0
+
+
+for name, want in sorted(expected["models"].items()):
+    for zero, world in [(0, 1), (3, 2)]:
+        tag = f"{name} zero {zero} world {world}"
+        work = os.path.join(TMP, f"{name}-z{zero}-w{world}")
+        os.makedirs(work, exist_ok=True)
+        p = plan(name, work, zero, world, "lora", s["global_batch_size"])
+        metrics = os.path.join(work, "metrics.jsonl")
+        if not run([p, "--nproc-per-node", str(world), "--steps", str(s["steps"]),
+                    "--data", os.path.join(HF, "batch.jsonl"), "--adapter",
+                    os.path.join(PEFT, name), "--metrics", metrics, "--export-hf",
+                    os.path.join(work, "merged"), "--merge", "--export-dtype", "fp32"], tag):
+            continue
+        got = [json.loads(line) for line in open(metrics)]
+        for key, ref in (("loss", want["losses"]), ("grad_norm", want["grad_norms"])):
+            for step, (m, r) in enumerate(zip(got, ref), 1):
+                checked += 1
+                if abs(m[key] - r) > 1e-5 * abs(r):
+                    failures.append(f"{tag} step {step} {key}: swift-run {m[key]!r}, peft {r!r}")
+        # The merged model, evaluated: one step of a full plan reports the
+        # loss of its first batch before updating.
+        full = plan(name, work, 0, 1, "full", s["global_batch_size"])
+        em = os.path.join(work, "merged.jsonl")
+        if run([full, "--steps", "1", "--data", os.path.join(HF, "batch.jsonl"),
+                "--weights", os.path.join(work, "merged"), "--metrics", em], tag + " merged"):
+            checked += 1
+            m = json.loads(open(em).readline())["loss"]
+            r = want["merged_loss"]
+            if abs(m - r) > 1e-5 * abs(r):
+                failures.append(f"{tag} merged loss: swift-run {m!r}, peft {r!r}")
+for f in failures:
+    print("MISMATCH", f)
+print(f"{checked} values checked, {len(failures)} mismatches")
+sys.exit(1 if failures else 0)
