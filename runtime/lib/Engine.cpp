@@ -15,6 +15,7 @@
 #include "swift/Runtime/CpuAdam.h"
 #include "swift/Runtime/Device.h"
 #include "swift/Runtime/Kernels.h"
+#include "swift/Runtime/Nf4.h"
 #include "swift/Runtime/TorchCompat.h"
 #include "swift/Runtime/Weights.h"
 
@@ -54,6 +55,13 @@ struct Engine::Unit {
   int64_t baseShardLen = 0, basePadded = 0;
   at::Tensor baseFull, baseShard;
   Pending baseGatherPending;
+  // QLoRA: a decoder unit's base lives as NF4 (its linear weights, indexed
+  // like baseLayout.params; undefined packed: kept in `baseKept`, the
+  // compute dtype); baseFull is only materialized (dequantized, storage
+  // allocated) around the unit's forward and backward computations.
+  std::vector<Nf4Tensor> nf4;
+  std::vector<at::Tensor> baseKept;
+  bool materialized = false;
 };
 
 struct Engine::MicroBatch {
@@ -125,7 +133,11 @@ bool useFusedAdamW() {
 Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
                const StateSource *initial, const StateSource *base)
     : plan_(plan), m_(plan.model), comm_(comm), device_(device),
-      lora_(plan.training.method != Method::Full) {
+      lora_(plan.training.method != Method::Full),
+      qlora_(plan.training.method == Method::QLora) {
+  SWIFT_CHECK(!qlora_ || plan.strategy.zero < 3, plan.path,
+              ": QLoRA at ZeRO-3 (a sharded NF4 base) is not implemented yet; "
+              "use zero 0-2");
   const StrategyConfig &st = plan.strategy;
   const int W = comm.worldSize(), rank = comm.rank();
   const bool offload = st.offload != Offload::None;
@@ -160,7 +172,22 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
       at::Tensor b = initialRange(U->baseLayout, U->basePadded, begin, len,
                                   base, seed, device_)
                          .to(computeDtype_);
-      if (st.zero < 3) {
+      if (qlora_ && u >= 1 && u <= m_.numLayers) {
+        // The decoder's linear weights to NF4 (from the compute dtype, as
+        // bitsandbytes quantizes a bf16 model), the rest kept as they are.
+        for (const ParamDesc &d : U->baseLayout.params) {
+          at::Tensor v = b.narrow(0, d.offset, d.numel()).view(d.shape);
+          if (d.shape.size() == 2) {
+            U->nf4.push_back(quantizeNf4(v));
+            U->baseKept.emplace_back();
+          } else {
+            U->nf4.emplace_back();
+            U->baseKept.push_back(v.clone());
+          }
+        }
+        U->baseFull = at::empty({U->basePadded}, onDevice.dtype(computeDtype_));
+        freeStorage(U->baseFull);
+      } else if (st.zero < 3) {
         U->baseFull = b;
       } else {
         U->baseShard = b;
@@ -301,6 +328,36 @@ std::vector<at::Tensor> Engine::makeLeaves(int u, bool requiresGrad) {
   return leaves;
 }
 
+void Engine::materializeBase(int u) {
+  for (int o : unitOwners(m_, u)) {
+    Unit &O = *units_[o];
+    if (O.nf4.empty() || O.materialized)
+      continue;
+    allocStorage(O.baseFull);
+    // Written through an alias of the storage: the tensors autograd saved
+    // check baseFull's version counter, and these bytes are the same values.
+    at::Tensor raw = at::from_blob(O.baseFull.data_ptr(), {O.basePadded},
+                                   O.baseFull.options());
+    for (size_t i = 0; i < O.baseLayout.params.size(); ++i) {
+      const ParamDesc &d = O.baseLayout.params[i];
+      at::Tensor dst = raw.narrow(0, d.offset, d.numel()).view(d.shape);
+      dst.copy_(O.nf4[i].packed.defined() ? dequantizeNf4(O.nf4[i], computeDtype_)
+                                          : O.baseKept[i]);
+    }
+    O.materialized = true;
+  }
+}
+
+void Engine::dematerializeBase(int u) {
+  for (int o : unitOwners(m_, u)) {
+    Unit &O = *units_[o];
+    if (!O.materialized)
+      continue;
+    freeStorage(O.baseFull);
+    O.materialized = false;
+  }
+}
+
 std::vector<at::Tensor> Engine::baseLeaves(int u) {
   std::vector<at::Tensor> leaves;
   for (int o : unitOwners(m_, u)) {
@@ -377,6 +434,7 @@ at::Tensor Engine::unitForward(int u, const at::Tensor &x, MicroBatch &mb) {
   for (int o : unitOwners(m_, u))
     waitGathered(o);
   const bool full = plan_.schedule.units[u].checkpoint == Checkpointing::Full;
+  materializeBase(u); // QLoRA: dequantized for this computation only
   at::Tensor xIn = u == 0 ? at::Tensor() : x.detach();
   at::Tensor out;
   std::vector<at::Tensor> inputs;
@@ -391,6 +449,7 @@ at::Tensor Engine::unitForward(int u, const at::Tensor &x, MicroBatch &mb) {
     out = computeUnit(u, xIn, inputs, mb);
     inputs.insert(inputs.begin(), xIn);
   }
+  dematerializeBase(u); // saved views keep the storage object, not its bytes
   std::vector<at::Tensor> outs{out.detach()};
   at::Tensor xSaved = full ? xIn : at::Tensor();
   if (full)
@@ -417,6 +476,7 @@ Engine::unitBackward(int u, std::vector<at::Tensor> &&grads, MicroBatch &mb,
   if (u != 0) // the embedding's backward reads no weights
     for (int o : unitOwners(m_, u))
       waitGathered(o);
+  materializeBase(u); // QLoRA: the same values, dequantized again
   if (!out.defined()) { // full checkpointing: rebuild the inner graph
     at::AutoGradMode enable(true);
     at::Tensor xIn = xSaved.detach().requires_grad_(true);
@@ -434,6 +494,7 @@ Engine::unitBackward(int u, std::vector<at::Tensor> &&grads, MicroBatch &mb,
               : std::vector<at::Tensor>(inputs.size());
   out = at::Tensor();
   inputs.clear();
+  dematerializeBase(u);
   accumulateGrads(u, std::vector<at::Tensor>(g.begin() + 1, g.end()));
   for (int r : st.release)
     release(r);
@@ -757,7 +818,17 @@ Engine::StateBytes Engine::stateBytes() const {
   };
   for (const auto &U : units_) {
     add(b.parameters, plan_.strategy.zero == 3 ? U->shard : U->full);
-    add(b.parameters, plan_.strategy.zero == 3 ? U->baseShard : U->baseFull);
+    if (U->nf4.empty()) {
+      add(b.parameters, plan_.strategy.zero == 3 ? U->baseShard : U->baseFull);
+    } else {
+      for (const Nf4Tensor &q : U->nf4) {
+        add(b.parameters, q.packed);
+        add(b.parameters, q.absmaxQ);
+        add(b.parameters, q.absmax2);
+      }
+      for (const at::Tensor &t : U->baseKept)
+        add(b.parameters, t);
+    }
     add(b.gradients, U->grad);
     add(b.gradients, U->gradShard);
     add(b.optimizer, U->master); // no-op where it is the parameters
@@ -795,6 +866,12 @@ at::Tensor Engine::stateUnit(int u, StateKind kind) {
 at::Tensor Engine::baseUnit(int u) {
   Unit &U = *units_[u];
   SWIFT_ASSERT(U.hasBase, "unit ", u, " has no frozen base (not a LoRA run)");
+  if (!U.nf4.empty()) { // QLoRA: the dequantized base, a copy
+    materializeBase(u);
+    at::Tensor copy = U.baseFull.clone();
+    dematerializeBase(u);
+    return copy;
+  }
   if (plan_.strategy.zero < 3)
     return U.baseFull;
   at::Tensor full = at::empty({U.basePadded}, U.baseShard.options());

@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 #include "RunPlan.h"
 
+#include <tuple>
+
 using namespace swift::rt::testing;
 
 namespace {
@@ -166,9 +168,43 @@ TEST(Lora, MismatchedAdaptersAndOptionsAreRefused) {
       << r.output;
   r = runPlan(tinyPlan(0, 1), "--steps 1 --merge --export-hf x");
   EXPECT_EQ(r.exitCode, 2) << r.output;
-  json qlora = p;
+  json qlora = loraPlan(3, 2);
   qlora["training"]["method"] = "qlora";
-  r = runPlan(qlora, "--steps 1");
+  r = runPlan(qlora, "--steps 1" + nproc(2));
   EXPECT_EQ(r.exitCode, 2) << r.output;
-  EXPECT_NE(r.output.find("no NF4 base yet"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("QLoRA at ZeRO-3"), std::string::npos) << r.output;
+}
+
+TEST(Qlora, AStepIsALoraStepOnTheDequantizedBase) {
+  // QLoRA from base W against LoRA from dequantize(quantize(W)) (written by
+  // a QLoRA run's merged export before any step: B = 0, so the base
+  // exactly): the same losses and adapters, bit for bit, at ZeRO 0 and at
+  // world 2 ZeRO-2 with full checkpointing (the base dequantized again in
+  // backward).
+  Result base = runPlan(tinyPlan(0, 1), "--steps 0 --export-hf model --export-dtype fp32");
+  ASSERT_EQ(base.exitCode, 0) << base.output;
+  const std::string weights = " --weights " + base.dir + "/model";
+  json q = loraPlan(0, 1);
+  q["training"]["method"] = "qlora";
+  Result deq = runPlan(q, "--steps 0 --export-hf deq --merge --export-dtype fp32" + weights);
+  ASSERT_EQ(deq.exitCode, 0) << deq.output;
+  for (auto [zero, world, ckpt] : {std::tuple<int, int, const char *>{0, 1, "none"},
+                                   {2, 2, "full"}}) {
+    json l = loraPlan(zero, world);
+    l["strategy"]["checkpointing"] = ckpt;
+    json ql = l;
+    ql["training"]["method"] = "qlora";
+    Result lora = runPlan(l, "--steps 3 --save-params p.bin --weights " + deq.dir +
+                                 "/deq" + nproc(world));
+    Result qlora = runPlan(ql, "--steps 3 --save-params p.bin" + weights + nproc(world));
+    ASSERT_EQ(lora.exitCode, 0) << lora.output;
+    ASSERT_EQ(qlora.exitCode, 0) << qlora.output;
+    for (int i = 0; i < 3; ++i)
+      EXPECT_EQ(qlora.losses()[size_t(i)], lora.losses()[size_t(i)]) << "step " << i + 1;
+    EXPECT_EQ(slurp(qlora.dir + "/p.bin"), slurp(lora.dir + "/p.bin"));
+  }
+  // The quantized base is not the base: the losses differ from LoRA's on W.
+  Result onW = runPlan(loraPlan(0, 1), "--steps 1" + weights);
+  Result qOnW = runPlan(q, "--steps 1" + weights);
+  EXPECT_NE(onW.losses()[0], qOnW.losses()[0]);
 }

@@ -308,9 +308,6 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
 
   const TrainingConfig &t = plan.training;
   const bool lora = t.method != Method::Full;
-  SWIFT_CHECK(t.method != Method::QLora, plan.path,
-              ": training.method qlora: swift-run has no NF4 base yet (use "
-              "method lora, or backend hf)");
   SWIFT_CHECK(!lora || t.lora.dropout == 0, plan.path,
               ": training.lora.dropout ", t.lora.dropout,
               ": swift-run trains LoRA without dropout so far (set 0)");

@@ -141,6 +141,11 @@ private:
   std::vector<at::Tensor> makeLeaves(int u, bool requiresGrad);
   /// LoRA: views of the frozen base of unit u's owners (no gradient).
   std::vector<at::Tensor> baseLeaves(int u);
+  /// QLoRA: dequantize unit u's owners' NF4 base into their (allocated)
+  /// baseFull / give the storage back. Tensors autograd saved keep pointing
+  /// at the storage object; the next materialize refills it identically.
+  void materializeBase(int u);
+  void dematerializeBase(int u);
   /// Unit u's gradient buffer for this micro-batch (allocated at ZeRO-2/3);
   /// `fresh`: the step's first gradient overwrites it (ZeRO 0/1).
   at::Tensor &gradTarget(int u, bool &fresh);
@@ -169,7 +174,7 @@ private:
   int64_t totalSteps_ = 0;
   double lastLr_ = 0, lastGradNorm_ = 0;
   bool lastMicroBatch_ = false;
-  bool lora_ = false;
+  bool lora_ = false, qlora_ = false;
 };
 
 } // namespace swift::rt
