@@ -17,7 +17,9 @@
 namespace swift::cost::detail {
 
 Exec execution(const TrainingSetup &setup, const Strategy &strategy) {
-  if (setup.method != Method::Full)
+  // HF and DeepSpeed train adapters through peft; swift-run runs its own
+  // kernels whatever the method (adapters on its stacked GEMMs).
+  if (setup.method != Method::Full && setup.backend != Backend::SwiftRun)
     return Exec::Lora;
   if (setup.precision == Precision::Fp32)
     return Exec::Fp32;
@@ -39,8 +41,8 @@ namespace {
 
 class Rules {
 public:
-  Rules(int64_t seq, Exec exec, int64_t loraRank)
-      : seq(seq), exec(exec), rank(loraRank) {}
+  Rules(int64_t seq, Exec exec, const TrainingSetup &setup)
+      : seq(seq), exec(exec), rank(setup.loraRank), dropout(setup.loraDropout) {}
 
   void add(const OpProfile &op) {
     switch (op.kind) {
@@ -97,6 +99,13 @@ private:
 
   void linear(const OpProfile &op) {
     double in = op.inFeatures;
+    if (op.adapter && exec != Exec::Lora) {
+      // swift-run's adapters: the input A reads is the base linear's, kept
+      // below; B's weight gradient needs A's output (rank wide), and with
+      // dropout A reads (and its gradient needs) a dropped copy of the input.
+      int e = exec == Exec::Fp32 ? 4 : 2;
+      bytes.perToken += e * rank + (dropout > 0 ? e * in : 0);
+    }
     if (exec == Exec::Fused && op.name == "lm_head")
       return; // fused with the loss: its gradients exist after the forward
     if (exec == Exec::Lora) {
@@ -160,6 +169,7 @@ private:
   int64_t seq;
   Exec exec;
   int64_t rank;
+  double dropout;
   SavedBytes bytes;
   std::set<int> saved;
 };
@@ -167,8 +177,8 @@ private:
 } // namespace
 
 SavedBytes savedBytes(const std::vector<OpProfile> &ops, int64_t seq,
-                      Exec exec, int64_t loraRank) {
-  Rules rules(seq, exec, loraRank);
+                      Exec exec, const TrainingSetup &setup) {
+  Rules rules(seq, exec, setup);
   for (const OpProfile &op : ops)
     rules.add(op);
   return rules.result();

@@ -37,9 +37,6 @@ std::string unsupportedReason(const ModelProfile &model,
              "offload optimizer+params";
     if (s.checkpointing == Checkpointing::Selective)
       return "HF gradient checkpointing recomputes whole layers; use full";
-    if (setup.method != Method::Full && (s.zero != 0 || s.offload != Offload::None))
-      return "LoRA/QLoRA under HF is planned unsharded (zero 0, no offload): "
-             "the frozen base is not sharded by peft";
     if (s.checkpointing != Checkpointing::None && s.checkpointLayers >= 0 &&
         s.checkpointLayers != model.numLayers)
       return "HF gradient checkpointing covers every layer; checkpoint_layers "
@@ -50,8 +47,6 @@ std::string unsupportedReason(const ModelProfile &model,
       return "HF models under DeepSpeed recompute whole layers; use full";
     break;
   case Backend::SwiftRun:
-    if (setup.method != Method::Full)
-      return "swift-run trains full models only (LoRA/QLoRA: use backend hf)";
     break;
   }
   return "";
@@ -65,10 +60,12 @@ Estimate estimate(const ModelProfile &model, const TrainingSetup &setup,
   return e;
 }
 
-double modelFlopsPerStep(const ModelProfile &m, int64_t globalBatchSize) {
+double modelFlopsPerStep(const ModelProfile &m, int64_t globalBatchSize,
+                         Method method) {
   // 6 x (parameters - embedding table) per token, lm_head included (a tied
   // head is the table, counted through the head's linear), plus attention:
-  // forward + backward = 3x the forward's QK^T and PV.
+  // forward + backward = 3x the forward's QK^T and PV. A frozen linear's
+  // backward is its input gradient only: 2x its forward.
   double linear = 0, attention = 0;
   auto add = [&](const std::vector<OpProfile> &ops, double times) {
     for (const OpProfile &op : ops) {
@@ -80,7 +77,8 @@ double modelFlopsPerStep(const ModelProfile &m, int64_t globalBatchSize) {
   };
   add(m.layer, m.numLayers);
   add(m.head, 1);
-  return 3 * (linear + attention) * globalBatchSize;
+  double linearTimes = method == Method::Full ? 3 : 2;
+  return (linearTimes * linear + 3 * attention) * globalBatchSize;
 }
 
 } // namespace swift::cost

@@ -25,7 +25,7 @@ struct SavedBytes {
 };
 
 SavedBytes savedBytes(const std::vector<OpProfile> &ops, int64_t seq,
-                      Exec exec, int64_t loraRank);
+                      Exec exec, const TrainingSetup &setup);
 
 /// Bytes per element of the residual stream.
 int activationBytes(Exec exec);
@@ -37,6 +37,35 @@ MemoryEstimate memoryFor(const ModelProfile &m, const TrainingSetup &setup,
 /// The time of one step under the setup's backend.
 TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
                      const Hardware &hw, const Strategy &s);
+
+/// NF4, QLoRA's storage of the frozen decoder linears (bitsandbytes'
+/// scheme): a 4-bit code per element, one 8-bit absmax per block of 64
+/// elements, and one fp32 scale per 256 absmax (double quantization).
+constexpr double kNf4BytesPerElement = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
+
+/// The frozen base of a LoRA/QLoRA job as it is stored, in bytes. LoRA: every
+/// parameter in `bytesPerElement` (the compute dtype); QLoRA: the decoder
+/// linears' weights in NF4, the rest (embedding, lm_head, norms, biases) in
+/// `bytesPerElement`, as bitsandbytes keeps them. A full job has no frozen
+/// base (all zero).
+struct FrozenBase {
+  double total = 0;     // the whole model
+  double layer = 0;     // one decoder layer
+  double embedding = 0; // the input table
+  double head = 0;      // final norm + untied lm_head
+  // One decoder layer's NF4 weights (QLoRA; 0 otherwise): what is
+  // dequantized to bf16 while the layer computes.
+  double layerQuantizedElements = 0;
+  /// The largest unit (embedding, a layer or the head).
+  double largestUnit() const { return std::max({layer, embedding, head}); }
+};
+
+FrozenBase frozenBase(const ModelProfile &m, Method method,
+                      double bytesPerElement);
+
+/// HBM bytes of dequantizing one NF4 element to bf16 (read the code and its
+/// share of the scales, write two bytes).
+constexpr double kDequantizeBytesPerElement = kNf4BytesPerElement + 2;
 
 /// A named amount of memory; candidates are sums of parts.
 using Parts = std::vector<std::pair<std::string, double>>;

@@ -63,6 +63,9 @@ struct Activations {
   // [T, hidden] tensor from backward to the next forward.
   double lateExtra = 0;
   double tiedEmbeddingGradient = 0; // dense embedding grad meeting the tied one
+  // QLoRA: bf16 weights dequantized from NF4 while a layer computes (in
+  // forward and again in backward).
+  double dequantized = 0;
 };
 
 /// Bytes per token selective checkpointing does not keep: the attention
@@ -95,8 +98,8 @@ Activations hfActivations(const ModelProfile &m, const TrainingSetup &setup,
   Activations a;
   double T = tokens(m, s);
   int act = activationBytes(exec);
-  SavedBytes layer = savedBytes(m.layer, m.sequenceLength, exec, setup.loraRank);
-  SavedBytes head = savedBytes(m.head, m.sequenceLength, exec, setup.loraRank);
+  SavedBytes layer = savedBytes(m.layer, m.sequenceLength, exec, setup);
+  SavedBytes head = savedBytes(m.head, m.sequenceLength, exec, setup);
   int64_t L = m.numLayers;
   int64_t checkpointed = s.checkpointedLayers(L);
   // Full checkpointing keeps each layer's input and, during that layer's
@@ -122,11 +125,13 @@ Activations hfActivations(const ModelProfile &m, const TrainingSetup &setup,
     // chunk's bf16 logits (overwritten by their gradient) in flight, and the
     // input gradient (bf16) kept from the head's forward to its backward.
     // The weight gradient goes straight into the gradient buffer at ZeRO-0/1
-    // (a sink); at ZeRO-2/3 a bf16 one is kept too.
+    // (a sink); at ZeRO-2/3 a bf16 one is kept too. A frozen lm_head (LoRA)
+    // has none.
     double chunkTokens = std::min(T, std::floor(double(1 << 28) / m.vocabSize));
     a.lossForward = 2 * chunkTokens * m.vocabSize;
+    bool headGradient = s.zero >= 2 && setup.method == Method::Full;
     a.head += 2 * T * m.hiddenSize +
-              (s.zero >= 2 ? 2.0 * m.vocabSize * m.hiddenSize : 0);
+              (headGradient ? 2.0 * m.vocabSize * m.hiddenSize : 0);
   } else {
     // HF: the loop holds the bf16 logits; the loss upcasts them (fp32) and
     // log_softmax's backward holds its incoming gradient and its result.
@@ -142,6 +147,20 @@ Activations hfActivations(const ModelProfile &m, const TrainingSetup &setup,
       a.ffnWidth = op.outputWidth(m.sequenceLength);
   if (exec == Exec::Lora && checkpointed)
     a.lateExtra = 4 * T * m.hiddenSize;
+  // QLoRA computes with copies of the NF4 linears in the compute dtype:
+  // bitsandbytes dequantizes one linear at a time to bf16 (peft under HF and
+  // DeepSpeed); swift-run materializes the layer's whole base buffer (its
+  // stacked GEMMs read it; norms included) around the layer's forward and
+  // again around its backward.
+  if (setup.method == Method::QLora) {
+    double largest = 0;
+    for (const OpProfile &op : m.layer)
+      if (op.kind == OpKind::Linear)
+        largest = std::max<double>(largest, op.weightElements);
+    double computeBytes = setup.precision == Precision::Fp32 ? 4 : 2;
+    a.dequantized = exec == Exec::Lora ? 2 * largest
+                                       : computeBytes * m.layerParameters;
+  }
   // HF turns the KV cache off only when checkpointing; under autocast the
   // cache holds fp32 k/v of its own, otherwise the very tensors SDPA saved.
   if (!checkpointed) {
@@ -195,6 +214,19 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
        {"gathered_parameters", sharded.forward}});
   candidates.push_back(fwd);
 
+  // QLoRA: the last layer's forward, with its dequantized weights, before
+  // the head's temporaries exist.
+  if (a.dequantized > 0) {
+    Candidate layer{{"forward", L - 1, "decoder layer"}, base};
+    layer.parts.insert(layer.parts.end(),
+                       {{"previous_outputs", outHeld + a.lateExtra},
+                        {"activations", a.layers},
+                        {"gathered_parameters", sharded.forward},
+                        {"dequantized_weights", a.dequantized},
+                        {"workspace", a.workspace}});
+    candidates.push_back(layer);
+  }
+
   // LogSoftmaxBackward: the incoming gradient and its result, both fp32.
   Candidate loss{{"backward", -1, "log_softmax"}, base};
   loss.parts.insert(loss.parts.end(),
@@ -223,6 +255,7 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
                              (autocastCheckpointed ? a.layerWeightCopies : 0)},
          {"backward_temporaries", mlpBackward},
          {"gathered_parameters", sharded.layerBackward(done)},
+         {"dequantized_weights", a.dequantized},
          {"workspace", a.workspace}});
     if (c.total() > worstTotal) {
       worstTotal = c.total();
@@ -262,11 +295,14 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
       mem.breakdown.push_back({name, static_cast<int64_t>(std::llround(bytes))});
   mem.modelStateBytes = static_cast<int64_t>(std::llround(
       st.parameters + st.gradients + st.persistentGradients + st.optimizer));
-  mem.forwardPeakBytes = static_cast<int64_t>(candidates[0].total());
-  double backward = 0;
-  for (const Candidate &c : candidates)
+  double forward = 0, backward = 0;
+  for (const Candidate &c : candidates) {
+    if (c.at.phase == "forward")
+      forward = std::max(forward, c.total());
     if (c.at.phase == "backward")
       backward = std::max(backward, c.total());
+  }
+  mem.forwardPeakBytes = static_cast<int64_t>(forward);
   mem.backwardPeakBytes = static_cast<int64_t>(backward);
   mem.optimizerPeakBytes = static_cast<int64_t>(candidates.back().total());
   mem.layerActivationBytes = static_cast<int64_t>(a.perLayer);
@@ -299,12 +335,37 @@ MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
   Sharding sharded;
   double headGrad = 0, layerGrad = 0;
   if (exec == Exec::Lora) {
-    // bf16 base (QLoRA: 4-bit NF4 + one absmax per 64 weights), fp32
-    // adapters with fused AdamW states.
-    double base = setup.method == Method::QLora ? P * (0.5 + 1.0 / 64) : 2 * P;
-    st.parameters = base + 4 * A;
-    st.optimizer = 8 * A;
-    st.gradients = 4 * A;
+    // peft: the frozen bf16 base (QLoRA: decoder linears in NF4, embedding,
+    // lm_head and norms in bf16), fp32 adapters with fused AdamW states.
+    // FSDP2 (ZeRO-2/3) shards the frozen base with the adapters (PEFT's FSDP
+    // recipes; FSDP + QLoRA stores NF4 in shardable storage) and gathers one
+    // layer at a time like a full model's; only the adapters have gradients
+    // to reduce-scatter.
+    FrozenBase base = frozenBase(m, setup.method, 2);
+    double adapterLayer = A / L;
+    if (s.zero >= 2) {
+      if (!offload) {
+        st.parameters = (base.total + 4 * A) / N;
+        st.optimizer = 8 * A / N;
+        st.gradients = 4 * A / N;
+        st.optimizerTemporaries = 4 * A / N;
+      }
+      st.host = offload ? (base.total + 16 * A) / N : 0;
+      bool keepAll = s.zero == 2 && !offload;
+      double root = base.embedding + base.head;
+      double unsharded = base.layer + 2 * adapterLayer;
+      sharded.forward = root + (keepAll ? (L + 1) * unsharded : unsharded);
+      sharded.lossBackward = root + (keepAll ? L * unsharded : unsharded);
+      double reduceScatter = 2 * adapterLayer + 2 * 4 * adapterLayer;
+      sharded.layerBackward = [=](int64_t done) {
+        return root + (keepAll ? (L - done) * unsharded : 2 * unsharded) +
+               reduceScatter;
+      };
+    } else {
+      st.parameters = base.total + 4 * A;
+      st.optimizer = 8 * A;
+      st.gradients = 4 * A;
+    }
     layerGrad = st.gradients / L;
   } else if (s.zero >= 2) {
     // FSDP2: fp32 shards of parameters, gradients and AdamW states; foreach
@@ -356,33 +417,45 @@ MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
 }
 
 /// DeepSpeed ZeRO's model-state layout (bf16 parameters and gradients, fp32
-/// master/momentum/variance partitions) under HF's activations.
+/// master/momentum/variance partitions) under HF's activations. Under
+/// LoRA/QLoRA (peft) only the adapters train: gradients and optimizer
+/// partitions are theirs alone; the frozen base (bf16, QLoRA's decoder
+/// linears NF4) stays whole at ZeRO-0-2 and is partitioned like every
+/// parameter at ZeRO-3.
 MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup,
                                const Hardware &hw, const Strategy &s, Exec exec) {
-  double P = m.parameters, N = hw.worldSize();
-  // The largest layer, which ZeRO-3 gathers (and prefetches) whole.
-  double largest = std::max<double>(
-      {double(m.layerParameters), double(m.embeddingParameters), double(m.headParameters)});
+  bool lora = setup.method != Method::Full;
+  double N = hw.worldSize();
+  double P = lora ? m.adapterParameters : m.parameters; // trained
+  FrozenBase base = frozenBase(m, setup.method, 2);
+  // The largest unit, which ZeRO-3 gathers (and prefetches) whole, in bytes.
+  double largest =
+      lora ? std::max(base.layer + 2.0 * m.adapterParameters / m.numLayers,
+                      std::max(base.embedding, base.head))
+           : 2 * std::max<double>({double(m.layerParameters),
+                                   double(m.embeddingParameters),
+                                   double(m.headParameters)});
   States st;
   bool offload = s.offload != Offload::None;
   switch (s.zero) {
   case 0:
-    st.parameters = 2 * P;
+    st.parameters = 2 * P + base.total;
     st.gradients = 2 * P;
     st.optimizer = 16 * P;
     break;
   case 1:
-    st.parameters = 2 * P;
+    st.parameters = 2 * P + base.total;
     st.gradients = 2 * P;
     st.optimizer = offload ? 0 : 16 * P / N;
     break;
   case 2:
-    st.parameters = 2 * P;
+    st.parameters = 2 * P + base.total;
     st.gradients = offload ? 0 : 2 * P / N;
     st.optimizer = offload ? 0 : 16 * P / N;
     break;
   default:
-    st.parameters = 4 * largest;
+    st.parameters = 2 * largest +
+                    (s.offload == Offload::OptimizerAndParams ? 0 : base.total / N);
     if (!offload) {
       st.gradients = 2 * P / N;
       st.optimizer = 16 * P / N;
@@ -392,11 +465,13 @@ MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup
     break;
   }
   st.host = offload ? 16 * P / N : 0;
+  if (s.zero == 3 && s.offload == Offload::OptimizerAndParams)
+    st.host += base.total / N;
   // The contiguous gradient bucket ZeRO-1/2 reduces through.
   if (s.zero == 1 || s.zero == 2)
     st.gradientBuffers = std::min<double>(s.bucketBytes, 2 * P);
   Activations a = hfActivations(m, setup, s, exec);
-  double headGrad = s.zero < 2 ? 2 * headGradientElements(m) : 0;
+  double headGrad = s.zero < 2 && !lora ? 2 * headGradientElements(m) : 0;
   double layerGrad = (st.gradients - headGrad) / m.numLayers;
   MemoryEstimate mem = walkHF(m, st, a, Sharding{}, headGrad, layerGrad, s, exec);
   mem.hostBytes = static_cast<int64_t>(st.host * hw.gpusPerNode);
@@ -408,25 +483,40 @@ MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup
 /// partition (fp32 master, exp_avg, exp_avg_sq; pure bf16: bf16 moments
 /// only), gradient accumulators (ZeRO-0/1: full; ZeRO-1-3: the reduced
 /// shard; ZeRO-2/3: one unit's micro-batch gradient in flight).
+/// LoRA/QLoRA: those rules apply to the adapters (what trains); the frozen
+/// base (compute dtype, QLoRA's decoder linears NF4) has no gradients and no
+/// optimizer states, is whole at ZeRO-0-2 and sharded like parameters at
+/// ZeRO-3 (gathered per unit, released after it).
 MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
                               const Hardware &hw, const Strategy &s, Exec exec) {
-  double P = m.parameters, W = hw.worldSize();
-  double unit = std::max<double>({double(m.layerParameters),
-                                  double(m.embeddingParameters),
-                                  double(m.headParameters)});
+  double W = hw.worldSize();
+  bool lora = setup.method != Method::Full;
   bool pureBf16 = setup.precision == Precision::Bf16;
   double e = setup.precision == Precision::Fp32 ? 4 : 2; // compute bytes
   double g = pureBf16 ? 2 : 4;                            // gradient bytes
+  FrozenBase base = frozenBase(m, setup.method, e); // zero for full jobs
+  double adapterLayer = lora ? double(m.adapterParameters) / m.numLayers : 0;
+  // What trains, and its largest unit.
+  double P = lora ? m.adapterParameters : m.parameters;
+  double unit = lora ? adapterLayer
+                     : std::max<double>({double(m.layerParameters),
+                                         double(m.embeddingParameters),
+                                         double(m.headParameters)});
+  // The largest unit ZeRO-3 gathers, in bytes.
+  double unitBytes = lora ? std::max(base.layer + e * adapterLayer,
+                                     std::max(base.embedding, base.head))
+                          : e * unit;
   double optimizerElems = s.zero == 0 ? P : P / W;
+  bool paramsOffloaded = s.offload == Offload::OptimizerAndParams;
   States st;
   Sharding sharded;
   if (s.zero == 3) {
-    st.parameters = s.offload == Offload::OptimizerAndParams ? 0 : e * P / W;
-    double gathered = (s.prefetchDepth + 1) * e * unit;
+    st.parameters = paramsOffloaded ? 0 : (e * P + base.total) / W;
+    double gathered = (s.prefetchDepth + 1) * unitBytes;
     sharded.forward = sharded.lossBackward = gathered;
     sharded.layerBackward = [=](int64_t) { return gathered; };
   } else {
-    st.parameters = e * P;
+    st.parameters = e * P + base.total;
   }
   // On the device, AdamW's exp_avg and exp_avg_sq in the parameters' dtype
   // plus an fp32 master: pure bf16 keeps bf16 moments and updates the bf16
@@ -435,7 +525,8 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
   if (s.offload == Offload::None)
     st.optimizer = (pureBf16 ? 4 : 12) * optimizerElems;
   else
-    st.host = 12 * optimizerElems + (s.zero == 3 ? e * P / W : 0);
+    st.host = 12 * optimizerElems + (s.zero == 3 ? e * P / W : 0) +
+              (s.zero == 3 && paramsOffloaded ? base.total / W : 0);
   // Accumulators live from the engine's start: the full gradient at
   // ZeRO-0/1, the reduced shard at ZeRO-1..3; ZeRO-2/3 add one unit's
   // micro-batch gradient in flight to its reduce-scatter.
@@ -450,6 +541,25 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
 }
 
 } // namespace
+
+FrozenBase frozenBase(const ModelProfile &m, Method method,
+                      double bytesPerElement) {
+  FrozenBase b;
+  if (method == Method::Full)
+    return b;
+  double quantized = 0;
+  if (method == Method::QLora)
+    for (const OpProfile &op : m.layer)
+      if (op.kind == OpKind::Linear)
+        quantized += op.weightElements;
+  b.layerQuantizedElements = quantized;
+  b.layer = bytesPerElement * (m.layerParameters - quantized) +
+            kNf4BytesPerElement * quantized;
+  b.embedding = bytesPerElement * m.embeddingParameters;
+  b.head = bytesPerElement * m.headParameters;
+  b.total = b.embedding + b.head + m.numLayers * b.layer;
+  return b;
+}
 
 MemoryEstimate memoryFor(const ModelProfile &m, const TrainingSetup &setup,
                          const Hardware &hw, const Strategy &s) {

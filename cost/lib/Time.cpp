@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace swift::cost::detail {
 namespace {
@@ -51,6 +52,9 @@ constexpr double kReferenceHeadDim = 128;
 constexpr double kNodeForwardSecondsPython = 15e-6;
 constexpr double kNodeBackwardSecondsPython = 25e-6;
 constexpr double kNodeSecondsCpp = 4e-6;
+// swift-run launches per adapted linear and direction: two rank-thin GEMMs
+// forward (A, then B into the output), four backward, ~3 on average.
+constexpr double kAdapterNodes = 3;
 // Host dispatch and GPU work overlap but not perfectly: a step takes the
 // p-norm of the two (p = 4: the larger dominates, equal ones add ~19%).
 constexpr double kOverlapNorm = 4;
@@ -119,8 +123,10 @@ Rates ratesOf(const Hardware &hw) {
 /// and backward (an elementwise backward reads the gradient and saved
 /// inputs and writes a gradient: ~2x its forward).
 double elementwiseBytesPerToken(const std::vector<OpProfile> &ops,
-                                int64_t seq, Exec exec, int64_t rank) {
+                                int64_t seq, Exec exec, double dropout) {
   bool fp32Stream = exec == Exec::Autocast || exec == Exec::Fp32;
+  bool fp32 = exec == Exec::Fp32;
+  std::set<int> adapterInputs; // inputs whose adapters were counted
   bool fused = exec == Exec::Fused;
   double bytes = 0;
   for (const OpProfile &op : ops) {
@@ -157,7 +163,19 @@ double elementwiseBytesPerToken(const std::vector<OpProfile> &ops,
         bytes += 27.6 * op.inFeatures;
       if (exec == Exec::Lora && op.adapter)
         bytes += 3 * (6.0 * op.inFeatures + 24.0 * op.outFeatures);
-      (void)rank;
+      // swift-run's adapter GEMMs are rank-thin, so bound by the bytes they
+      // move. Per adapted linear: B adds into y (read + write), backward
+      // reads dy twice (B's gradient, dU): 4 x out elements. Per input the
+      // adapters share (stacked q/k/v and gate/up): A reads x forward and
+      // again for its gradient, and dx gets A's contribution added (read +
+      // write): 4 x in elements.
+      // With dropout each adapted linear writes its own dropped copy of x.
+      if (exec != Exec::Lora && op.adapter) {
+        double e = fp32 ? 4 : 2;
+        bytes += 4 * e * op.outFeatures + (dropout > 0 ? e * op.inFeatures : 0);
+        if (op.inputValue < 0 || adapterInputs.insert(op.inputValue).second)
+          bytes += 4 * e * op.inFeatures;
+      }
       break;
     case OpKind::CrossEntropy:
       // bf16 logits -> fp32 copy -> log_softmax (2 passes) -> nll gradient
@@ -235,11 +253,11 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
   };
   int64_t L = m.numLayers;
   double layerEw = T * elementwiseBytesPerToken(m.layer, m.sequenceLength, exec,
-                                                setup.loraRank) / hbm;
+                                                setup.loraDropout) / hbm;
   double headEw = T * (elementwiseBytesPerToken(m.head, m.sequenceLength, exec,
-                                                setup.loraRank) +
+                                                setup.loraDropout) +
                        elementwiseBytesPerToken(m.embed, m.sequenceLength, exec,
-                                                setup.loraRank)) / hbm;
+                                                setup.loraDropout)) / hbm;
   Compute c;
   double layerFwd = opSeconds(m.layer, true), layerBwd = opSeconds(m.layer, false);
   c.forward = L * layerFwd + opSeconds(m.head, true) + opSeconds(m.embed, true) +
@@ -265,15 +283,32 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
         recomputePerLayer +=
             s.microBatchSize * op.forwardFlops / (attn * headDimFactor(op, exec));
       if (op.kind == OpKind::SiluMul || op.kind == OpKind::Rope)
-        recomputePerLayer += T * elementwiseBytesPerToken({op}, m.sequenceLength, exec,
-                                                          setup.loraRank) / 3 / hbm;
+        recomputePerLayer += T *
+                             elementwiseBytesPerToken({op}, m.sequenceLength, exec,
+                                                      setup.loraDropout) /
+                             3 / hbm;
     }
+  }
+  // QLoRA dequantizes each layer's NF4 linears to bf16 for its forward, its
+  // backward and (whole-layer checkpointing) its recompute.
+  if (setup.method == Method::QLora) {
+    double dequantize = frozenBase(m, setup.method, 2).layerQuantizedElements *
+                        kDequantizeBytesPerElement / hbm;
+    c.forward += L * dequantize;
+    c.backward += L * dequantize;
+    if (s.checkpointing == Checkpointing::Full)
+      recomputePerLayer += dequantize;
   }
   c.recompute = s.checkpointedLayers(L) * recomputePerLayer;
   // Host dispatch of every node, forward, backward and recompute, overlapped
-  // with the GPU's work.
-  double nodes = L * nodesPerLayer(exec);
-  double ckpt = s.checkpointedLayers(L) * nodesPerLayer(exec);
+  // with the GPU's work. swift-run's adapters add their GEMMs' launches.
+  double layerNodes = nodesPerLayer(exec);
+  if (exec != Exec::Lora)
+    for (const OpProfile &op : m.layer)
+      if (op.adapter)
+        layerNodes += kAdapterNodes;
+  double nodes = L * layerNodes;
+  double ckpt = s.checkpointedLayers(L) * layerNodes;
   double fwdHost, bwdHost, recomputeHost;
   if (setup.backend == Backend::SwiftRun) {
     fwdHost = bwdHost = nodes * kNodeSecondsCpp;
@@ -317,10 +352,20 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
   double micro = s.gradientAccumulation;
   double P = m.parameters, W = hw.worldSize();
   bool frozen = setup.method != Method::Full;
+  bool swiftRun = setup.backend == Backend::SwiftRun;
   double trainable = frozen ? m.adapterParameters : P;
-  double gradBytes = (setup.precision == Precision::Bf16 || frozen ? 2 : 4);
+  // peft's adapters are fp32 but their gradients are reduced in bf16;
+  // swift-run's follow the precision like full parameters.
+  double gradBytes = (setup.precision == Precision::Bf16 || (frozen && !swiftRun) ? 2 : 4);
   if (setup.backend == Backend::DeepSpeed)
     gradBytes = 2;
+  // What ZeRO-3 gathers per pass: bf16 parameters, or the frozen base as
+  // stored (QLoRA's linears NF4) plus the adapters.
+  FrozenBase base = frozenBase(m, setup.method, 2);
+  double gatherBytes = frozen ? base.total + 2.0 * trainable : 2.0 * P;
+  double firstUnitBytes =
+      frozen ? std::max(base.layer + 2.0 * trainable / m.numLayers, base.embedding)
+             : 2.0 * std::max<double>(m.layerParameters, m.embeddingParameters);
 
   TimeEstimate t;
   t.computeSeconds = micro * (c.forward + c.backward + c.recompute);
@@ -362,18 +407,17 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
       // reduce-scatter its gradients under backward. Gathers copy the shard
       // in and the unit out through HBM.
       double units = m.numLayers + 2;
-      double agFwd = collectiveSeconds(paramBytes * P, false, hw);
+      double agFwd = collectiveSeconds(gatherBytes, false, hw);
       double agBwd = agFwd;
       double rs = collectiveSeconds(grads, false, hw);
-      double firstUnit = collectiveSeconds(
-          paramBytes * std::max<double>(m.layerParameters, m.embeddingParameters), false, hw);
+      double firstUnit = collectiveSeconds(firstUnitBytes, false, hw);
       total = micro * (agFwd + agBwd + rs);
       count = micro * 3 * units;
       // The copies in and out of the gather buffers run on the compute
       // stream: communication cost nothing hides.
       exposed = micro * (std::max(0.0, agFwd - c.forward) +
                          std::max(0.0, agBwd + rs - c.backward - c.recompute) + firstUnit +
-                         2 * 2 * paramBytes * P / ratesOf(hw).elementwise);
+                         2 * 2 * gatherBytes / ratesOf(hw).elementwise);
     }
     exposed += kOverlapInterference * std::max(0.0, total - exposed) +
                count * kCollectiveOverheadSeconds;
@@ -389,7 +433,9 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
                (exec == Exec::Fused ? kFusedMemoryGain : 1.0);
   double shard = s.zero == 0 ? trainable : trainable / W;
   if (s.offload == Offload::None) {
-    double bytesPerParam = setup.precision == Precision::Bf16 && !frozen ? 14 : 28;
+    // peft's adapters are fp32 whatever the precision; swift-run's follow it.
+    double bytesPerParam =
+        setup.precision == Precision::Bf16 && (!frozen || swiftRun) ? 14 : 28;
     // autocast's weight casts (fp32 -> bf16 each forward, gradient upcasts).
     double casts = exec == Exec::Autocast ? 12.0 * P : 0;
     t.optimizerSeconds = (bytesPerParam * shard + casts) / hbm;
@@ -404,15 +450,20 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
       t.offloadSeconds = (gradBytes + 2) * shard / link;
     }
     // Offloaded parameters cross PCIe again for every further micro-batch's
-    // gathers (forward and backward).
-    if (s.offload == Offload::OptimizerAndParams && micro > 1)
-      t.offloadSeconds += (micro - 1) * 2 * 2.0 * P / W / link;
+    // gathers (forward and backward). A frozen base is never updated: its
+    // shard crosses for every forward and backward, the first one included
+    // (ZeRO-3 only: offloading parameters needs it).
+    if (s.offload == Offload::OptimizerAndParams) {
+      if (micro > 1)
+        t.offloadSeconds += (micro - 1) * 2 * 2.0 * trainable / W / link;
+      t.offloadSeconds += (2 * micro - 1) * base.total / W / link;
+    }
   }
   t.stepSeconds = t.computeSeconds + t.exposedCommunicationSeconds +
                   t.offloadSeconds + t.optimizerSeconds;
   double tokens = double(setup.globalBatchSize) * m.sequenceLength;
   t.tokensPerSecond = tokens / t.stepSeconds;
-  t.mfu = modelFlopsPerStep(m, setup.globalBatchSize) /
+  t.mfu = modelFlopsPerStep(m, setup.globalBatchSize, setup.method) /
           (t.stepSeconds * W * hw.bf16Tflops * 1e12);
   return t;
 }

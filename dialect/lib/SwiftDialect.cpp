@@ -1,6 +1,7 @@
 //===- SwiftDialect.cpp - dialect registration and attributes -------------===//
 
 #include "swift/Dialect/SwiftOps.h"
+#include "swift/Plan/Plan.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -131,16 +132,29 @@ LogicalResult RopeScalingAttr::verify(
 }
 
 LogicalResult LoraAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               int64_t rank, APFloat alpha,
+                               int64_t rank, APFloat alpha, APFloat dropout,
                                ArrayAttr targets) {
   if (rank <= 0)
     return emitError() << "lora rank must be positive, got " << rank;
   if (!(alpha.convertToDouble() > 0))
     return emitError() << "lora alpha must be positive";
+  double p = dropout.convertToDouble();
+  if (!(p >= 0 && p < 1))
+    return emitError() << "lora dropout must be in [0, 1), got " << p;
   if (targets.empty())
     return emitError() << "lora needs at least one target";
-  if (!llvm::all_of(targets, [](Attribute a) { return isa<StringAttr>(a); }))
-    return emitError() << "lora targets must be strings";
+  const std::vector<std::string> &known = ::swift::plan::loraTargetNames();
+  for (Attribute a : targets) {
+    auto name = dyn_cast<StringAttr>(a);
+    if (!name)
+      return emitError() << "lora targets must be strings";
+    if (name.getValue() != "all-linear" &&
+        llvm::find(known, name.getValue().str()) == known.end())
+      return emitError() << "lora target '" << name.getValue()
+                         << "' is not all-linear or a decoder linear (q_proj, "
+                            "k_proj, v_proj, o_proj, gate_proj, up_proj, "
+                            "down_proj)";
+  }
   return success();
 }
 

@@ -72,6 +72,20 @@ LogicalResult emitPlan(ModuleOp module, llvm::raw_ostream &os) {
     t.seed = static_cast<uint64_t>(o.getSeed());
   }
   plan.training.packing = job.getPacking();
+  // LoRA/QLoRA: the adapters' settings, targets resolved to the decoder
+  // linears they name (all-linear: all of them), in the schema's order.
+  plan.training.method = job.getMethod();
+  if (job.getMethod() != Method::Full) {
+    LoraAttr lora = job.getLoraAttr();
+    plan::LoraConfig &l = plan.training.lora;
+    l.rank = lora.getRank();
+    l.alpha = lora.getAlpha().convertToDouble();
+    l.dropout = lora.getDropout().convertToDouble();
+    l.targets.clear();
+    for (const std::string &name : plan::loraTargetNames())
+      if (lora.targets(name))
+        l.targets.push_back(name);
+  }
   plan.world.size = m->worldSize;
   plan.world.gpusPerNode = m->cluster.getGpusPerNode();
   plan.strategy.zero = s.zero;

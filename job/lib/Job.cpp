@@ -114,7 +114,7 @@ const std::vector<std::string> *allowedKeys(const std::string &path) {
        {"sequence_length", "global_batch_size", "micro_batch_size",
         "precision", "optimizer", "lr_schedule", "max_grad_norm", "seed",
         "method", "lora", "packing"}},
-      {"training.lora", {"rank", "alpha", "targets"}},
+      {"training.lora", {"rank", "alpha", "dropout", "targets"}},
       {"training.optimizer", {"name", "lr", "betas", "eps", "weight_decay"}},
       {"training.lr_schedule", {"warmup_steps", "decay", "min_lr_ratio"}},
       {"cluster",
@@ -622,13 +622,37 @@ TrainingSpec readTraining(const Reader &r, const YAML::Node &root) {
       s.lora.rank = r.integer(l["rank"], "training.lora.rank", 1);
     if (l["alpha"])
       s.lora.alpha = r.real(l["alpha"], "training.lora.alpha");
+    if (YAML::Node d = l["dropout"]; d && !d.IsNull()) {
+      s.lora.dropout = r.real(d, "training.lora.dropout", /*allowZero=*/true);
+      if (s.lora.dropout >= 1)
+        r.fail(d, "training.lora.dropout",
+               "must be in [0, 1) (the probability of zeroing an adapter "
+               "input), got " + r.scalar(d, "training.lora.dropout"));
+    }
     if (YAML::Node targets = l["targets"]) {
       s.lora.targets.clear();
+      // all-linear, or names of the decoder linears (plan::loraTargetNames():
+      // what swift-run can adapt; lm_head never is).
+      std::vector<std::string> known = plan::loraTargetNames();
+      known.insert(known.begin(), "all-linear");
+      auto add = [&](const YAML::Node &target) {
+        std::string name = r.scalar(target, "training.lora.targets");
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+          std::string message = "'" + name + "' is not a linear layer of the "
+                                "decoder that LoRA can adapt";
+          if (auto close = closestMatch(name, known))
+            message += "; did you mean '" + *close + "'?";
+          r.fail(target, "training.lora.targets",
+                 message + " (expected all-linear or a list of " +
+                     joinList(plan::loraTargetNames()) + ")");
+        }
+        s.lora.targets.push_back(name);
+      };
       if (targets.IsSequence()) {
         for (const auto &target : targets)
-          s.lora.targets.push_back(r.scalar(target, "training.lora.targets"));
+          add(target);
       } else {
-        s.lora.targets.push_back(r.scalar(targets, "training.lora.targets"));
+        add(targets);
       }
       if (s.lora.targets.empty())
         r.fail(targets, "training.lora.targets",

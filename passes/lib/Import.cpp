@@ -221,7 +221,7 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
     for (const std::string &target : t.lora.targets)
       targets.push_back(b.getStringAttr(target));
     lora = LoraAttr::get(&context, t.lora.rank, llvm::APFloat(t.lora.alpha),
-                         b.getArrayAttr(targets));
+                         llvm::APFloat(t.lora.dropout), b.getArrayAttr(targets));
   }
   JobOp::create(
       b, loc, b.getStringAttr("job"), FlatSymbolRefAttr::get(&context, modelName),

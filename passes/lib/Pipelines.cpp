@@ -178,22 +178,21 @@ std::vector<WhatIf> mlir::swift::changesThatFit(const job::JobSpec &job,
                        "the micro-batch",
                        open);
   }
-  if (job.training.method == plan::Method::Full) {
-    for (plan::Method method : {plan::Method::Lora, plan::Method::QLora}) {
-      JobSpec adapters = job;
-      adapters.training.method = method;
-      adapters.strategy = {};
-      adapters.training.microBatchSize.reset();
-      if (adapters.backend == plan::Backend::SwiftRun)
-        adapters.backend = plan::Backend::HF;
-      tries.emplace_back(Adapters,
-                         std::string("training.method ") +
-                             plan::toString(method) +
-                             (job.backend == plan::Backend::SwiftRun
-                                  ? " (backend hf)"
-                                  : ""),
-                         adapters);
-    }
+  // Adapters: LoRA then QLoRA for a full job, QLoRA for a LoRA one (every
+  // backend trains both), with the strategy left open.
+  std::vector<plan::Method> lighter;
+  if (job.training.method == plan::Method::Full)
+    lighter = {plan::Method::Lora, plan::Method::QLora};
+  else if (job.training.method == plan::Method::Lora)
+    lighter = {plan::Method::QLora};
+  for (plan::Method method : lighter) {
+    JobSpec adapters = job;
+    adapters.training.method = method;
+    adapters.strategy = {};
+    adapters.training.microBatchSize.reset();
+    tries.emplace_back(Adapters,
+                       std::string("training.method ") + plan::toString(method),
+                       adapters);
   }
   for (int64_t seq = job.training.sequenceLength / 2; seq >= 512; seq /= 2) {
     JobSpec shorter = job;

@@ -242,8 +242,10 @@ cost::TrainingSetup mlir::swift::trainingSetup(JobOp job) {
   s.backend = job.getBackend();
   s.precision = job.getPrecision();
   s.method = job.getMethod();
-  if (auto lora = job.getLoraAttr())
+  if (auto lora = job.getLoraAttr()) {
     s.loraRank = lora.getRank();
+    s.loraDropout = lora.getDropout().convertToDouble();
+  }
   s.globalBatchSize = job.getGlobalBatchSize();
   return s;
 }

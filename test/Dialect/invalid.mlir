@@ -120,6 +120,22 @@ func.func @f() attributes {s = #swift.strategy<checkpointing = none, checkpoint_
 
 // -----
 
+// LoRA dropout is a probability below 1.
+// expected-error @+1 {{lora dropout must be in [0, 1), got 1}}
+func.func @f() attributes {l = #swift.lora<rank = 4, alpha = 8.0, dropout = 1.0, targets = ["q_proj"]>} {
+  return
+}
+
+// -----
+
+// LoRA targets are the decoder's linears (swift::plan::loraTargetNames()).
+// expected-error @+1 {{lora target 'lm_head' is not all-linear or a decoder linear}}
+func.func @f() attributes {l = #swift.lora<rank = 4, alpha = 8.0, dropout = 0.0, targets = ["lm_head"]>} {
+  return
+}
+
+// -----
+
 // LoRA methods need LoRA settings; a job refers to a model and a cluster.
 swift.cluster @c nodes 1 x 1 gpu #swift.gpu<name = "a10", memory_bytes = 25769803776, bf16_tflops = 125.0, hbm_gbps = 600.0, host_link_gbps = 32.0, nvlink_gbps = 0.0> intra_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> inter_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> host_memory 1
 // expected-error @+1 {{method lora needs a 'lora' attribute}}

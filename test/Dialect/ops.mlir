@@ -54,7 +54,7 @@ swift.model @tiny("qwen3") {
 }
 
 // CHECK-LABEL: swift.job @job trains @tiny on @cluster
-// CHECK-SAME: lora = #swift.lora<rank = 4, alpha = 8.0, targets = ["q_proj", "v_proj"]>
+// CHECK-SAME: lora = #swift.lora<rank = 4, alpha = 8.0, dropout = 0.05, targets = ["q_proj", "v_proj"]>
 // CHECK-SAME: micro_batch_size = 2 : i64
 // CHECK-SAME: optimizer_settings = #swift.adamw<lr = 3.0e-04, beta1 = 0.9, beta2 = 0.999, eps = 1.0e-08, weight_decay = 0.1, warmup_steps = 10, decay = cosine, min_lr_ratio = 0.1, seed = 42, max_grad_norm = 1.0>
 // CHECK-SAME: precision = #swift.precision<bf16_mixed>
@@ -66,6 +66,6 @@ swift.job @job trains @tiny on @cluster {
     weight_decay = 0.1, warmup_steps = 10, decay = cosine, min_lr_ratio = 0.1,
     seed = 42, max_grad_norm = 1.0>,
   method = #swift.method<qlora>,
-  lora = #swift.lora<rank = 4, alpha = 8.0, targets = ["q_proj", "v_proj"]>,
+  lora = #swift.lora<rank = 4, alpha = 8.0, dropout = 0.05, targets = ["q_proj", "v_proj"]>,
   backend = #swift.backend<deepspeed>,
   strategy = #swift.strategy<zero = zero3, offload = optimizer_params, checkpointing = full, checkpoint_layers = 1>}

@@ -38,5 +38,5 @@ swift.model @tiny("llama") {
 swift.job @job trains @tiny on @cluster {
   sequence_length = 8 : i64, global_batch_size = 4 : i64,
   precision = #swift.precision<bf16_mixed>, optimizer = #swift.optimizer<adamw>,
-  method = #swift.method<lora>, lora = #swift.lora<rank = 2, alpha = 4.0, targets = ["q_proj"]>,
+  method = #swift.method<lora>, lora = #swift.lora<rank = 2, alpha = 4.0, dropout = 0.0, targets = ["q_proj"]>,
   backend = #swift.backend<hf>, strategy = #swift.strategy<>}

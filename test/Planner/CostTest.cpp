@@ -111,3 +111,165 @@ TEST(Cost, InterNodeCommunicationCosts) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// LoRA and QLoRA (issue 14)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A named part of the breakdown at the peak (0 when absent).
+double part(const Priced &p, const std::string &name) {
+  for (const auto &[n, bytes] : p.estimate.memory.breakdown)
+    if (n == name)
+      return double(bytes);
+  return 0;
+}
+
+bool near(double a, double b) { return std::abs(a - b) <= 16; }
+
+/// Llama-3.1-8B with adapters of rank 16 on all seven linears, one
+/// micro-batch per GPU, the strategy fixed.
+std::vector<std::string> adapters(const std::string &backend, const std::string &method,
+                                  int zero, int gpus,
+                                  const std::string &offload = "none") {
+  return {"model=llama3.1-8b", "backend=" + backend, "training.method=" + method,
+          "cluster.gpus_per_node=" + std::to_string(gpus),
+          "training.global_batch_size=" + std::to_string(gpus),
+          "training.micro_batch_size=1", "strategy.zero=" + std::to_string(zero),
+          "strategy.offload=" + offload, "strategy.checkpointing=full"};
+}
+
+// Llama-3.1-8B's decoder linears (q, k, v, o, gate, up, down) over its 32
+// layers, and its adapters: rank x (in + out) on each.
+constexpr double kLinears8B =
+    32.0 * (2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336);
+constexpr double kAdapters8B =
+    32.0 * 16 * (2 * (4096 + 4096) + 2 * (4096 + 1024) + 3 * (4096 + 14336));
+// bitsandbytes' NF4: 4 bits, an 8-bit absmax per 64, an fp32 scale per 256
+// absmax.
+constexpr double kNf4 = 0.5 + 1.0 / 64 + 4.0 / (64 * 256);
+
+// DeepSpeed trains only the adapters of a LoRA job: its gradients and
+// optimizer partitions are the adapters' (the issue's 70B LoRA ZeRO-3 on 8
+// GPUs priced 131.42 GiB of optimizer states, those of full fine-tuning).
+// The frozen bf16 base is whole at ZeRO-0-2 and partitioned at ZeRO-3.
+TEST(DeepSpeed, LoraStatesAreTheAdapters) {
+  Priced z3 = price({"model=llama3.1-70b", "backend=deepspeed", "training.method=lora",
+                     "cluster.gpus_per_node=8", "training.global_batch_size=8",
+                     "training.micro_batch_size=1", "strategy.zero=3",
+                     "strategy.offload=none", "strategy.checkpointing=full"});
+  double A = z3.profile.adapterParameters, P = z3.profile.parameters;
+  EXPECT_EQ(A, 80.0 * 16 * (2 * (8192 + 8192) + 2 * (8192 + 1024) + 3 * (8192 + 28672)));
+  EXPECT_TRUE(near(part(z3, "optimizer_states"), 16 * A / 8)) << part(z3, "optimizer_states");
+  EXPECT_LT(part(z3, "optimizer_states"), 0.01 * 16 * P / 8);
+
+  Priced z0 = price(adapters("deepspeed", "lora", 0, 8));
+  Priced z2 = price(adapters("deepspeed", "lora", 2, 8));
+  double P8 = z0.profile.parameters, N = 8;
+  ASSERT_EQ(z0.profile.adapterParameters, kAdapters8B);
+  EXPECT_TRUE(near(z0.estimate.memory.modelStateBytes, 2 * P8 + 20 * kAdapters8B));
+  EXPECT_TRUE(near(z2.estimate.memory.modelStateBytes,
+                   2 * P8 + 2 * kAdapters8B + 18 * kAdapters8B / N));
+}
+
+// HF + peft under FSDP2 shards the frozen base with the adapters (PEFT's
+// own 70B LoRA + FSDP recipe): ZeRO-3 is priced, with a base shard of 1/N.
+TEST(Cost, HfShardsTheFrozenBase) {
+  Priced z0 = price(adapters("hf", "lora", 0, 8));
+  Priced z3 = price(adapters("hf", "lora", 3, 8));
+  double P = z3.profile.parameters, A = kAdapters8B, N = 8;
+  // bf16 base + fp32 adapters, their gradients and AdamW states.
+  EXPECT_TRUE(near(z0.estimate.memory.modelStateBytes, 2 * P + 16 * A));
+  EXPECT_TRUE(near(z3.estimate.memory.modelStateBytes, (2 * P + 16 * A) / N));
+  EXPECT_GT(part(z3, "gathered_parameters"), 0);
+  EXPECT_LT(z3.estimate.memory.peakBytes, z0.estimate.memory.peakBytes);
+}
+
+// QLoRA quantizes the decoder linears only: embedding, lm_head and norms
+// stay bf16, as bitsandbytes keeps them (8B: ~5.47 GiB with the fp32
+// adapters, not the 4.01 GiB of NF4 over every parameter).
+TEST(Cost, QloraKeepsEmbeddingAndHeadUnquantized) {
+  Priced q = price(adapters("hf", "qlora", 0, 1));
+  double P = q.profile.parameters;
+  double base = kNf4 * kLinears8B + 2 * (P - kLinears8B);
+  EXPECT_TRUE(near(part(q, "parameters"), base + 4 * kAdapters8B)) << part(q, "parameters");
+  EXPECT_NEAR(part(q, "parameters") / double(1 << 30), 5.47, 0.01);
+  // The embedding and the untied lm_head alone: 2 x 128256 x 4096 bf16.
+  EXPECT_GT(base - kNf4 * kLinears8B, 2 * 2 * 128256.0 * 4096);
+}
+
+// swift-run: the adapters train under the per-stage rules of full
+// parameters (bf16 copy, fp32 master and moments, fp32 accumulators); the
+// frozen base has neither gradients nor optimizer states, and is sharded at
+// ZeRO-3 only, in NF4 for QLoRA.
+TEST(Cost, SwiftRunLoraStates) {
+  double A = kAdapters8B, N = 8, unitAdapters = A / 32;
+  Priced z0 = price(adapters("swift-run", "lora", 0, 1));
+  double P = z0.profile.parameters;
+  EXPECT_TRUE(near(z0.estimate.memory.modelStateBytes, 2 * P + 2 * A + 12 * A + 4 * A));
+  Priced z1 = price(adapters("swift-run", "lora", 1, 8));
+  EXPECT_TRUE(near(z1.estimate.memory.modelStateBytes,
+                   2 * P + 2 * A + 12 * A / N + 4 * A + 4 * A / N));
+  Priced z3 = price(adapters("swift-run", "lora", 3, 8));
+  EXPECT_TRUE(near(z3.estimate.memory.modelStateBytes,
+                   (2 * P + 2 * A) / N + 12 * A / N + 4 * A / N + 4 * unitAdapters));
+  Priced q3 = price(adapters("swift-run", "qlora", 3, 8));
+  double nf4Base = kNf4 * kLinears8B + 2 * (P - kLinears8B);
+  EXPECT_TRUE(near(q3.estimate.memory.modelStateBytes,
+                   (nf4Base + 2 * A) / N + 12 * A / N + 4 * A / N + 4 * unitAdapters));
+  // Offloading parameters moves the base shard to the host.
+  Priced o3 = price(adapters("swift-run", "qlora", 3, 8, "optimizer+params"));
+  EXPECT_EQ(part(o3, "parameters"), 0);
+  EXPECT_TRUE(near(double(o3.estimate.memory.hostBytes),
+                   8 * (12 * A / N + 2 * A / N + nf4Base / N)));
+}
+
+// swift-run LoRA keeps what full fine-tuning keeps (the adapters read the
+// base linears' inputs) plus each adapter's rank-wide intermediate, and a
+// dropped copy of its input when dropout is on.
+TEST(Cost, SwiftRunLoraActivations) {
+  auto layer = [](std::vector<std::string> sets) {
+    sets.insert(sets.end(), {"strategy.checkpointing=none"});
+    return double(price(sets).estimate.memory.layerActivationBytes);
+  };
+  std::vector<std::string> base = adapters("swift-run", "full", 0, 1);
+  base.pop_back(); // checkpointing
+  double T = 2048; // tokens of the micro-batch
+  double full = layer(base);
+  base[2] = "training.method=lora";
+  double lora = layer(base);
+  EXPECT_EQ(lora - full, T * 2 * 16 * 7);
+  base.push_back("training.lora.dropout=0.1");
+  double sumIn = 4 * 4096 + 2 * 4096 + 14336; // q, k, v, o, gate, up, down
+  EXPECT_EQ(layer(base) - full, T * 2 * 16 * 7 + T * 2 * sumIn);
+}
+
+// A frozen base has no weight-gradient GEMMs: the decoder linears'
+// backward is the input gradient alone, about half of full fine-tuning's,
+// so a LoRA step computes ~2/3 of a full one (forward 1 + backward 1 vs 1 +
+// 2), plus the adapters and attention, whose backward is unchanged. QLoRA adds dequantizing each layer per pass and a
+// bf16 copy of one layer's linears to the memory.
+TEST(Cost, SwiftRunLoraTime) {
+  std::vector<std::string> sets = adapters("swift-run", "full", 0, 1);
+  sets.back() = "strategy.checkpointing=none";
+  sets.push_back("cluster.gpu=h200");
+  Priced full = price(sets);
+  sets[2] = "training.method=lora";
+  Priced lora = price(sets);
+  double ratio = lora.estimate.time.computeSeconds / full.estimate.time.computeSeconds;
+  EXPECT_GT(ratio, 0.64);
+  EXPECT_LT(ratio, 0.80);
+  sets[2] = "training.method=qlora";
+  sets.back() = "strategy.checkpointing=full";
+  Priced qlora = price(sets);
+  sets[2] = "training.method=lora";
+  Priced loraCkpt = price(sets);
+  EXPECT_GT(qlora.estimate.time.computeSeconds, loraCkpt.estimate.time.computeSeconds);
+  EXPECT_EQ(qlora.estimate.memory.peak.phase, "backward");
+  // The layer's base buffer in bf16: its linears and two norms.
+  EXPECT_TRUE(near(part(qlora, "dequantized_weights"), 2 * (kLinears8B / 32 + 2 * 4096)));
+  EXPECT_EQ(part(loraCkpt, "dequantized_weights"), 0);
+}
+
+} // namespace

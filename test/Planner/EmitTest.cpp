@@ -168,6 +168,48 @@ TEST(Emit, ScheduleIsBuildScheduleOfTheJob) {
   }
 }
 
+// A LoRA/QLoRA job's plan.json carries the method and the adapters'
+// settings from the IR, targets resolved to decoder linear names in
+// plan::loraTargetNames()'s order (all-linear: all seven), and the runtime's
+// parser accepts it with the schedule buildSchedule() would derive.
+TEST(Emit, PlanCarriesLora) {
+  struct Case {
+    std::vector<std::string> sets;
+    rt::Method method;
+    std::vector<std::string> targets;
+  };
+  const std::vector<Case> cases = {
+      {{"training.method=lora", "training.lora={rank: 4, alpha: 8, dropout: 0.1}",
+        "strategy.zero=3", "strategy.offload=optimizer+params",
+        "strategy.checkpointing=full"},
+       rt::Method::Lora,
+       rt::loraTargetNames()},
+      {{"training.method=qlora", "training.lora.targets=[down_proj, q_proj]",
+        "strategy.zero=2", "strategy.offload=none", "strategy.checkpointing=none"},
+       rt::Method::QLora,
+       {"q_proj", "down_proj"}},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(llvm::join(c.sets, " "));
+    Materialized m = materialize(c.sets);
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    ASSERT_TRUE(mlir::succeeded(swift::emit::emitPlan(*m.module, os)));
+    rt::Plan plan = rt::parsePlanText(text, "emitted");
+    EXPECT_FALSE(plan.scheduleDerived);
+    EXPECT_EQ(plan.training.method, c.method);
+    EXPECT_EQ(plan.training.lora.rank, m.job.training.lora.rank);
+    EXPECT_EQ(plan.training.lora.alpha, m.job.training.lora.alpha);
+    EXPECT_EQ(plan.training.lora.dropout, m.job.training.lora.dropout);
+    EXPECT_EQ(plan.training.lora.targets, c.targets);
+    rt::Plan derived = plan;
+    derived.schedule =
+        rt::buildSchedule(plan.model, plan.strategy, rt::unitParameterCounts(plan.model))
+            .schedule;
+    EXPECT_EQ(rt::planToJson(plan), rt::planToJson(derived));
+  }
+}
+
 // ZeRO-3 with parameter offload: both offload blocks on pinned CPU memory,
 // stage-3 prefetch of one decoder layer, batch sizes DeepSpeed accepts.
 TEST(Emit, DeepSpeedZero3Offload) {

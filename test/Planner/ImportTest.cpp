@@ -101,6 +101,25 @@ TEST(Import, StrategyAndTrainingReachTheJob) {
   EXPECT_FALSE(strategy.getOffload());
   ASSERT_TRUE(job.getLora());
   EXPECT_EQ(job.getLora()->getRank(), 16);
+  EXPECT_EQ(job.getLora()->getDropout().convertToDouble(), 0.0);
+}
+
+// training.lora reaches #swift.lora whole: rank, alpha, dropout, targets.
+TEST(Import, LoraSettingsReachTheJob) {
+  mlir::MLIRContext context;
+  auto module = import(context, {"training.method=qlora",
+                                 "training.lora={rank: 8, alpha: 16, dropout: "
+                                 "0.1, targets: [q_proj, down_proj]}"});
+  mlir::swift::JobOp job;
+  module->walk([&](mlir::swift::JobOp op) { job = op; });
+  ASSERT_TRUE(job);
+  mlir::swift::LoraAttr lora = job.getLoraAttr();
+  ASSERT_TRUE(lora);
+  EXPECT_EQ(lora.getRank(), 8);
+  EXPECT_EQ(lora.getAlpha().convertToDouble(), 16.0);
+  EXPECT_EQ(lora.getDropout().convertToDouble(), 0.1);
+  EXPECT_TRUE(lora.targets("model.layers.0.mlp.down_proj.weight"));
+  EXPECT_FALSE(lora.targets("model.layers.0.mlp.up_proj.weight"));
 }
 
 } // namespace

@@ -128,6 +128,54 @@ TEST(Job, LoraSettings) {
   EXPECT_EQ(job.training.lora.rank, 64);
   ASSERT_EQ(job.training.lora.targets.size(), 2u);
   EXPECT_EQ(job.training.lora.targets[1], "v_proj");
+  EXPECT_EQ(job.training.lora.dropout, 0);
+
+  // dropout (peft's lora_dropout) next to the other keys; all-linear alone.
+  JobSpec dropout = load(std::string(kBaseJob),
+                         {"training.method=lora",
+                          "training.lora={rank: 8, alpha: 16, dropout: 0.05, "
+                          "targets: all-linear}"});
+  EXPECT_EQ(dropout.training.lora.rank, 8);
+  EXPECT_DOUBLE_EQ(dropout.training.lora.alpha, 16);
+  EXPECT_DOUBLE_EQ(dropout.training.lora.dropout, 0.05);
+  EXPECT_EQ(dropout.training.lora.targets, std::vector<std::string>{"all-linear"});
+}
+
+// Targets are all-linear or the decoder linears swift-run can adapt
+// (plan::loraTargetNames()); dropout is a probability below 1. Both are
+// located errors naming the field.
+TEST(JobErrors, LoraTargetsAndDropout) {
+  Diagnostic d = fail(kBaseJob, {"training.method=lora",
+                                 "training.lora.targets=[q_proj, q_porj]"});
+  EXPECT_EQ(d.field, "training.lora.targets");
+  EXPECT_NE(d.message.find("'q_porj' is not a linear layer of the decoder"),
+            std::string::npos)
+      << d.message;
+  EXPECT_NE(d.message.find("did you mean 'q_proj'?"), std::string::npos) << d.message;
+  EXPECT_NE(d.message.find("q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, "
+                           "down_proj"),
+            std::string::npos)
+      << d.message;
+  // lm_head is never adapted (as peft's all-linear).
+  EXPECT_EQ(fail(kBaseJob, {"training.lora.targets=lm_head"}).field,
+            "training.lora.targets");
+  // In the file: the position of the bad name.
+  Diagnostic located = fail(R"(model: llama3.2-1b
+training:
+  sequence_length: 2048
+  global_batch_size: 8
+  method: lora
+  lora: {rank: 8, targets: [q_proj, mlp]}
+cluster: {gpu: h100}
+)");
+  EXPECT_EQ(located.field, "training.lora.targets");
+  EXPECT_EQ(located.line, 6);
+  EXPECT_EQ(located.column, 37);
+  Diagnostic p = fail(kBaseJob, {"training.lora.dropout=1"});
+  EXPECT_EQ(p.field, "training.lora.dropout");
+  EXPECT_NE(p.message.find("[0, 1)"), std::string::npos) << p.message;
+  EXPECT_EQ(fail(kBaseJob, {"training.lora.dropout=-0.1"}).field,
+            "training.lora.dropout");
 }
 
 TEST(Job, OptimizerDefaultsAreThePlans) {

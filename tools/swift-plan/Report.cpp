@@ -262,8 +262,14 @@ void printReport(raw_ostream &os, const job::JobSpec &spec, JobOp job,
        << gib(f->estimate.getPeakBytes()) << "\n";
   }
   if (!decision.getFits()) {
-    os << "\nshort by " << gib(decision.getShortfallBytes().value_or(0))
-       << " per GPU. ";
+    // The closest strategy may fit the GPU and fail on the host's memory
+    // (offload): then there is no GPU shortfall to name.
+    int64_t shortfall = decision.getShortfallBytes().value_or(0);
+    if (shortfall > 0)
+      os << "\nshort by " << gib(shortfall) << " per GPU. ";
+    else
+      os << "\nshort of host memory: the closest strategy fits the GPU, but "
+            "what it offloads does not fit the host. ";
     if (replanned.changesThatFit.empty()) {
       os << "No single change tried (more GPUs, offload, checkpointing, "
             "LoRA/QLoRA, shorter sequence) makes it fit.\n";

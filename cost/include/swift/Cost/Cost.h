@@ -132,6 +132,7 @@ struct TrainingSetup {
   Precision precision = Precision::Bf16Mixed;
   Method method = Method::Full;
   int64_t loraRank = 16;
+  double loraDropout = 0; // probability of zeroing an adapter's input
   int64_t globalBatchSize = 0;
 };
 
@@ -209,8 +210,11 @@ Estimate estimate(const ModelProfile &model, const TrainingSetup &setup,
                   const Hardware &hw, const Strategy &strategy);
 
 /// Model FLOPs of one optimizer step for MFU (6 N_nonembedding + attention,
-/// lm_head counted), all GPUs together.
-double modelFlopsPerStep(const ModelProfile &model, int64_t globalBatchSize);
+/// lm_head counted), all GPUs together. LoRA/QLoRA: 4 N (forward and input
+/// gradients; a frozen base has no weight gradients) + attention; the
+/// adapters' own FLOPs are negligible.
+double modelFlopsPerStep(const ModelProfile &model, int64_t globalBatchSize,
+                         Method method = Method::Full);
 
 } // namespace swift::cost
 

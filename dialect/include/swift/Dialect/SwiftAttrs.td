@@ -127,17 +127,23 @@ def Swift_RopeScalingAttr : Swift_Attr<"RopeScaling", "rope_scaling"> {
 def Swift_LoraAttr : Swift_Attr<"Lora", "lora"> {
   let summary = "low-rank adapter settings";
   let description = [{
-    `targets` names the linear layers that get adapters by the last part of
-    their parameter name (`q_proj`, ...); `all-linear` means every linear
-    layer inside the decoder layers (as peft does, the lm_head excluded).
+    The job's `training.lora`: adapters `(alpha / rank) B A x` of rank
+    `rank` on the target linears, `dropout` the probability of zeroing the
+    adapters' input (peft's `lora_dropout`, in [0, 1)). `targets` names the
+    linear layers that get adapters by the last part of their parameter name
+    (one of `swift::plan::loraTargetNames()`: `q_proj`, `k_proj`, `v_proj`,
+    `o_proj`, `gate_proj`, `up_proj`, `down_proj`); `all-linear` means every
+    linear layer inside the decoder layers (as peft does, the lm_head
+    excluded).
 
     ```mlir
-    #swift.lora<rank = 16, alpha = 32.0, targets = ["all-linear"]>
+    #swift.lora<rank = 16, alpha = 32.0, dropout = 0.05, targets = ["all-linear"]>
     ```
   }];
   let parameters = (ins
     "int64_t":$rank,
     Swift_DoubleParameter:$alpha,
+    Swift_DoubleParameter:$dropout,
     AttrParameter<"::mlir::ArrayAttr", "target layer names">:$targets);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

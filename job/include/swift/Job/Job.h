@@ -57,9 +57,13 @@ struct ModelSpec {
   std::string weights;
 };
 
+/// training.lora. `targets` as the job wrote them: "all-linear" or names
+/// among plan::loraTargetNames() (checked by the reader); the emitter
+/// resolves them to names for plan.json.
 struct LoraSpec {
   int64_t rank = 16;
   double alpha = 32;
+  double dropout = 0; // on the adapters' input (peft's lora_dropout), [0, 1)
   std::vector<std::string> targets = {"all-linear"};
 };
 

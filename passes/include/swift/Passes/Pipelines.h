@@ -81,8 +81,8 @@ struct WhatIf {
 
 /// For a job where nothing fits: the smallest change of each kind that
 /// makes it fit (more GPUs, the strategy keys the job fixes left open,
-/// LoRA/QLoRA for full fine-tuning, a shorter sequence), each planned for
-/// real through the estimate phase.
+/// LoRA/QLoRA for full fine-tuning, QLoRA for LoRA, a shorter sequence),
+/// each planned for real through the estimate phase.
 std::vector<WhatIf> changesThatFit(const ::swift::job::JobSpec &job,
                                    MLIRContext &context,
                                    const PlanningOptions &options);
