@@ -25,6 +25,18 @@
 
 namespace swift::rt {
 
+/// Where one base parameter of a QLoRA unit sits in the unit's bytes: an
+/// NF4 tensor's packed indices, absmax codes and fp32 absmax2 (`offset` its
+/// absmax mean), or the compute-dtype values of a parameter kept as is.
+/// Every part starts on a 64-byte boundary.
+struct ByteSegment {
+  bool nf4 = false;
+  int64_t packed = 0, absmaxQ = 0, absmax2 = 0, values = 0; // byte offsets
+  int64_t numel = 0, blocks = 0, blocks2 = 0;
+  float offset = 0;
+  std::vector<int64_t> shape;
+};
+
 struct Engine::Unit {
   int id = 0;
   UnitLayout layout;
@@ -55,12 +67,16 @@ struct Engine::Unit {
   int64_t baseShardLen = 0, basePadded = 0;
   at::Tensor baseFull, baseShard;
   Pending baseGatherPending;
-  // QLoRA: a decoder unit's base lives as NF4 (its linear weights, indexed
-  // like baseLayout.params; undefined packed: kept in `baseKept`, the
-  // compute dtype); baseFull is only materialized (dequantized, storage
-  // allocated) around the unit's forward and backward computations.
-  std::vector<Nf4Tensor> nf4;
-  std::vector<at::Tensor> baseKept;
+  // QLoRA: a decoder unit's base lives as bytes (`nf4Bytes`: per
+  // baseLayout parameter, its NF4 parts or its compute-dtype values; see
+  // ByteSegment), resident at ZeRO 0-2; at ZeRO-3 this rank's shard of
+  // them (on the host with offload optimizer+params), all-gathered into
+  // `nf4Gathered` by gather(). baseFull is only materialized (dequantized,
+  // its storage allocated) around the unit's forward and backward.
+  bool quantized = false;
+  std::vector<ByteSegment> segments;
+  int64_t nf4Len = 0, nf4ShardLen = 0, nf4Padded = 0;
+  at::Tensor nf4Bytes, nf4Shard, nf4Gathered;
   bool materialized = false;
 };
 
@@ -135,9 +151,7 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
     : plan_(plan), m_(plan.model), comm_(comm), device_(device),
       lora_(plan.training.method != Method::Full),
       qlora_(plan.training.method == Method::QLora) {
-  SWIFT_CHECK(!qlora_ || plan.strategy.zero < 3, plan.path,
-              ": QLoRA at ZeRO-3 (a sharded NF4 base) is not implemented yet; "
-              "use zero 0-2");
+
   const StrategyConfig &st = plan.strategy;
   const int W = comm.worldSize(), rank = comm.rank();
   const bool offload = st.offload != Offload::None;
@@ -167,23 +181,77 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
       U->baseLayout = unitLayout(m_, u);
       U->baseShardLen = shardLength(U->baseLayout.numel, W);
       U->basePadded = U->baseShardLen * W;
-      const int64_t begin = st.zero == 3 ? rank * U->baseShardLen : 0;
-      const int64_t len = st.zero == 3 ? U->baseShardLen : U->basePadded;
+      // QLoRA decoder units quantize whole tensors: they read the unit.
+      const bool whole = st.zero < 3 || (qlora_ && u >= 1 && u <= m_.numLayers);
+      const int64_t begin = whole ? 0 : rank * U->baseShardLen;
+      const int64_t len = whole ? U->basePadded : U->baseShardLen;
       at::Tensor b = initialRange(U->baseLayout, U->basePadded, begin, len,
                                   base, seed, device_)
                          .to(computeDtype_);
       if (qlora_ && u >= 1 && u <= m_.numLayers) {
         // The decoder's linear weights to NF4 (from the compute dtype, as
-        // bitsandbytes quantizes a bf16 model), the rest kept as they are.
+        // bitsandbytes quantizes a bf16 model), the rest kept as they are,
+        // all serialized into one byte buffer (absmax means need whole
+        // tensors: every rank quantizes the whole unit, one at a time).
+        const int64_t elem = at::elementSize(computeDtype_);
+        auto align = [](int64_t n) { return (n + 63) / 64 * 64; };
+        std::vector<std::pair<Nf4Tensor, at::Tensor>> parts;
+        int64_t at = 0;
         for (const ParamDesc &d : U->baseLayout.params) {
           at::Tensor v = b.narrow(0, d.offset, d.numel()).view(d.shape);
+          ByteSegment g;
+          g.numel = d.numel();
+          g.shape = d.shape;
           if (d.shape.size() == 2) {
-            U->nf4.push_back(quantizeNf4(v));
-            U->baseKept.emplace_back();
+            Nf4Tensor q = quantizeNf4(v);
+            g.nf4 = true;
+            g.blocks = q.absmaxQ.numel();
+            g.blocks2 = q.absmax2.numel();
+            g.offset = q.offset;
+            g.packed = at;
+            at = align(at + q.packed.numel());
+            g.absmaxQ = at;
+            at = align(at + g.blocks);
+            g.absmax2 = at;
+            at = align(at + 4 * g.blocks2);
+            parts.push_back({std::move(q), at::Tensor()});
           } else {
-            U->nf4.emplace_back();
-            U->baseKept.push_back(v.clone());
+            g.values = at;
+            at = align(at + elem * g.numel);
+            parts.push_back({Nf4Tensor(), v});
           }
+          U->segments.push_back(std::move(g));
+        }
+        U->quantized = true;
+        U->nf4Len = at;
+        U->nf4ShardLen = shardLength(at, W);
+        U->nf4Padded = U->nf4ShardLen * W;
+        at::Tensor bytes = at::zeros({U->nf4Padded}, onDevice.dtype(at::kByte));
+        for (size_t i = 0; i < parts.size(); ++i) {
+          const ByteSegment &g = U->segments[i];
+          auto put = [&](int64_t off, const at::Tensor &t) {
+            bytes.narrow(0, off, t.numel() * t.element_size())
+                .copy_(t.contiguous().view({-1}).view(at::kByte));
+          };
+          if (g.nf4) {
+            put(g.packed, parts[i].first.packed);
+            put(g.absmaxQ, parts[i].first.absmaxQ);
+            put(g.absmax2, parts[i].first.absmax2);
+          } else {
+            put(g.values, parts[i].second);
+          }
+        }
+        if (st.zero < 3) {
+          U->nf4Bytes = bytes;
+        } else {
+          U->nf4Shard = bytes.narrow(0, rank * U->nf4ShardLen, U->nf4ShardLen).clone();
+          if (st.offload == Offload::OptimizerAndParams) {
+            at::Tensor h = hostEmpty(U->nf4ShardLen, at::kByte, device_);
+            h.copy_(U->nf4Shard);
+            U->nf4Shard = h;
+          }
+          U->nf4Gathered = at::empty({U->nf4Padded}, onDevice.dtype(at::kByte));
+          freeStorage(U->nf4Gathered);
         }
         U->baseFull = at::empty({U->basePadded}, onDevice.dtype(computeDtype_));
         freeStorage(U->baseFull);
@@ -191,6 +259,11 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
         U->baseFull = b;
       } else {
         U->baseShard = b;
+        if (st.offload == Offload::OptimizerAndParams) { // the shard on the host
+          at::Tensor h = hostEmpty(U->baseShardLen, computeDtype_, device_);
+          h.copy_(b);
+          U->baseShard = h;
+        }
         U->baseFull = at::empty({U->basePadded}, onDevice.dtype(computeDtype_));
         freeStorage(U->baseFull);
       }
@@ -288,9 +361,18 @@ void Engine::gather(int u) {
       src = src.to(device_, /*non_blocking=*/true);
     U.gatherPending = comm_.allGather(src, U.full);
   }
-  if (U.hasBase) {
+  if (U.quantized) {
+    allocStorage(U.nf4Gathered);
+    at::Tensor src = U.nf4Shard;
+    if (src.device() != device_) // offloaded: upload the shard
+      src = src.to(device_, /*non_blocking=*/true);
+    U.baseGatherPending = comm_.allGather(src, U.nf4Gathered);
+  } else if (U.hasBase) {
     allocStorage(U.baseFull);
-    U.baseGatherPending = comm_.allGather(U.baseShard, U.baseFull);
+    at::Tensor src = U.baseShard;
+    if (src.device() != device_)
+      src = src.to(device_, /*non_blocking=*/true);
+    U.baseGatherPending = comm_.allGather(src, U.baseFull);
   }
   U.resident = true;
 }
@@ -309,7 +391,10 @@ void Engine::release(int u) {
   // memory goes back to the allocator, which reuses it in compute order.
   U.gatherPending.wait();
   freeStorage(U.full);
-  if (U.hasBase) {
+  if (U.quantized) {
+    U.baseGatherPending.wait();
+    freeStorage(U.nf4Gathered);
+  } else if (U.hasBase) {
     U.baseGatherPending.wait();
     freeStorage(U.baseFull);
   }
@@ -331,18 +416,34 @@ std::vector<at::Tensor> Engine::makeLeaves(int u, bool requiresGrad) {
 void Engine::materializeBase(int u) {
   for (int o : unitOwners(m_, u)) {
     Unit &O = *units_[o];
-    if (O.nf4.empty() || O.materialized)
+    if (!O.quantized || O.materialized)
       continue;
+    const at::Tensor &bytes =
+        plan_.strategy.zero == 3 ? O.nf4Gathered : O.nf4Bytes;
     allocStorage(O.baseFull);
     // Written through an alias of the storage: the tensors autograd saved
     // check baseFull's version counter, and these bytes are the same values.
     at::Tensor raw = at::from_blob(O.baseFull.data_ptr(), {O.basePadded},
                                    O.baseFull.options());
+    const int64_t elem = at::elementSize(computeDtype_);
     for (size_t i = 0; i < O.baseLayout.params.size(); ++i) {
       const ParamDesc &d = O.baseLayout.params[i];
+      const ByteSegment &g = O.segments[i];
       at::Tensor dst = raw.narrow(0, d.offset, d.numel()).view(d.shape);
-      dst.copy_(O.nf4[i].packed.defined() ? dequantizeNf4(O.nf4[i], computeDtype_)
-                                          : O.baseKept[i]);
+      if (!g.nf4) {
+        dst.copy_(bytes.narrow(0, g.values, g.numel * elem)
+                      .view(computeDtype_)
+                      .view(d.shape));
+        continue;
+      }
+      Nf4Tensor q;
+      q.packed = bytes.narrow(0, g.packed, g.numel / 2);
+      q.absmaxQ = bytes.narrow(0, g.absmaxQ, g.blocks);
+      q.absmax2 = bytes.narrow(0, g.absmax2, 4 * g.blocks2).view(at::kFloat);
+      q.offset = g.offset;
+      q.numel = g.numel;
+      q.shape = g.shape;
+      dst.copy_(dequantizeNf4(q, computeDtype_));
     }
     O.materialized = true;
   }
@@ -818,17 +919,10 @@ Engine::StateBytes Engine::stateBytes() const {
   };
   for (const auto &U : units_) {
     add(b.parameters, plan_.strategy.zero == 3 ? U->shard : U->full);
-    if (U->nf4.empty()) {
+    if (!U->quantized)
       add(b.parameters, plan_.strategy.zero == 3 ? U->baseShard : U->baseFull);
-    } else {
-      for (const Nf4Tensor &q : U->nf4) {
-        add(b.parameters, q.packed);
-        add(b.parameters, q.absmaxQ);
-        add(b.parameters, q.absmax2);
-      }
-      for (const at::Tensor &t : U->baseKept)
-        add(b.parameters, t);
-    }
+    else
+      add(b.parameters, plan_.strategy.zero == 3 ? U->nf4Shard : U->nf4Bytes);
     add(b.gradients, U->grad);
     add(b.gradients, U->gradShard);
     add(b.optimizer, U->master); // no-op where it is the parameters
@@ -866,16 +960,24 @@ at::Tensor Engine::stateUnit(int u, StateKind kind) {
 at::Tensor Engine::baseUnit(int u) {
   Unit &U = *units_[u];
   SWIFT_ASSERT(U.hasBase, "unit ", u, " has no frozen base (not a LoRA run)");
-  if (!U.nf4.empty()) { // QLoRA: the dequantized base, a copy
+  if (U.quantized) { // QLoRA: the dequantized base, a copy
+    const bool wasResident = U.resident || plan_.strategy.zero < 3;
+    if (plan_.strategy.zero == 3) {
+      gather(u);
+      waitGathered(u);
+    }
     materializeBase(u);
     at::Tensor copy = U.baseFull.clone();
     dematerializeBase(u);
+    if (!wasResident)
+      release(u);
     return copy;
   }
   if (plan_.strategy.zero < 3)
     return U.baseFull;
-  at::Tensor full = at::empty({U.basePadded}, U.baseShard.options());
-  comm_.allGather(U.baseShard, full).wait();
+  at::Tensor mine = U.baseShard.to(device_);
+  at::Tensor full = at::empty({U.basePadded}, mine.options());
+  comm_.allGather(mine, full).wait();
   return full;
 }
 
