@@ -164,6 +164,42 @@ st::DType parseExportDtype(const std::string &name) {
   return st::DType::BF16;
 }
 
+namespace {
+
+/// Writes the parameters of `layouts` (one per unit), named by `nameOf`,
+/// as safetensors in `dir`: unit u's flat values come from unitValues(u),
+/// called once per unit in order, on rank 0 only (the callers make the
+/// other ranks take part in the same collectives).
+void writeUnits(const std::string &dir, const std::vector<UnitLayout> &layouts,
+                const std::function<std::string(const ParamDesc &)> &nameOf,
+                const std::function<at::Tensor(int)> &unitValues,
+                st::DType dtype, int64_t maxShardBytes,
+                const std::string &stem) {
+  std::vector<st::TensorSpec> specs;
+  std::vector<std::pair<int, const ParamDesc *>> where;
+  for (size_t u = 0; u < layouts.size(); ++u)
+    for (const ParamDesc &d : layouts[u].params) {
+      specs.push_back({nameOf(d), dtype, d.shape});
+      where.push_back({int(u), &d});
+    }
+  const at::ScalarType target = toScalarType(dtype);
+  int current = -1;
+  at::Tensor unit; // the current unit's values, flat, on the engine's device
+  st::write(
+      dir, specs,
+      [&](size_t i, const st::ByteSink &sink) {
+        auto [u, d] = where[i];
+        if (u != current) {
+          unit = unitValues(u);
+          current = u;
+        }
+        sinkTensor(unit.narrow(0, d->offset, d->numel()).to(target), sink);
+      },
+      maxShardBytes, {{"format", "pt"}}, stem);
+}
+
+} // namespace
+
 void exportHF(Engine &engine, const Plan &plan, const std::string &dir,
               const ExportOptions &options) {
   const ModelConfig &m = plan.model;
@@ -212,30 +248,11 @@ void exportHF(Engine &engine, const Plan &plan, const std::string &dir,
       (void)unitWeights(u);
     return;
   }
-  std::vector<st::TensorSpec> specs;
-  std::vector<std::pair<int, const ParamDesc *>> where;
   std::vector<UnitLayout> layouts;
   for (int u = 0; u < numUnits; ++u)
     layouts.push_back(unitLayout(m, u));
-  for (int u = 0; u < numUnits; ++u)
-    for (const ParamDesc &d : layouts[size_t(u)].params) {
-      specs.push_back({hfName(d), options.dtype, d.shape});
-      where.push_back({u, &d});
-    }
-  const at::ScalarType target = toScalarType(options.dtype);
-  int current = -1;
-  at::Tensor unit; // the current unit's values, flat, on the engine's device
-  st::write(
-      dir, specs,
-      [&](size_t i, const st::ByteSink &sink) {
-        auto [u, d] = where[i];
-        if (u != current) {
-          unit = unitWeights(u);
-          current = u;
-        }
-        sinkTensor(unit.narrow(0, d->offset, d->numel()).to(target), sink);
-      },
-      options.maxShardBytes, {{"format", "pt"}});
+  writeUnits(dir, layouts, hfName, unitWeights, options.dtype,
+             options.maxShardBytes, "model");
   const fs::path config = fs::path(dir) / "config.json";
   if (!options.configText.empty()) {
     st::writeFileAtomically(config.string(), options.configText);
@@ -258,32 +275,13 @@ void exportAdapter(Engine &engine, const Plan &plan, const std::string &dir,
       (void)engine.stateUnit(u);
     return;
   }
-  std::vector<st::TensorSpec> specs;
-  std::vector<std::pair<int, const ParamDesc *>> where;
   std::vector<UnitLayout> layouts;
   for (int u = 0; u < numUnits; ++u)
     layouts.push_back(adapterLayout(m, plan.training.lora, u));
-  for (int u = 0; u < numUnits; ++u)
-    for (const ParamDesc &d : layouts[size_t(u)].params) {
-      specs.push_back({peftName(d), options.dtype, d.shape});
-      where.push_back({u, &d});
-    }
-  const at::ScalarType target = toScalarType(options.dtype);
-  int current = -1;
-  at::Tensor unit;
-  fs::create_directories(dir);
   // One file, as peft writes it (adapters are small).
-  st::write(
-      dir, specs,
-      [&](size_t i, const st::ByteSink &sink) {
-        auto [u, d] = where[i];
-        if (u != current) {
-          unit = engine.stateUnit(u);
-          current = u;
-        }
-        sinkTensor(unit.narrow(0, d->offset, d->numel()).to(target), sink);
-      },
-      int64_t(1) << 62, {{"format", "pt"}}, "adapter_model");
+  writeUnits(
+      dir, layouts, peftName, [&](int u) { return engine.stateUnit(u); },
+      options.dtype, int64_t(1) << 62, "adapter_model");
   const LoraConfig &l = plan.training.lora;
   nlohmann::ordered_json config = {
       {"peft_type", "LORA"},
