@@ -443,7 +443,7 @@ void Engine::materializeBase(int u) {
       q.offset = g.offset;
       q.numel = g.numel;
       q.shape = g.shape;
-      dst.copy_(dequantizeNf4(q, computeDtype_));
+      dequantizeNf4Into(q, dst);
     }
     O.materialized = true;
   }

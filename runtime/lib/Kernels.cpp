@@ -2,6 +2,7 @@
 #include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/Autograd.h"
 #include "swift/Runtime/Check.h"
+#include "swift/Runtime/Nf4.h"
 
 #include <torch/csrc/autograd/custom_function.h>
 
@@ -784,6 +785,17 @@ std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
     if (auto c =
             checkAdamw(n % 8 ? "adamw (scalar)" : "adamw", n, device, dtype))
       out.push_back(*c);
+  // NF4 dequantization: the kernel against the op chain, exactly.
+  {
+    at::Tensor w = at::randn({small ? 64 : 4096, small ? 128 : 4096}, opt) * 0.02;
+    Nf4Tensor q4 = quantizeNf4(w);
+    at::Tensor fused = at::empty_like(w);
+    dequantizeNf4Into(q4, fused);
+    at::Tensor ref = dequantizeNf4(q4, dtype);
+    out.push_back({"nf4_dequantize",
+                   (fused.to(at::kFloat) - ref.to(at::kFloat)).abs().max().item<double>(),
+                   ref.to(at::kFloat).abs().max().item<double>()});
+  }
   return out;
 }
 

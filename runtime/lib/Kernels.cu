@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace swift::rt::cuda {
 namespace {
@@ -870,6 +871,48 @@ int adamwBf16(void *param, const void *grad, void *expAvg, void *expAvgSq,
     adamwBf16Kernel<<<gridFor(n, 256), 256, 0, s>>>(
         (bf *)param, (const bf *)grad, (bf *)expAvg, (bf *)expAvgSq, n, lr,
         beta1, beta2, eps, weightDecay, gradScale, bc1, bc2Sqrt);
+  return done();
+}
+
+template <typename T>
+__global__ void nf4DequantizeKernel(const uint8_t *packed,
+                                    const uint8_t *absmaxQ,
+                                    const float *absmax2, float offset,
+                                    const float *code8, const float *code16,
+                                    T *out, int64_t nbytes) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < nbytes;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t block = (2 * i) / 64; // 32 bytes per block of 64
+    // No fused multiply-add: bitsandbytes rounds the product, then adds.
+    const float am =
+        __fadd_rn(__fmul_rn(code8[absmaxQ[block]], absmax2[block / 256]),
+                  offset);
+    const uint8_t b = packed[i];
+    const float hi = __fmul_rn(code16[b >> 4], am);
+    const float lo = __fmul_rn(code16[b & 15], am);
+    if constexpr (std::is_same<T, float>::value) {
+      out[2 * i] = hi;
+      out[2 * i + 1] = lo;
+    } else {
+      out[2 * i] = __float2bfloat16_rn(hi);
+      out[2 * i + 1] = __float2bfloat16_rn(lo);
+    }
+  }
+}
+
+int nf4Dequantize(const uint8_t *packed, const uint8_t *absmaxQ,
+                  const float *absmax2, float offset, const float *code8,
+                  const float *code16, void *out, int64_t nbytes, bool bf16,
+                  void *stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  if (nbytes == 0)
+    return 0;
+  if (bf16)
+    nf4DequantizeKernel<bf><<<gridFor(nbytes, 256), 256, 0, s>>>(
+        packed, absmaxQ, absmax2, offset, code8, code16, (bf *)out, nbytes);
+  else
+    nf4DequantizeKernel<float><<<gridFor(nbytes, 256), 256, 0, s>>>(
+        packed, absmaxQ, absmax2, offset, code8, code16, (float *)out, nbytes);
   return done();
 }
 

@@ -78,4 +78,13 @@ int adamwBf16(void *param, const void *grad, void *expAvg, void *expAvgSq,
               float weightDecay, float gradScale, float bc1, float bc2Sqrt,
               void *stream);
 
+/// bitsandbytes' NF4 dequantization (Nf4.h) of `nbytes` packed bytes into
+/// out (2 nbytes elements, bf16 or float): absmax = code8[absmaxQ[b]] *
+/// absmax2[b / 256] + offset (two roundings, as bitsandbytes), element =
+/// code16[index] * absmax, rounded once.
+int nf4Dequantize(const uint8_t *packed, const uint8_t *absmaxQ,
+                  const float *absmax2, float offset, const float *code8,
+                  const float *code16, void *out, int64_t nbytes, bool bf16,
+                  void *stream);
+
 } // namespace swift::rt::cuda

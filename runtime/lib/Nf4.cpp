@@ -4,7 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <vector>
+
+#ifdef SWIFT_WITH_KERNELS
+#include "KernelsCuda.h"
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime.h>
+#endif
 
 namespace swift::rt {
 
@@ -159,16 +167,49 @@ Nf4Tensor quantizeNf4(const at::Tensor &w) {
   return q;
 }
 
+namespace {
+/// The two codes as fp32 tensors on `device`, made once per device.
+std::pair<at::Tensor, at::Tensor> codesOn(const at::Device &device) {
+  static std::mutex mutex;
+  static std::map<std::string, std::pair<at::Tensor, at::Tensor>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto &entry = cache[device.str()];
+  if (!entry.first.defined()) {
+    const std::array<float, 256> &c8 = dynamicCode();
+    const std::array<float, 16> &c16 = nf4Code();
+    entry.first = at::from_blob(const_cast<float *>(c8.data()), {256}, at::kFloat)
+                      .to(device, /*non_blocking=*/false, /*copy=*/true);
+    entry.second = at::from_blob(const_cast<float *>(c16.data()), {16}, at::kFloat)
+                       .to(device, /*non_blocking=*/false, /*copy=*/true);
+  }
+  return entry;
+}
+} // namespace
+
+void dequantizeNf4Into(const Nf4Tensor &q, at::Tensor dst) {
+  SWIFT_ASSERT(dst.numel() == q.numel && dst.is_contiguous() &&
+                   dst.device() == q.packed.device(),
+               "NF4 dequantized into a bad destination");
+#ifdef SWIFT_WITH_KERNELS
+  if (dst.is_cuda() &&
+      (dst.scalar_type() == at::kBFloat16 || dst.scalar_type() == at::kFloat) &&
+      q.packed.is_contiguous() && q.absmaxQ.is_contiguous() &&
+      q.absmax2.is_contiguous()) {
+    auto [c8, c16] = codesOn(dst.device());
+    SWIFT_CUDA_CHECK(cudaError_t(cuda::nf4Dequantize(
+        q.packed.data_ptr<uint8_t>(), q.absmaxQ.data_ptr<uint8_t>(),
+        q.absmax2.data_ptr<float>(), q.offset, c8.data_ptr<float>(),
+        c16.data_ptr<float>(), dst.data_ptr(), q.numel / 2,
+        dst.scalar_type() == at::kBFloat16,
+        c10::cuda::getCurrentCUDAStream().stream())));
+    return;
+  }
+#endif
+  dst.copy_(dequantizeNf4(q, dst.scalar_type()).view(dst.sizes()));
+}
+
 at::Tensor dequantizeNf4(const Nf4Tensor &q, at::ScalarType dtype) {
-  const at::Device device = q.packed.device();
-  auto f32 = at::TensorOptions().dtype(at::kFloat).device(device);
-  const std::array<float, 256> &code8 = dynamicCode();
-  at::Tensor c8 = at::from_blob(const_cast<float *>(code8.data()), {256},
-                                at::kFloat)
-                      .to(device);
-  const std::array<float, 16> &c4 = nf4Code();
-  at::Tensor c16 =
-      at::from_blob(const_cast<float *>(c4.data()), {16}, at::kFloat).to(device);
+  auto [c8, c16] = codesOn(q.packed.device());
   const int64_t blocks = q.numel / kNf4Block;
   // absmax = code8[q] * absmax2[block / 256] + offset (fp32).
   at::Tensor absmax =
@@ -180,7 +221,6 @@ at::Tensor dequantizeNf4(const Nf4Tensor &q, at::ScalarType dtype) {
   at::Tensor idx = at::stack({hi, lo}, 1).reshape({blocks, kNf4Block});
   at::Tensor x = c16.index_select(0, idx.reshape({-1})).view({blocks, kNf4Block}) *
                  absmax.unsqueeze(1);
-  (void)f32;
   return x.to(dtype).view(q.shape);
 }
 

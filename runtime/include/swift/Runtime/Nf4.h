@@ -48,5 +48,9 @@ struct Nf4Tensor {
 Nf4Tensor quantizeNf4(const at::Tensor &w);
 /// The values `q` stands for, in `dtype`, on q's device, in q's shape.
 at::Tensor dequantizeNf4(const Nf4Tensor &q, at::ScalarType dtype);
+/// The same values written into `dst` (q's numel, contiguous, on q's
+/// device): one kernel on CUDA (bf16 or fp32, no temporaries), the op
+/// chain of dequantizeNf4 elsewhere.
+void dequantizeNf4Into(const Nf4Tensor &q, at::Tensor dst);
 
 } // namespace swift::rt
