@@ -248,6 +248,7 @@ public:
 
   Batch batch(int64_t first, int64_t count) override {
     Batch b;
+    b.firstSample = first;
     b.masked = true;
     b.inputs = at::zeros({count, seq_}, at::kLong);
     b.targets = at::full({count, seq_}, kIgnore, at::kLong);
@@ -326,6 +327,7 @@ Batch TokenSource::batch(int64_t first, int64_t count) {
   Batch b;
   b.inputs = t.narrow(1, 0, S);
   b.targets = t.narrow(1, 1, S);
+  b.firstSample = first;
   return b;
 }
 

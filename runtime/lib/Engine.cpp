@@ -84,6 +84,7 @@ struct Engine::MicroBatch {
   at::Tensor inputs, targets; // (B, S) int64, device
   Rope rope;                  // per-token tables; undefined: the engine's
   Packing packing;            // packed windows; empty: causal
+  int64_t firstSample = 0;    // global number of its first sample
   bool masked = false;        // targets may be -100
   double divisor = 0;         // the loss sum's divisor when masked
 };
@@ -515,6 +516,12 @@ at::Tensor Engine::computeUnit(int u, const at::Tensor &x,
                       mb.masked, mb.divisor);
     DecoderAdapters adapters =
         bindAdapters(m_, plan_.training.lora, leaves);
+    adapters.dropout = plan_.training.lora.dropout;
+    // (seed, first sample, unit): the same masks at any world size and in
+    // a recomputation.
+    adapters.dropoutSeed =
+        (plan_.training.seed * 1000003ull + uint64_t(mb.firstSample)) * 4099ull +
+        uint64_t(u);
     return decoderForward(m_, bindDecoder(m_, base), x, rope, selective,
                           forBackward, mb.packing, &adapters);
   }
@@ -881,6 +888,13 @@ double Engine::step(const std::vector<Batch> &microBatches,
       mb.packing = makePacking(b.segments, device_, computeDtype_, m_.headDim);
     mb.masked = b.masked;
     mb.divisor = divisor;
+    // Without a data source's numbering: as swift-run numbers samples.
+    mb.firstSample =
+        b.firstSample >= 0
+            ? b.firstSample
+            : steps_ * plan_.training.globalBatchSize +
+                  (k * comm_.worldSize() + comm_.rank()) *
+                      plan_.training.microBatchSize;
     // A leaf that requires grad, so the first unit's node joins the graph.
     at::Tensor x =
         at::zeros({}, at::TensorOptions().device(device_)).requires_grad_(true);

@@ -173,6 +173,12 @@ DecoderAdapters bindAdapters(const ModelConfig &m, const LoraConfig &lora,
   return a;
 }
 
+at::Tensor seededDropout(const at::Tensor &x, double p, uint64_t seed) {
+  at::Generator gen = compat::makeGenerator(x.device(), seed);
+  at::Tensor keep = at::empty_like(x).bernoulli_(1.0 - p, gen);
+  return x * keep * (1.0 / (1.0 - p));
+}
+
 at::Tensor loraDelta(const at::Tensor &x, const AdapterGroup &g, int64_t rank,
                      double scale) {
   at::Tensor xa = at::linear(x, g.a); // (…, n r): every adapted A at once
@@ -341,14 +347,20 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
   // in the unit's flat buffer (unitLayout stacks them into one leaf).
   at::Tensor h = rmsNorm(x, w.inputNorm, m.rmsNormEps);
   at::Tensor qkv = linear(h, w.qkv, w.qkvBias, w.qkvSink); // (B, S, Q+2KV)
-  // LoRA: peft's result + lora_B(lora_A(x)) * scaling, per GEMM.
-  auto adapt = [&](at::Tensor y, const at::Tensor &in, const AdapterGroup &g) {
-    return adapters && g.a.defined()
-               ? y + loraDelta(in, g, adapters->rank, adapters->scale)
-               : y;
+  // LoRA: peft's result + lora_B(lora_A(dropout(x))) * scaling, per GEMM.
+  // `group` (0-3: q/k/v, o, gate/up, down) picks the group's dropout mask.
+  auto adapt = [&](at::Tensor y, const at::Tensor &in, const AdapterGroup &g,
+                   uint64_t group) {
+    if (!adapters || !g.a.defined())
+      return y;
+    at::Tensor x = in;
+    if (adapters->dropout > 0) // one mask per group: the group shares x
+      x = seededDropout(in, adapters->dropout,
+                        adapters->dropoutSeed * 4 + group);
+    return y + loraDelta(x, g, adapters->rank, adapters->scale);
   };
   if (adapters)
-    qkv = adapt(qkv, h, adapters->qkv);
+    qkv = adapt(qkv, h, adapters->qkv, 0);
 
   // Attention core: q/k norm, rotary, softmax(QK^T)V. Under selective
   // checkpointing only the packed projection is kept; its internals (rotated
@@ -403,19 +415,19 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
                       ? x + linear(attn, w.o, w.oBias, w.oSink)
                       : residualLinear(x, attn, w.o, true, w.oSink);
   if (adapters)
-    x1 = adapt(x1, attn, adapters->o);
+    x1 = adapt(x1, attn, adapters->o, 1);
 
   h = rmsNorm(x1, w.postNorm, m.rmsNormEps);
   at::Tensor gateUp = linear(h, w.gateUp, {}, w.gateUpSink); // (B, S, 2 I)
   if (adapters)
-    gateUp = adapt(gateUp, h, adapters->gateUp);
+    gateUp = adapt(gateUp, h, adapters->gateUp, 2);
   TensorFn act = [](const std::vector<at::Tensor> &in) {
     return std::vector<at::Tensor>{swiglu(in[0])};
   };
   at::Tensor a = selective ? recompute(act, {gateUp})[0] : act({gateUp})[0];
   at::Tensor out =
       residualLinear(x1, a, w.down, /*value=*/!forBackward, w.downSink);
-  return adapters ? adapt(out, a, adapters->down) : out;
+  return adapters ? adapt(out, a, adapters->down, 3) : out;
 }
 
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids) {

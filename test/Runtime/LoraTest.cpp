@@ -149,6 +149,37 @@ TEST(Lora, PeftAdapterOutAndInAndMergedModel) {
   EXPECT_GT(std::fabs(five.losses()[4] - five.losses()[0]), 1e-4);
 }
 
+TEST(Lora, DropoutMasksArePerSampleNotPerRank) {
+  // lora.dropout 0.1: the masks depend on (seed, sample, layer), so world 2
+  // at ZeRO-3 and a fully checkpointed run (which recomputes the layer in
+  // backward) train exactly as world 1 does; a resumed run continues them;
+  // and dropout changes the training.
+  json p = loraPlan(0, 1);
+  p["training"]["lora"]["dropout"] = 0.1;
+  Result ref = runPlan(p, "--steps 4 --save-params p.bin");
+  Result none = runPlan(loraPlan(0, 1), "--steps 4");
+  ASSERT_EQ(ref.exitCode, 0) << ref.output;
+  EXPECT_EQ(ref.losses()[0], none.losses()[0]); // B = 0: no delta yet
+  EXPECT_NE(ref.losses()[3], none.losses()[3]);
+  json w2 = loraPlan(3, 2);
+  w2["training"]["lora"]["dropout"] = 0.1;
+  Result two = runPlan(w2, "--steps 4 --save-params p.bin" + nproc(2));
+  expectSameLosses(ref, two, kLossTol, "world 2 zero 3");
+  EXPECT_LT(maxAbsDiff(readParams(ref.dir + "/p.bin"), readParams(two.dir + "/p.bin")),
+            kParamTol);
+  json ck = p;
+  ck["strategy"]["checkpointing"] = "full";
+  Result full = runPlan(ck, "--steps 4 --save-params p.bin");
+  ASSERT_EQ(full.exitCode, 0) << full.output;
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(full.losses()[size_t(i)], ref.losses()[size_t(i)]);
+  Result first = runPlan(p, "--steps 2 --save-dir ckpt");
+  Result resumed = runPlan(p, "--steps 4 --save-params p.bin --resume " +
+                                  first.dir + "/ckpt");
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
+  EXPECT_EQ(slurp(resumed.dir + "/p.bin"), slurp(ref.dir + "/p.bin"));
+}
+
 TEST(Lora, MismatchedAdaptersAndOptionsAreRefused) {
   json p = loraPlan(0, 1);
   Result init = runPlan(p, "--steps 0 --export-hf adapter");

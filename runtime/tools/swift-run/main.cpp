@@ -308,9 +308,6 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
 
   const TrainingConfig &t = plan.training;
   const bool lora = t.method != Method::Full;
-  SWIFT_CHECK(!lora || t.lora.dropout == 0, plan.path,
-              ": training.lora.dropout ", t.lora.dropout,
-              ": swift-run trains LoRA without dropout so far (set 0)");
   SWIFT_CHECK(lora || (a.adapter.empty() && !a.merge),
               "command line: --adapter and --merge need a LoRA plan "
               "(training.method lora)");

@@ -43,6 +43,10 @@ struct Batch {
   /// Targets may be -100 (JSONL); false: every position is trained on and
   /// the loss keeps the raw-token arithmetic (mean per micro-batch).
   bool masked = false;
+  /// The global number of the batch's first sample (window): seeds what is
+  /// random per sample (LoRA dropout), the same at any world size; -1:
+  /// unknown (the engine then uses its step and micro-batch counters).
+  int64_t firstSample = -1;
 };
 
 class TokenSource {

@@ -77,6 +77,11 @@ struct DecoderAdapters {
   AdapterGroup qkv, o, gateUp, down;
   int64_t rank = 0;
   double scale = 0; // alpha / rank
+  // peft's lora_dropout on each group's input to A: p, and the seed of its
+  // masks (a function of the run's seed, the micro-batch's first sample and
+  // the unit, so recomputation and any world size draw the same masks).
+  double dropout = 0;
+  uint64_t dropoutSeed = 0;
 };
 /// Binds `views` (one per leaf of adapterLayout, in order).
 DecoderAdapters bindAdapters(const ModelConfig &m, const LoraConfig &lora,
@@ -85,6 +90,9 @@ DecoderAdapters bindAdapters(const ModelConfig &m, const LoraConfig &lora,
 /// lora_B(lora_A(x)) * scaling per adapted member, zeros for the others.
 at::Tensor loraDelta(const at::Tensor &x, const AdapterGroup &g, int64_t rank,
                      double scale);
+/// x with dropout p (inverted: kept values / (1 - p)); the mask drawn from
+/// a generator seeded with `seed` on x's device.
+at::Tensor seededDropout(const at::Tensor &x, double p, uint64_t seed);
 
 /// Views of a decoder layer's leaves (undefined when absent).
 struct DecoderWeights {
