@@ -521,12 +521,16 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
   // On the device, AdamW's exp_avg and exp_avg_sq in the parameters' dtype
   // plus an fp32 master: pure bf16 keeps bf16 moments and updates the bf16
   // parameters in place (4 B per element), bf16-mixed fp32 master and
-  // moments (12 B). The host optimizer keeps all three in fp32.
+  // moments (12 B). Offloaded, swift-run's Engine keeps per element of its
+  // optimizer partition, pinned on the host: the fp32 master and two
+  // moments (12 B), the fp32 gradient it downloads (4 B) and, for a bf16
+  // compute copy, the bf16 values it uploads (2 B); with the parameters
+  // offloaded (ZeRO-3) also its parameter shard and the frozen base's.
   if (s.offload == Offload::None)
     st.optimizer = (pureBf16 ? 4 : 12) * optimizerElems;
   else
-    st.host = 12 * optimizerElems + (s.zero == 3 ? e * P / W : 0) +
-              (s.zero == 3 && paramsOffloaded ? base.total / W : 0);
+    st.host = (16 + (e == 2 ? 2 : 0)) * optimizerElems +
+              (s.zero == 3 && paramsOffloaded ? (e * P + base.total) / W : 0);
   // Accumulators live from the engine's start: the full gradient at
   // ZeRO-0/1, the reduced shard at ZeRO-1..3; ZeRO-2/3 add one unit's
   // micro-batch gradient in flight to its reduce-scatter.

@@ -149,7 +149,7 @@ std::vector<WhatIf> mlir::swift::changesThatFit(const job::JobSpec &job,
                                                 MLIRContext &context,
                                                 const PlanningOptions &options) {
   using ::swift::job::JobSpec;
-  enum Kind { Gpus, Open, Adapters, Sequence };
+  enum Kind { Gpus, Open, PureBf16, Adapters, Sequence };
   std::vector<std::tuple<Kind, std::string, JobSpec>> tries;
   // More GPUs: fill the node, then double nodes, keeping the global batch.
   for (int64_t gpus = job.cluster.numGpus() * 2;
@@ -177,6 +177,18 @@ std::vector<WhatIf> mlir::swift::changesThatFit(const job::JobSpec &job,
                        "let swift-plan choose zero, offload, checkpointing and "
                        "the micro-batch",
                        open);
+  }
+  // Pure bf16 (bf16 masters and moments: 8 B per parameter instead of 16)
+  // for a bf16-mixed job, with the strategy left open.
+  if (job.training.precision == plan::Precision::Bf16Mixed) {
+    JobSpec bf16 = job;
+    bf16.training.precision = plan::Precision::Bf16;
+    bf16.strategy = {};
+    bf16.training.microBatchSize.reset();
+    tries.emplace_back(PureBf16,
+                       "training.precision bf16 (bf16 master weights and "
+                       "AdamW states)",
+                       bf16);
   }
   // Adapters: LoRA then QLoRA for a full job, QLoRA for a LoRA one (every
   // backend trains both), with the strategy left open.

@@ -222,7 +222,30 @@ TEST(Cost, SwiftRunLoraStates) {
   Priced o3 = price(adapters("swift-run", "qlora", 3, 8, "optimizer+params"));
   EXPECT_EQ(part(o3, "parameters"), 0);
   EXPECT_TRUE(near(double(o3.estimate.memory.hostBytes),
-                   8 * (12 * A / N + 2 * A / N + nf4Base / N)));
+                   8 * (18 * A / N + 2 * A / N + nf4Base / N)));
+}
+
+// What swift-run's Engine pins on the host under offload, per element of
+// its optimizer partition: fp32 master + moments (12 B), the downloaded
+// fp32 gradient (4 B), the bf16 values it uploads (2 B); the parameter
+// shard only when parameters are offloaded too.
+TEST(Cost, SwiftRunHostMemoryIsWhatTheEngineAllocates) {
+  auto host = [](int zero, const char *offload) {
+    Priced p = price({"model=llama3.1-8b", "backend=swift-run",
+                      "cluster.gpus_per_node=8", "training.global_batch_size=8",
+                      "training.micro_batch_size=1",
+                      "strategy.zero=" + std::to_string(zero),
+                      std::string("strategy.offload=") + offload,
+                      "strategy.checkpointing=full"});
+    return std::make_pair(double(p.estimate.memory.hostBytes),
+                          double(p.profile.parameters));
+  };
+  auto [h1, P] = host(1, "optimizer");
+  EXPECT_TRUE(near(h1, 8 * 18 * P / 8)) << h1 / P;
+  auto [h3, P3] = host(3, "optimizer");
+  EXPECT_TRUE(near(h3, 8 * 18 * P3 / 8)) << h3 / P3;
+  auto [h3p, P3p] = host(3, "optimizer+params");
+  EXPECT_TRUE(near(h3p, 8 * 20 * P3p / 8)) << h3p / P3p;
 }
 
 // swift-run LoRA keeps what full fine-tuning keeps (the adapters read the
