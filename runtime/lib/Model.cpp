@@ -179,25 +179,29 @@ at::Tensor seededDropout(const at::Tensor &x, double p, uint64_t seed) {
   return x * keep * (1.0 / (1.0 - p));
 }
 
-at::Tensor loraDelta(const at::Tensor &x, const AdapterGroup &g, int64_t rank,
-                     double scale) {
-  at::Tensor xa = at::linear(x, g.a); // (…, n r): every adapted A at once
-  std::vector<at::Tensor> parts;
+at::Tensor loraBlockDiagonal(const AdapterGroup &g, int64_t rank) {
+  const int64_t n =
+      std::count(g.adapted.begin(), g.adapted.end(), true); // adapted members
+  if (n == int64_t(g.outs.size()) && n == 1)
+    return g.b;
+  std::vector<at::Tensor> rows;
   int64_t k = 0, row = 0;
   for (size_t i = 0; i < g.outs.size(); ++i) {
-    if (g.adapted[i]) {
-      parts.push_back(at::linear(xa.narrow(-1, k * rank, rank),
-                                 g.b.narrow(0, row, g.outs[i])) *
-                      scale);
-      ++k;
-      row += g.outs[i];
-    } else {
-      std::vector<int64_t> shape = x.sizes().vec();
-      shape.back() = g.outs[i];
-      parts.push_back(at::zeros(shape, x.options()));
+    if (!g.adapted[i]) {
+      rows.push_back(at::zeros({g.outs[i], n * rank}, g.b.options()));
+      continue;
     }
+    std::vector<at::Tensor> cols;
+    if (k > 0)
+      cols.push_back(at::zeros({g.outs[i], k * rank}, g.b.options()));
+    cols.push_back(g.b.narrow(0, row, g.outs[i]));
+    if (k + 1 < n)
+      cols.push_back(at::zeros({g.outs[i], (n - k - 1) * rank}, g.b.options()));
+    rows.push_back(cols.size() == 1 ? cols[0] : at::cat(cols, 1));
+    ++k;
+    row += g.outs[i];
   }
-  return parts.size() == 1 ? parts[0] : at::cat(parts, -1);
+  return rows.size() == 1 ? rows[0] : at::cat(rows, 0);
 }
 
 DecoderWeights bindDecoder(const ModelConfig &m,
@@ -346,21 +350,50 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
   // One GEMM for q, k, v and one for gate, up: their weights are adjacent
   // in the unit's flat buffer (unitLayout stacks them into one leaf).
   at::Tensor h = rmsNorm(x, w.inputNorm, m.rmsNormEps);
-  at::Tensor qkv = linear(h, w.qkv, w.qkvBias, w.qkvSink); // (B, S, Q+2KV)
-  // LoRA: peft's result + lora_B(lora_A(dropout(x))) * scaling, per GEMM.
-  // `group` (0-3: q/k/v, o, gate/up, down) picks the group's dropout mask.
-  auto adapt = [&](at::Tensor y, const at::Tensor &in, const AdapterGroup &g,
-                   uint64_t group) {
-    if (!adapters || !g.a.defined())
-      return y;
+  // LoRA: peft's base(x) + lora_B(lora_A(dropout(x))) * scaling. Each
+  // group's delta is (scale x A^T) Bd^T: one GEMM for the group's A's, one
+  // for its B's as one block-diagonal matrix; the delta is written once and
+  // the base GEMM adds into it (addmm, beta 1), or, for o and down, it is
+  // added to the residual by its own GEMM's epilogue. `group` (0-3: q/k/v,
+  // o, gate/up, down) picks the group's dropout mask.
+  auto lora = [&](const AdapterGroup &g) { return adapters && g.a.defined(); };
+  auto factors = [&](const at::Tensor &in, const AdapterGroup &g,
+                     uint64_t group) {
     at::Tensor x = in;
     if (adapters->dropout > 0) // one mask per group: the group shares x
       x = seededDropout(in, adapters->dropout,
                         adapters->dropoutSeed * 4 + group);
-    return y + loraDelta(x, g, adapters->rank, adapters->scale);
+    return std::make_pair(
+        at::mm(x.reshape({-1, x.size(-1)}), g.a.t()) * adapters->scale,
+        loraBlockDiagonal(g, adapters->rank));
   };
-  if (adapters)
-    qkv = adapt(qkv, h, adapters->qkv, 0);
+  // A GEMM of the base with the group's delta added in its epilogue.
+  auto adapted = [&](const at::Tensor &in, const at::Tensor &w,
+                     const at::Tensor &bias, const GradSink &sink,
+                     const AdapterGroup &g, uint64_t group) {
+    if (!lora(g))
+      return linear(in, w, bias, sink);
+    auto [xa, bd] = factors(in, g, group);
+    at::Tensor y = at::addmm(at::mm(xa, bd.t()), in.reshape({-1, in.size(-1)}),
+                             w.t());
+    if (bias.defined())
+      y = y + bias;
+    std::vector<int64_t> shape = in.sizes().vec();
+    shape.back() = w.size(0);
+    return y.view(shape);
+  };
+  // The residual with the group's delta added (one GEMM, beta 1).
+  auto residual = [&](const at::Tensor &res, const at::Tensor &in,
+                      const AdapterGroup &g, uint64_t group) {
+    if (!lora(g))
+      return res;
+    auto [xa, bd] = factors(in, g, group);
+    return at::addmm(res.reshape({-1, res.size(-1)}), xa, bd.t())
+        .view(res.sizes());
+  };
+  at::Tensor qkv = adapters ? adapted(h, w.qkv, w.qkvBias, w.qkvSink,
+                                      adapters->qkv, 0)
+                            : linear(h, w.qkv, w.qkvBias, w.qkvSink);
 
   // Attention core: q/k norm, rotary, softmax(QK^T)V. Under selective
   // checkpointing only the packed projection is kept; its internals (rotated
@@ -411,23 +444,21 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
   }
   at::Tensor attn = selective ? recompute(core, coreIn)[0] : core(coreIn)[0];
   // Residual adds in the GEMMs' epilogues (addmm) where there is no bias.
+  at::Tensor xo = adapters ? residual(x, attn, adapters->o, 1) : x;
   at::Tensor x1 = w.oBias.defined()
-                      ? x + linear(attn, w.o, w.oBias, w.oSink)
-                      : residualLinear(x, attn, w.o, true, w.oSink);
-  if (adapters)
-    x1 = adapt(x1, attn, adapters->o, 1);
+                      ? xo + linear(attn, w.o, w.oBias, w.oSink)
+                      : residualLinear(xo, attn, w.o, true, w.oSink);
 
   h = rmsNorm(x1, w.postNorm, m.rmsNormEps);
-  at::Tensor gateUp = linear(h, w.gateUp, {}, w.gateUpSink); // (B, S, 2 I)
-  if (adapters)
-    gateUp = adapt(gateUp, h, adapters->gateUp, 2);
+  at::Tensor gateUp = // (B, S, 2 I)
+      adapters ? adapted(h, w.gateUp, {}, w.gateUpSink, adapters->gateUp, 2)
+               : linear(h, w.gateUp, {}, w.gateUpSink);
   TensorFn act = [](const std::vector<at::Tensor> &in) {
     return std::vector<at::Tensor>{swiglu(in[0])};
   };
   at::Tensor a = selective ? recompute(act, {gateUp})[0] : act({gateUp})[0];
-  at::Tensor out =
-      residualLinear(x1, a, w.down, /*value=*/!forBackward, w.downSink);
-  return adapters ? adapt(out, a, adapters->down, 3) : out;
+  at::Tensor xd = adapters ? residual(x1, a, adapters->down, 3) : x1;
+  return residualLinear(xd, a, w.down, /*value=*/!forBackward, w.downSink);
 }
 
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids) {

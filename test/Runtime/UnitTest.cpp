@@ -205,3 +205,22 @@ TEST(Attention, SegmentMaskIsBlockDiagonalCausal) {
 }
 
 } // namespace
+
+TEST(Lora, BlockDiagonalIsEachMembersBSideBySide) {
+  // q and v adapted, k not: (x A^T) Bd^T is [x A_q^T B_q^T, 0, x A_v^T B_v^T].
+  AdapterGroup g;
+  g.outs = {6, 4, 4};
+  g.adapted = {true, false, true};
+  const int64_t r = 2;
+  at::manual_seed(3);
+  at::Tensor aq = at::randn({r, 5}), av = at::randn({r, 5});
+  at::Tensor bq = at::randn({6, r}), bv = at::randn({4, r});
+  g.a = at::cat({aq, av}, 0);
+  g.b = at::cat({bq, bv}, 0);
+  at::Tensor x = at::randn({3, 5});
+  at::Tensor got = at::mm(at::mm(x, g.a.t()), loraBlockDiagonal(g, r).t());
+  at::Tensor want = at::cat({at::mm(at::mm(x, aq.t()), bq.t()), at::zeros({3, 4}),
+                             at::mm(at::mm(x, av.t()), bv.t())},
+                            1);
+  EXPECT_TRUE(at::allclose(got, want, 1e-6, 1e-6));
+}

@@ -86,10 +86,11 @@ struct DecoderAdapters {
 /// Binds `views` (one per leaf of adapterLayout, in order).
 DecoderAdapters bindAdapters(const ModelConfig &m, const LoraConfig &lora,
                              const std::vector<at::Tensor> &views);
-/// scale * B (A x) of a group, (…, sum of every member's out): peft's
-/// lora_B(lora_A(x)) * scaling per adapted member, zeros for the others.
-at::Tensor loraDelta(const at::Tensor &x, const AdapterGroup &g, int64_t rank,
-                     double scale);
+/// The group's B's as one (sum of every member's out, n rank) matrix: member
+/// i's B in the rank columns of its A (the i-th adapted), zero elsewhere and
+/// for members without an adapter, so that (x A^T) Bd^T is every member's
+/// lora_B(lora_A(x)) side by side in one GEMM.
+at::Tensor loraBlockDiagonal(const AdapterGroup &g, int64_t rank);
 /// x with dropout p (inverted: kept values / (1 - p)); the mask drawn from
 /// a generator seeded with `seed` on x's device.
 at::Tensor seededDropout(const at::Tensor &x, double p, uint64_t seed);
