@@ -63,9 +63,12 @@ const std::array<float, 256> &dynamicCode() {
     std::vector<double> data;
     for (int i = 0; i < 7; ++i) {
       std::vector<float> b = linspace32(0.1f, 1.0f, (int64_t(1) << i) + 1);
+      // 10 ** (i - 6) * means: a Python float times an fp32 tensor, i.e.
+      // the scalar rounded to fp32, then an fp32 product.
+      const float scale = float(std::pow(10.0, double(i - 6)));
       for (size_t k = 0; k + 1 < b.size(); ++k) {
         const float mean = (b[k] + b[k + 1]) / 2.0f;
-        const float scaled = float(std::pow(10.0, double(i - 6)) * double(mean));
+        const float scaled = scale * mean;
         data.push_back(scaled);
         data.push_back(-scaled);
       }
@@ -136,14 +139,17 @@ Nf4Tensor quantizeNf4(const at::Tensor &w) {
       at::tensor(mids, at::TensorOptions().dtype(at::kFloat)).to(x.device());
   at::Tensor idx = at::bucketize(xn, boundaries, /*out_int32=*/false,
                                  /*right=*/false);
-  // An all-zero block (absmax 0: 0 * inf) is the zero code.
-  idx = at::where(xn.isnan(), at::full({}, 7, idx.options()), idx);
+  // An all-zero block (absmax 0: x * (1 / 0) is NaN) takes index 0, as in
+  // bitsandbytes' decision tree (every comparison with NaN is false); it
+  // dequantizes to -1 * 0 = -0.
+  idx = at::where(xn.isnan(), at::zeros({}, idx.options()), idx);
   idx = idx.reshape({-1, 2}).to(at::kByte);
   q.packed = idx.select(1, 0).bitwise_left_shift(4).bitwise_or(idx.select(1, 1));
 
-  // Double quantization of absmax, on the host (blocks / 64 the elements).
+  // Double quantization of absmax, on the host (blocks / 64 the elements);
+  // the mean on w's device, by the same reduction bitsandbytes calls there.
+  q.offset = absmax.mean().item<float>();
   at::Tensor am = absmax.cpu().contiguous();
-  q.offset = am.mean().item<float>();
   const int64_t n2 = (blocks + kAbsmaxBlock - 1) / kAbsmaxBlock;
   at::Tensor qa = at::empty({blocks}, at::kByte);
   at::Tensor a2 = at::empty({n2}, at::kFloat);

@@ -54,6 +54,19 @@ TEST(Nf4, LayoutAndErrorBound) {
   EXPECT_TRUE(at::equal(dequantizeNf4(q, at::kBFloat16), back.to(at::kBFloat16)));
 }
 
+TEST(Nf4, AnAllZeroBlockIsIndexZeroAndDequantizesToZero) {
+  // bitsandbytes: x * (1 / 0) is NaN, which its decision tree sends to
+  // index 0 (every comparison false); -1 * absmax 0 is -0.
+  at::Tensor w = at::zeros({2, 64});
+  w[1][3] = 0.25;
+  Nf4Tensor q = quantizeNf4(w);
+  for (int64_t k = 0; k < 32; ++k)
+    EXPECT_EQ(q.packed[k].item<int64_t>(), 0) << "byte " << k;
+  at::Tensor back = dequantizeNf4(q, at::kFloat);
+  EXPECT_EQ(back[0].abs().max().item<float>(), 0.0f);
+  EXPECT_NEAR(back[1][3].item<float>(), 0.25f, 1e-3);
+}
+
 TEST(Nf4, EqualsBitsandbytes) {
   const std::string path = SWIFT_TEST_DATA_DIR "/peft/nf4.json";
   if (!std::filesystem::exists(path))

@@ -15,6 +15,13 @@
 //     x = nf4[index] * absmax, computed in fp32 and rounded once to the
 //     compute dtype.
 // 0.5 + 1/64 + 4/(64*256) bytes per element (+4 bytes per tensor).
+// Checked against bitsandbytes' source (functional.py create_dynamic_map,
+// get_4bit_type; kernels.cu dQuantizeNF4, dQuantize, kQuantizeBlockwise):
+// the same codes, thresholds (midpoints, ties down), reciprocal scaling,
+// nibble order and roundings. One known difference: the 8-bit code follows
+// torch's scalar linspace; torch's vectorized linspace (AVX2/AVX-512) may
+// round a few of those 256 values 1 ulp apart, which also differs between
+// bitsandbytes installs on CPUs of different vector width.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
