@@ -54,16 +54,20 @@ TEST(Nf4, LayoutAndErrorBound) {
   EXPECT_TRUE(at::equal(dequantizeNf4(q, at::kBFloat16), back.to(at::kBFloat16)));
 }
 
-TEST(Nf4, AnAllZeroBlockIsIndexZeroAndDequantizesToZero) {
+TEST(Nf4, AnAllZeroBlockIsIndexZero) {
   // bitsandbytes: x * (1 / 0) is NaN, which its decision tree sends to
-  // index 0 (every comparison false); -1 * absmax 0 is -0.
+  // index 0 (every comparison false): code -1 times the block's absmax as
+  // the double quantization returns it (0 plus its 8-bit error), the same
+  // small value for the whole block.
   at::Tensor w = at::zeros({2, 64});
   w[1][3] = 0.25;
   Nf4Tensor q = quantizeNf4(w);
   for (int64_t k = 0; k < 32; ++k)
     EXPECT_EQ(q.packed[k].item<int64_t>(), 0) << "byte " << k;
   at::Tensor back = dequantizeNf4(q, at::kFloat);
-  EXPECT_EQ(back[0].abs().max().item<float>(), 0.0f);
+  EXPECT_TRUE(at::equal(back[0], at::full({64}, back[0][0].item<float>())));
+  EXPECT_LE(back[0][0].item<float>(), 0.0f);
+  EXPECT_LT(back[0].abs().max().item<float>(), 0.25f / 64);
   EXPECT_NEAR(back[1][3].item<float>(), 0.25f, 1e-3);
 }
 
