@@ -140,6 +140,69 @@ at::Tensor initialRange(const UnitLayout &layout, int64_t padded,
   return whole.narrow(0, keepBegin, keepLen);
 }
 
+/// A QLoRA unit's base as bytes: each 2-D parameter of `layout` (values in
+/// `flat`, compute dtype) quantized to NF4, the others' values as they are,
+/// every part on a 64-byte boundary; `segments` says where (Engine::Unit).
+at::Tensor serializeQuantized(const UnitLayout &layout, const at::Tensor &flat,
+                              std::vector<ByteSegment> &segments) {
+  auto align = [](int64_t n) { return (n + 63) / 64 * 64; };
+  std::vector<std::pair<Nf4Tensor, at::Tensor>> parts;
+  int64_t at = 0;
+  for (const ParamDesc &d : layout.params) {
+    at::Tensor v = flat.narrow(0, d.offset, d.numel()).view(d.shape);
+    ByteSegment g;
+    g.numel = d.numel();
+    g.shape = d.shape;
+    if (d.shape.size() == 2) {
+      Nf4Tensor q = quantizeNf4(v);
+      g.nf4 = true;
+      g.blocks = q.absmaxQ.numel();
+      g.blocks2 = q.absmax2.numel();
+      g.offset = q.offset;
+      g.packed = at;
+      at = align(at + q.packed.numel());
+      g.absmaxQ = at;
+      at = align(at + g.blocks);
+      g.absmax2 = at;
+      at = align(at + 4 * g.blocks2);
+      parts.push_back({std::move(q), at::Tensor()});
+    } else {
+      g.values = at;
+      at = align(at + v.element_size() * g.numel);
+      parts.push_back({Nf4Tensor(), v});
+    }
+    segments.push_back(std::move(g));
+  }
+  at::Tensor bytes = at::zeros({at}, flat.options().dtype(at::kByte));
+  auto put = [&](int64_t off, const at::Tensor &t) {
+    bytes.narrow(0, off, t.numel() * t.element_size())
+        .copy_(t.contiguous().view({-1}).view(at::kByte));
+  };
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const ByteSegment &g = segments[i];
+    if (g.nf4) {
+      put(g.packed, parts[i].first.packed);
+      put(g.absmaxQ, parts[i].first.absmaxQ);
+      put(g.absmax2, parts[i].first.absmax2);
+    } else {
+      put(g.values, parts[i].second);
+    }
+  }
+  return bytes;
+}
+
+/// The NF4 tensor of segment `g` as views of the unit's bytes.
+Nf4Tensor nf4View(const at::Tensor &bytes, const ByteSegment &g) {
+  Nf4Tensor q;
+  q.packed = bytes.narrow(0, g.packed, g.numel / 2);
+  q.absmaxQ = bytes.narrow(0, g.absmaxQ, g.blocks);
+  q.absmax2 = bytes.narrow(0, g.absmax2, 4 * g.blocks2).view(at::kFloat);
+  q.offset = g.offset;
+  q.numel = g.numel;
+  q.shape = g.shape;
+  return q;
+}
+
 bool useFusedAdamW() {
   const char *env = std::getenv("SWIFT_ADAMW");
   return !(env && std::string(env) == "ops");
@@ -192,56 +255,14 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
       if (qlora_ && u >= 1 && u <= m_.numLayers) {
         // The decoder's linear weights to NF4 (from the compute dtype, as
         // bitsandbytes quantizes a bf16 model), the rest kept as they are,
-        // all serialized into one byte buffer (absmax means need whole
-        // tensors: every rank quantizes the whole unit, one at a time).
-        const int64_t elem = at::elementSize(computeDtype_);
-        auto align = [](int64_t n) { return (n + 63) / 64 * 64; };
-        std::vector<std::pair<Nf4Tensor, at::Tensor>> parts;
-        int64_t at = 0;
-        for (const ParamDesc &d : U->baseLayout.params) {
-          at::Tensor v = b.narrow(0, d.offset, d.numel()).view(d.shape);
-          ByteSegment g;
-          g.numel = d.numel();
-          g.shape = d.shape;
-          if (d.shape.size() == 2) {
-            Nf4Tensor q = quantizeNf4(v);
-            g.nf4 = true;
-            g.blocks = q.absmaxQ.numel();
-            g.blocks2 = q.absmax2.numel();
-            g.offset = q.offset;
-            g.packed = at;
-            at = align(at + q.packed.numel());
-            g.absmaxQ = at;
-            at = align(at + g.blocks);
-            g.absmax2 = at;
-            at = align(at + 4 * g.blocks2);
-            parts.push_back({std::move(q), at::Tensor()});
-          } else {
-            g.values = at;
-            at = align(at + elem * g.numel);
-            parts.push_back({Nf4Tensor(), v});
-          }
-          U->segments.push_back(std::move(g));
-        }
+        // in one byte buffer (absmax means need whole tensors: every rank
+        // quantizes the whole unit, one unit at a time).
+        at::Tensor bytes = serializeQuantized(U->baseLayout, b, U->segments);
         U->quantized = true;
-        U->nf4Len = at;
-        U->nf4ShardLen = shardLength(at, W);
+        U->nf4Len = bytes.numel();
+        U->nf4ShardLen = shardLength(U->nf4Len, W);
         U->nf4Padded = U->nf4ShardLen * W;
-        at::Tensor bytes = at::zeros({U->nf4Padded}, onDevice.dtype(at::kByte));
-        for (size_t i = 0; i < parts.size(); ++i) {
-          const ByteSegment &g = U->segments[i];
-          auto put = [&](int64_t off, const at::Tensor &t) {
-            bytes.narrow(0, off, t.numel() * t.element_size())
-                .copy_(t.contiguous().view({-1}).view(at::kByte));
-          };
-          if (g.nf4) {
-            put(g.packed, parts[i].first.packed);
-            put(g.absmaxQ, parts[i].first.absmaxQ);
-            put(g.absmax2, parts[i].first.absmax2);
-          } else {
-            put(g.values, parts[i].second);
-          }
-        }
+        bytes = at::constant_pad_nd(bytes, {0, U->nf4Padded - U->nf4Len});
         if (st.zero < 3) {
           U->nf4Bytes = bytes;
         } else {
@@ -437,14 +458,7 @@ void Engine::materializeBase(int u) {
                       .view(d.shape));
         continue;
       }
-      Nf4Tensor q;
-      q.packed = bytes.narrow(0, g.packed, g.numel / 2);
-      q.absmaxQ = bytes.narrow(0, g.absmaxQ, g.blocks);
-      q.absmax2 = bytes.narrow(0, g.absmax2, 4 * g.blocks2).view(at::kFloat);
-      q.offset = g.offset;
-      q.numel = g.numel;
-      q.shape = g.shape;
-      dequantizeNf4Into(q, dst);
+      dequantizeNf4Into(nf4View(bytes, g), dst);
     }
     O.materialized = true;
   }

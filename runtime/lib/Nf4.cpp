@@ -125,10 +125,6 @@ Nf4Tensor quantizeNf4(const at::Tensor &w) {
   SWIFT_ASSERT(q.numel % kNf4Block == 0, "NF4 needs whole blocks of 64, got ",
                q.numel, " elements");
   const int64_t blocks = q.numel / kNf4Block;
-  at::Tensor x = w.reshape({blocks, kNf4Block}).to(at::kFloat);
-  at::Tensor absmax = x.abs().amax(1); // (blocks) fp32
-  // x * (1 / absmax), as the kernel multiplies by the reciprocal.
-  at::Tensor xn = x * absmax.reciprocal().unsqueeze(1);
   // The nearest code value; a tie (x exactly on a midpoint) goes down, as
   // bitsandbytes' decision tree compares with `>`.
   const std::array<float, 16> &c = nf4Code();
@@ -136,15 +132,29 @@ Nf4Tensor quantizeNf4(const at::Tensor &w) {
   for (size_t k = 0; k < 15; ++k)
     mids[k] = float((double(c[k]) + double(c[k + 1])) / 2.0);
   at::Tensor boundaries =
-      at::tensor(mids, at::TensorOptions().dtype(at::kFloat)).to(x.device());
-  at::Tensor idx = at::bucketize(xn, boundaries, /*out_int32=*/false,
-                                 /*right=*/false);
-  // An all-zero block (absmax 0: x * (1 / 0) is NaN) takes index 0, as in
-  // bitsandbytes' decision tree (every comparison with NaN is false); it
-  // dequantizes to -1 * 0 = -0.
-  idx = at::where(xn.isnan(), at::zeros({}, idx.options()), idx);
-  idx = idx.reshape({-1, 2}).to(at::kByte);
-  q.packed = idx.select(1, 0).bitwise_left_shift(4).bitwise_or(idx.select(1, 1));
+      at::tensor(mids, at::TensorOptions().dtype(at::kFloat)).to(w.device());
+  at::Tensor flat = w.reshape({blocks, kNf4Block});
+  q.packed = at::empty({q.numel / 2}, w.options().dtype(at::kByte));
+  at::Tensor absmax = at::empty({blocks}, w.options().dtype(at::kFloat));
+  // In chunks of 2^16 blocks: the fp32 and index temporaries stay ~50 MB
+  // whatever the tensor (a 70B MLP weight is 235M elements).
+  const int64_t chunk = int64_t(1) << 16;
+  for (int64_t b0 = 0; b0 < blocks; b0 += chunk) {
+    const int64_t nb = std::min(chunk, blocks - b0);
+    at::Tensor x = flat.narrow(0, b0, nb).to(at::kFloat);
+    at::Tensor am = x.abs().amax(1); // (nb) fp32
+    absmax.narrow(0, b0, nb).copy_(am);
+    // x * (1 / absmax), as the kernel multiplies by the reciprocal.
+    at::Tensor xn = x * am.reciprocal().unsqueeze(1);
+    at::Tensor idx = at::bucketize(xn, boundaries, /*out_int32=*/true,
+                                   /*right=*/false);
+    // An all-zero block (absmax 0: x * (1 / 0) is NaN) takes index 0, as in
+    // bitsandbytes' decision tree (every comparison with NaN is false).
+    idx = at::where(xn.isnan(), at::zeros({}, idx.options()), idx);
+    idx = idx.reshape({-1, 2}).to(at::kByte);
+    q.packed.narrow(0, b0 * kNf4Block / 2, nb * kNf4Block / 2)
+        .copy_(idx.select(1, 0).bitwise_left_shift(4).bitwise_or(idx.select(1, 1)));
+  }
 
   // Double quantization of absmax, on the host (blocks / 64 the elements);
   // the mean on w's device, by the same reduction bitsandbytes calls there.
