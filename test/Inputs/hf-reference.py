@@ -8,10 +8,12 @@ import os
 import subprocess
 import sys
 
+from reference_check import Comparison
+
 BIN, DATA, TMP = sys.argv[1:4]
 expected = json.load(open(os.path.join(DATA, "expected.json")))
 s = expected["settings"]
-failures, checked = [], 0
+c = Comparison("transformers")
 for name, want in sorted(expected["models"].items()):
     for zero, world in [(0, 1), (3, 2)] if name == "llama" else [(0, 1), (2, 2)]:
         tag = f"{name} zero {zero} world {world}"
@@ -41,17 +43,7 @@ strategy: {{zero: {zero}, offload: none, checkpointing: none}}
                               os.path.join(DATA, "batch.jsonl"), "--metrics",
                               metrics], capture_output=True, text=True)
         if run.returncode != 0:
-            failures.append(f"{tag}: swift-run exited {run.returncode}: {run.stdout[-2000:]}{run.stderr[-2000:]}")
+            c.failures.append(f"{tag}: swift-run exited {run.returncode}: {run.stdout[-2000:]}{run.stderr[-2000:]}")
             continue
-        got = [json.loads(line) for line in open(metrics)]
-        for key, ref in (("loss", want["losses"]), ("grad_norm", want["grad_norms"])):
-            for step, (m, r) in enumerate(zip(got, ref), 1):
-                checked += 1
-                if abs(m[key] - r) > 1e-5 * abs(r):
-                    failures.append(f"{tag} step {step} {key}: swift-run {m[key]!r}, transformers {r!r}")
-        if len(got) != s["steps"]:
-            failures.append(f"{tag}: {len(got)} steps in the metrics")
-for f in failures:
-    print("MISMATCH", f)
-print(f"{checked} values checked, {len(failures)} mismatches")
-sys.exit(1 if failures else 0)
+        c.steps(tag, metrics, want, s["steps"])
+c.finish()

@@ -12,10 +12,12 @@ import os
 import subprocess
 import sys
 
+from reference_check import Comparison
+
 BIN, HF, PEFT, TMP = sys.argv[1:5]
 expected = json.load(open(os.path.join(PEFT, "expected.json")))
 s = expected["settings"]
-failures, checked = [], 0
+c = Comparison("peft")
 
 
 def plan(name, work, zero, world, method, steps_batch):
@@ -51,7 +53,7 @@ def run(args, tag):
     r = subprocess.run([os.path.join(BIN, "swift-run"), *args, "--device", "cpu"],
                        capture_output=True, text=True)
     if r.returncode != 0:
-        failures.append(f"{tag}: swift-run exited {r.returncode}: {r.stdout[-2000:]}{r.stderr[-2000:]}")
+        c.failures.append(f"{tag}: swift-run exited {r.returncode}: {r.stdout[-2000:]}{r.stderr[-2000:]}")
     return r.returncode == 0
 
 
@@ -67,24 +69,13 @@ for name, want in sorted(expected["models"].items()):
                     os.path.join(PEFT, name), "--metrics", metrics, "--export-hf",
                     os.path.join(work, "merged"), "--merge", "--export-dtype", "fp32"], tag):
             continue
-        got = [json.loads(line) for line in open(metrics)]
-        for key, ref in (("loss", want["losses"]), ("grad_norm", want["grad_norms"])):
-            for step, (m, r) in enumerate(zip(got, ref), 1):
-                checked += 1
-                if abs(m[key] - r) > 1e-5 * abs(r):
-                    failures.append(f"{tag} step {step} {key}: swift-run {m[key]!r}, peft {r!r}")
+        c.steps(tag, metrics, want, s["steps"])
         # The merged model, evaluated: one step of a full plan reports the
         # loss of its first batch before updating.
         full = plan(name, work, 0, 1, "full", s["global_batch_size"])
         em = os.path.join(work, "merged.jsonl")
         if run([full, "--steps", "1", "--data", os.path.join(HF, "batch.jsonl"),
                 "--weights", os.path.join(work, "merged"), "--metrics", em], tag + " merged"):
-            checked += 1
-            m = json.loads(open(em).readline())["loss"]
-            r = want["merged_loss"]
-            if abs(m - r) > 1e-5 * abs(r):
-                failures.append(f"{tag} merged loss: swift-run {m!r}, peft {r!r}")
-for f in failures:
-    print("MISMATCH", f)
-print(f"{checked} values checked, {len(failures)} mismatches")
-sys.exit(1 if failures else 0)
+            c.value(f"{tag} merged loss", json.loads(open(em).readline())["loss"],
+                    want["merged_loss"])
+c.finish()
