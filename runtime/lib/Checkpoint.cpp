@@ -58,7 +58,8 @@ nlohmann::json modelJson(const Plan &plan) {
 
 std::string saveCheckpoint(Engine &engine, const Plan &plan,
                            const std::string &saveDir, int64_t step, int keep,
-                           const std::string &hfConfig) {
+                           const std::string &hfConfig,
+                           const std::string &baseWeights) {
   const ModelConfig &m = plan.model;
   const int numUnits = int(m.numLayers) + 2;
   if (engine.rank() != 0) {
@@ -129,6 +130,10 @@ std::string saveCheckpoint(Engine &engine, const Plan &plan,
       {"model", modelJson(plan)},
       {"written_by", {{"world_size", plan.world.size},
                       {"zero", plan.strategy.zero}}}};
+  if (plan.training.method != Method::Full)
+    manifest["base_weights"] =
+        baseWeights.empty() ? std::string()
+                            : fs::absolute(baseWeights).lexically_normal().string();
   if (!hfConfig.empty())
     st::writeFileAtomically((partial / "config.json").string(), hfConfig);
   st::writeFileAtomically((partial / "manifest.json").string(),
@@ -180,6 +185,8 @@ Checkpoint::Checkpoint(const std::string &path, const Plan &plan) {
   SWIFT_CHECK(manifest.contains("step") && manifest["step"].is_number_unsigned(),
               manifestPath.string(), ": step: missing");
   step_ = manifest["step"].get<int64_t>();
+  if (manifest.contains("base_weights") && manifest["base_weights"].is_string())
+    baseWeights_ = manifest["base_weights"].get<std::string>();
   const nlohmann::json mine = modelJson(plan);
   nlohmann::json theirs = manifest.value("model", nlohmann::json::object());
   if (!theirs.contains("trains")) // written before LoRA: a full run's

@@ -149,6 +149,32 @@ TEST(Lora, PeftAdapterOutAndInAndMergedModel) {
   EXPECT_GT(std::fabs(five.losses()[4] - five.losses()[0]), 1e-4);
 }
 
+TEST(Lora, AResumeFindsTheBaseItTrainedOn) {
+  // Trained with --weights; resumed without: the checkpoint names its base,
+  // so the resume continues exactly. Resumed with another base: refused.
+  Result base = runPlan(tinyPlan(0, 1), "--steps 0 --export-hf model --export-dtype fp32");
+  json other = tinyPlan(0, 1);
+  other["training"]["seed"] = 99;
+  Result otherBase = runPlan(other, "--steps 0 --export-hf model --export-dtype fp32");
+  ASSERT_EQ(base.exitCode, 0) << base.output;
+  ASSERT_EQ(otherBase.exitCode, 0) << otherBase.output;
+  json p = loraPlan(0, 1);
+  const std::string weights = " --weights " + base.dir + "/model";
+  Result straight = runPlan(p, "--steps 4 --save-params p.bin" + weights);
+  Result first = runPlan(p, "--steps 2 --save-dir ckpt" + weights);
+  ASSERT_EQ(first.exitCode, 0) << first.output;
+  Result resumed = runPlan(p, "--steps 4 --save-params p.bin --resume " + first.dir + "/ckpt");
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
+  EXPECT_EQ(slurp(resumed.dir + "/p.bin"), slurp(straight.dir + "/p.bin"));
+  EXPECT_EQ(resumed.losses()[1], straight.losses()[3]);
+  Result wrong = runPlan(p, "--steps 4 --resume " + first.dir + "/ckpt --weights " +
+                                otherBase.dir + "/model");
+  EXPECT_EQ(wrong.exitCode, 2) << wrong.output;
+  EXPECT_NE(wrong.output.find("this LoRA checkpoint trained on the base"),
+            std::string::npos)
+      << wrong.output;
+}
+
 TEST(Lora, DropoutMasksArePerSampleNotPerRank) {
   // lora.dropout 0.1: the masks depend on (seed, sample, layer), so world 2
   // at ZeRO-3 and a fully checkpointed run (which recomputes the layer in

@@ -336,6 +336,20 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     initial = std::make_unique<PeftAdapter>(a.adapter, plan);
   else if (!lora && !weightsDir.empty())
     initial = std::make_unique<HFWeights>(weightsDir, plan.model);
+  if (lora && !a.resume.empty()) {
+    // The base a LoRA checkpoint trained on: the one it names, unless the
+    // command line or the plan gives one (then they must agree).
+    const std::string &trained = static_cast<Checkpoint &>(*initial).baseWeights();
+    std::error_code ec;
+    if (weightsDir.empty()) {
+      weightsDir = trained;
+    } else if (!trained.empty() && std::filesystem::exists(trained)) {
+      SWIFT_CHECK(std::filesystem::equivalent(trained, weightsDir, ec),
+                  static_cast<Checkpoint &>(*initial).dir(),
+                  ": this LoRA checkpoint trained on the base ", trained,
+                  ", not ", weightsDir, " (--weights or the plan's weights)");
+    }
+  }
   if (lora && !weightsDir.empty())
     base = std::make_unique<HFWeights>(weightsDir, plan.model);
   // Directories that cannot be written fail now, not after the last step.
@@ -455,7 +469,8 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
         ((a.saveEvery && (s + 1) % a.saveEvery == 0) || s + 1 == a.steps)) {
       gActivity = "saving the checkpoint of step " + std::to_string(s + 1);
       const auto saveStart = std::chrono::steady_clock::now();
-      const std::string saved = saveCheckpoint(engine, plan, a.saveDir, s + 1, a.keep, hfConfig);
+      const std::string saved = saveCheckpoint(engine, plan, a.saveDir, s + 1, a.keep, hfConfig,
+                         lora ? weightsDir : std::string());
       comm->barrier();
       watchdog.progress("a checkpoint");
       if (lead)

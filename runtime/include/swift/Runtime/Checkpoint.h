@@ -30,9 +30,12 @@ namespace swift::rt {
 /// (the text of the run's input HF config.json, or "") is kept in the
 /// checkpoint as config.json, so that an export after resuming preserves it. Returns the
 /// step directory.
+/// `baseWeights`: a LoRA run's frozen base (its HF directory, "" for the
+/// seed's random base), recorded so that a resume finds the same base.
 std::string saveCheckpoint(Engine &engine, const Plan &plan,
                            const std::string &saveDir, int64_t step, int keep,
-                           const std::string &hfConfig = "");
+                           const std::string &hfConfig = "",
+                           const std::string &baseWeights = "");
 
 /// The checkpoint at `path`: a step directory, or a save directory (its
 /// `latest`). Checked against the plan's model before anything is read.
@@ -43,6 +46,9 @@ public:
   const std::string &dir() const { return dir_; }
   /// The HF config.json the checkpoint keeps ("" when it has none).
   std::string hfConfig() const;
+  /// LoRA: the frozen base's HF directory the run trained on ("": the
+  /// seed's random base, or a full run's checkpoint).
+  const std::string &baseWeights() const { return baseWeights_; }
   int64_t step() const override { return step_; }
   void read(StateKind kind, const UnitLayout &layout, int64_t begin,
             int64_t count, at::Tensor dst) const override;
@@ -50,6 +56,7 @@ public:
 private:
   std::string dir_;
   int64_t step_ = 0;
+  std::string baseWeights_;
   std::unique_ptr<safetensors::ModelWeights> state_;
 };
 
