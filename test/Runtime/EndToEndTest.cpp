@@ -360,6 +360,19 @@ TEST(BadInput, PlanForMoreRanksThanStarted) {
   EXPECT_EQ(single.exitCode, 2) << single.output;
 }
 
+TEST(BadInput, UnwritableOutputsAreRefusedBeforeTheFirstStep) {
+  // --metrics and --save-params are written as the run goes / at its end:
+  // a path that cannot be written exits 2 before any step, naming the flag.
+  for (const char *args : {"--save-params /nonexistent-dir/p.bin",
+                           "--metrics /proc/swift-metrics.jsonl",
+                           "--save-params /tmp"}) {
+    Result r = runPlan(tinyPlan(0, 1), std::string("--steps 2 ") + args);
+    EXPECT_EQ(r.exitCode, 2) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("step 1/"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("command line: --"), std::string::npos) << r.output;
+  }
+}
+
 TEST(BadInput, MalformedPlansAreOneLineErrors) {
   struct Case {
     std::function<void(json &)> mutate;

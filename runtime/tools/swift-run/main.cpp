@@ -230,6 +230,25 @@ void checkWritableDir(const std::string &dir, const char *flag) {
   std::filesystem::remove(probe, ec);
 }
 
+/// A file the run writes at its end (or as it goes) must be writable before
+/// the first step: its directory exists and a file can be created there.
+void checkWritableFile(const std::string &file, const char *flag) {
+  std::filesystem::path path(file);
+  std::error_code ec;
+  SWIFT_CHECK(!std::filesystem::is_directory(path, ec), "command line: ", flag,
+              " ", file, ": is a directory");
+  std::filesystem::path dir =
+      path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  SWIFT_CHECK(std::filesystem::is_directory(dir, ec), "command line: ", flag,
+              " ", file, ": no directory ", dir.string());
+  const bool existed = std::filesystem::exists(path, ec);
+  std::ofstream out(file, std::ios::app);
+  SWIFT_CHECK(out.good(), "command line: ", flag, " ", file, ": not writable");
+  out.close();
+  if (!existed)
+    std::filesystem::remove(path, ec);
+}
+
 /// What the rank is doing, for an out-of-memory error to name.
 std::string gActivity = "starting";
 
@@ -358,6 +377,10 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
       checkWritableDir(a.exportHF, "--export-hf");
     if (!a.saveDir.empty())
       checkWritableDir(a.saveDir, "--save-dir");
+    if (!a.saveParams.empty())
+      checkWritableFile(a.saveParams, "--save-params");
+    if (!a.metrics.empty())
+      checkWritableFile(a.metrics, "--metrics");
   }
   gActivity = initial ? "loading the initial state" : "allocating the model states";
   // The HF config.json that exports and checkpoints preserve: the resumed
@@ -490,17 +513,30 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
       continue;
     if (tty)
       std::fprintf(stderr, "\r\033[K");
-    char line[256];
-    std::snprintf(
-        line, sizeof line,
-        "step %lld/%lld | loss %.6f | lr %.3g | grad norm %.4g | %.3f s | "
-        "%.0f tok/s | MFU %.1f%% | peak %s (plan %s)",
-        (long long)(s + 1), (long long)a.steps, loss, engine.lastLr(),
-        engine.lastGradNorm(), dt, tps, 100 * mfu,
-        gib(peakMem).c_str(),
-        plan.predicted.peakMemoryBytes
-            ? gib(plan.predicted.peakMemoryBytes).c_str()
-            : "n/a");
+    // MFU needs the device's peak FLOP/s (n/a where unknown: CPU); on CPU
+    // the peak is the process's resident memory, not comparable with the
+    // plan's GPU prediction.
+    char mfuText[32], memText[96];
+    if (peak > 0)
+      std::snprintf(mfuText, sizeof mfuText, "%.1f%%", 100 * mfu);
+    else
+      std::snprintf(mfuText, sizeof mfuText, "n/a");
+    if (device.is_cuda())
+      std::snprintf(memText, sizeof memText, "peak %s (plan %s)",
+                    gib(peakMem).c_str(),
+                    plan.predicted.peakMemoryBytes
+                        ? gib(plan.predicted.peakMemoryBytes).c_str()
+                        : "n/a");
+    else
+      std::snprintf(memText, sizeof memText, "host RSS %s",
+                    gib(peakMem).c_str());
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "step %lld/%lld | loss %.6f | lr %.3g | grad norm %.4g | "
+                  "%.3f s | %.0f tok/s | MFU %s | %s",
+                  (long long)(s + 1), (long long)a.steps, loss,
+                  engine.lastLr(), engine.lastGradNorm(), dt, tps, mfuText,
+                  memText);
     std::cout << line << std::endl;
     if (tty) {
       double elapsed = std::chrono::duration<double>(
