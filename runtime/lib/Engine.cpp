@@ -370,7 +370,24 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
     steps_ = initial->step();
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  // A step that threw (out of memory, a peer gone) can leave collectives in
+  // flight that still write into the units' buffers: let them finish (or
+  // fail) before those buffers are freed, never after. Their errors are
+  // not this exception's story: the one in flight already is.
+  auto settle = [](Pending &p) {
+    try {
+      p.wait();
+    } catch (...) {
+    }
+  };
+  for (Pending &p : pending_)
+    settle(p);
+  for (auto &U : units_) {
+    settle(U->gatherPending);
+    settle(U->baseGatherPending);
+  }
+}
 
 void Engine::gather(int u) {
   Unit &U = *units_[u];

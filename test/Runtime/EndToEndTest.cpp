@@ -452,6 +452,33 @@ TEST(BadInput, OutOfMemoryNamesThePhaseAndThePlannedPeak) {
 
 // --- Data and telemetry --------------------------------------------------
 
+TEST(BadInput, OutOfMemoryWithCollectivesInFlightExitsCleanly) {
+  // World 2 at ZeRO-3 with 2^18-token sequences under an 8 GB address-space
+  // limit: a rank runs out of memory while the next unit's all-gather is in
+  // flight. The engine used to free the buffers Gloo was still writing
+  // (rank killed by signal 11 in 4 of 5 runs); it must now exit 1 with the
+  // out-of-memory line, every time.
+  json p = tinyPlan(3, 2);
+  p["model"]["hidden_size"] = 4096;
+  p["model"]["intermediate_size"] = 4096;
+  p["model"]["num_attention_heads"] = 32;
+  p["model"]["num_key_value_heads"] = 8;
+  p["model"]["head_dim"] = 128;
+  p["training"]["sequence_length"] = 1 << 18;
+  p["training"]["global_batch_size"] = 2;
+  p["training"]["micro_batch_size"] = 1;
+  p["training"]["gradient_accumulation"] = 1;
+  for (int i = 0; i < 3; ++i) {
+    Result r = runPlan(p, "--device cpu --steps 1 --nproc-per-node 2",
+                       "prlimit --as=8000000000");
+    EXPECT_EQ(r.exitCode, 1) << r.output;
+    EXPECT_EQ(r.output.find("signal"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("error: out of memory while running step 1"),
+              std::string::npos)
+        << r.output;
+  }
+}
+
 TEST(Data, TokenFileGivesTheSameGlobalBatchAtAnyWorldSize) {
   std::string dir = freshDir();
   std::vector<uint16_t> tokens(5000);
