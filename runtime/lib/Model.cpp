@@ -489,12 +489,13 @@ at::Tensor headLoss(const ModelConfig &m, const at::Tensor &x,
                             divisor);
 }
 
-double flopsPerToken(const ModelConfig &m, int64_t seq) {
+double flopsPerToken(const ModelConfig &m, int64_t seq, bool frozen) {
   // Non-embedding parameters with lm_head counted: a tied table counts once
   // (as lm_head); an untied model drops the input table.
   double n = double(m.numParameters()) -
              (m.tieWordEmbeddings ? 0.0 : double(m.numEmbeddingParameters()));
-  return 6.0 * n + 6.0 * double(m.numLayers) * double(m.hiddenSize) * seq;
+  return (frozen ? 4.0 : 6.0) * n +
+         6.0 * double(m.numLayers) * double(m.hiddenSize) * seq;
 }
 
 namespace compat {

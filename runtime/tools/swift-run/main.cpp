@@ -440,7 +440,8 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
               << " on the device)" << std::endl;
   }
 
-  const double flopsTok = flopsPerToken(plan.model, t.sequenceLength);
+  const double flopsTok =
+      flopsPerToken(plan.model, t.sequenceLength, t.method != Method::Full);
   const double peak = peakFlops(device);
   const int64_t tokensPerStep = t.globalBatchSize * t.sequenceLength;
   const char *fault = std::getenv("SWIFT_FAULT_KILL"); // "rank:step", tests

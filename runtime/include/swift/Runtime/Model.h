@@ -174,6 +174,8 @@ at::Tensor headLoss(const ModelConfig &m, const at::Tensor &x,
 
 /// FLOPs per trained token (forward + backward), torchtitan's convention:
 /// 6 * (non-embedding params, lm_head counted) + 6 * L * C * S.
-double flopsPerToken(const ModelConfig &m, int64_t seq);
+/// LoRA/QLoRA (`frozen`): the linears' backward is their input gradient
+/// only, 4 instead of 6 (swift-plan's modelFlopsPerStep counts the same).
+double flopsPerToken(const ModelConfig &m, int64_t seq, bool frozen = false);
 
 } // namespace swift::rt
