@@ -18,6 +18,18 @@
 namespace swift::cost::detail {
 namespace {
 
+/// Bytes as an integer. Sizes at the job reader's bounds (a sequence of 2^22
+/// tokens at a micro-batch of 2^21) can price past 2^63 bytes, where a plain
+/// conversion is undefined (in practice INT64_MIN, a negative peak that
+/// "fits"); saturate at 2^60 (an exbibyte) instead, which fits no GPU or host
+/// and leaves room to add a few such parts without overflowing.
+int64_t toBytes(double bytes) {
+  constexpr int64_t kMax = int64_t(1) << 60;
+  if (!(bytes < double(kMax))) // also NaN
+    return kMax;
+  return bytes > 0 ? std::llround(bytes) : 0;
+}
+
 /// Model states per GPU, and what exists only around the optimizer step.
 struct States {
   double parameters = 0; // held between steps
@@ -288,13 +300,13 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
     if (c.total() > peak->total())
       peak = &c;
   MemoryEstimate mem;
-  mem.peakBytes = static_cast<int64_t>(std::llround(peak->total()));
+  mem.peakBytes = toBytes(peak->total());
   mem.peak = peak->at;
   for (const auto &[name, bytes] : peak->parts)
     if (bytes > 0)
-      mem.breakdown.push_back({name, static_cast<int64_t>(std::llround(bytes))});
-  mem.modelStateBytes = static_cast<int64_t>(std::llround(
-      st.parameters + st.gradients + st.persistentGradients + st.optimizer));
+      mem.breakdown.push_back({name, toBytes(bytes)});
+  mem.modelStateBytes = toBytes(st.parameters + st.gradients +
+                                st.persistentGradients + st.optimizer);
   double forward = 0, backward = 0;
   for (const Candidate &c : candidates) {
     if (c.at.phase == "forward")
@@ -302,12 +314,12 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
     if (c.at.phase == "backward")
       backward = std::max(backward, c.total());
   }
-  mem.forwardPeakBytes = static_cast<int64_t>(forward);
-  mem.backwardPeakBytes = static_cast<int64_t>(backward);
-  mem.optimizerPeakBytes = static_cast<int64_t>(candidates.back().total());
-  mem.layerActivationBytes = static_cast<int64_t>(a.perLayer);
-  mem.checkpointedLayerBytes = static_cast<int64_t>(a.perCheckpointedLayer);
-  mem.headActivationBytes = static_cast<int64_t>(a.head);
+  mem.forwardPeakBytes = toBytes(forward);
+  mem.backwardPeakBytes = toBytes(backward);
+  mem.optimizerPeakBytes = toBytes(candidates.back().total());
+  mem.layerActivationBytes = toBytes(a.perLayer);
+  mem.checkpointedLayerBytes = toBytes(a.perCheckpointedLayer);
+  mem.headActivationBytes = toBytes(a.head);
   return mem;
 }
 
@@ -412,7 +424,7 @@ MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
       a.tiedEmbeddingGradient = e * double(m.vocabSize) * m.hiddenSize;
   }
   MemoryEstimate mem = walkHF(m, st, a, sharded, headGrad, layerGrad, s, exec);
-  mem.hostBytes = static_cast<int64_t>(st.host * hw.gpusPerNode);
+  mem.hostBytes = toBytes(st.host * hw.gpusPerNode);
   return mem;
 }
 
@@ -474,7 +486,7 @@ MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup
   double headGrad = s.zero < 2 && !lora ? 2 * headGradientElements(m) : 0;
   double layerGrad = (st.gradients - headGrad) / m.numLayers;
   MemoryEstimate mem = walkHF(m, st, a, Sharding{}, headGrad, layerGrad, s, exec);
-  mem.hostBytes = static_cast<int64_t>(st.host * hw.gpusPerNode);
+  mem.hostBytes = toBytes(st.host * hw.gpusPerNode);
   return mem;
 }
 
@@ -540,7 +552,7 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
   a.holdsOutputs = false;
   a.kvCache = 0;
   MemoryEstimate mem = walkHF(m, st, a, sharded, 0, 0, s, exec);
-  mem.hostBytes = static_cast<int64_t>(st.host * hw.gpusPerNode);
+  mem.hostBytes = toBytes(st.host * hw.gpusPerNode);
   return mem;
 }
 

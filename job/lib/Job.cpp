@@ -13,9 +13,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -164,6 +167,22 @@ struct JobError {
   Diagnostic diag;
 };
 
+// Upper bounds on sizes: the plan reader's (plan/lib/Plan.cpp), so that every
+// job the planner accepts gives a plan swift-run reads, and so that products
+// of sizes (tokens x hidden x layers ...) stay far from overflowing.
+constexpr int64_t kBig = int64_t(1) << 40;
+constexpr int64_t kMaxHiddenSize = 1 << 20;
+constexpr int64_t kMaxIntermediateSize = 1 << 22;
+constexpr int64_t kMaxLayers = 4096;
+constexpr int64_t kMaxHeads = 4096;
+constexpr int64_t kMaxHeadDim = 4096;
+constexpr int64_t kMaxVocabSize = 1 << 24;
+constexpr int64_t kMaxSequenceLength = 1 << 22;
+constexpr int64_t kMaxBatch = 1 << 24;
+constexpr int64_t kMaxGpusPerNode = 1024;
+constexpr int64_t kMaxNodes = 65536;
+constexpr int64_t kMaxWorld = 1 << 20;
+
 //===----------------------------------------------------------------------===//
 // Reading typed values with locations.
 //===----------------------------------------------------------------------===//
@@ -231,31 +250,70 @@ public:
     return node.Scalar();
   }
 
+  /// An integer in [min, max]; max is a sanity bound (the plan reader's,
+  /// where it has one), so that products of sizes cannot overflow.
   int64_t integer(const YAML::Node &node, const std::string &field,
-                  int64_t min) const {
+                  int64_t min, int64_t max) const {
     std::string text = scalar(node, field);
     int64_t value = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size())
+    bool whole = end == text.data() + text.size();
+    if (ec == std::errc::result_out_of_range && whole)
+      fail(node, field,
+           "out of range: " + text +
+               (text[0] == '-' ? " (at least " + std::to_string(min)
+                               : " (at most " + std::to_string(max)) +
+               ")");
+    if (ec != std::errc() || !whole)
       fail(node, field, "expected an integer, got '" + text + "'");
     if (value < min)
       fail(node, field,
            "must be " + std::string(min == 1 ? "positive" : ">= " + std::to_string(min)) +
                ", got " + text);
+    if (value > max)
+      fail(node, field,
+           "out of range: " + text + " (at most " + std::to_string(max) + ")");
     return value;
   }
 
+  /// A finite number, positive (or >= 0 with allowZero) and at most max.
   double real(const YAML::Node &node, const std::string &field,
-              bool allowZero = false) const {
+              bool allowZero = false, double max = 1e6) const {
     std::string text = scalar(node, field);
+    std::string lower = text;
+    std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
     errno = 0;
     char *end = nullptr;
     double value = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end != '\0' || errno == ERANGE)
+    bool parsed = !text.empty() && *end == '\0';
+    // 1e400 (strtod: ERANGE and HUGE_VAL) or 1e-400 (ERANGE, ~0).
+    if (parsed && errno == ERANGE)
+      fail(node, field, "out of range: " + text);
+    // strtod reads nan, inf and infinity; YAML spells them .nan and .inf.
+    if ((parsed && !std::isfinite(value)) || lower == ".nan" ||
+        lower == ".inf" || lower == "+.inf" || lower == "-.inf")
+      fail(node, field, "expected a finite number, got '" + text + "'");
+    if (!parsed)
       fail(node, field, "expected a number, got '" + text + "'");
     if (allowZero ? value < 0 : value <= 0)
       fail(node, field, std::string("must be ") +
                             (allowZero ? ">= 0" : "positive") + ", got " + text);
+    if (value > max) {
+      std::ostringstream bound;
+      bound << std::setprecision(15) << max;
+      fail(node, field, "out of range: " + text + " (at most " + bound.str() + ")");
+    }
+    return value;
+  }
+
+  /// A hardware quantity (GiB, TFLOPS, GB/s): finite, at most 1e6 and, so
+  /// that no estimate divides by almost nothing, at least 1e-3 (or 0 with
+  /// allowZero).
+  double hardware(const YAML::Node &node, const std::string &field,
+                  bool allowZero = false) const {
+    double value = real(node, field, allowZero, 1e6);
+    if (value != 0 && value < 1e-3)
+      fail(node, field, "out of range: " + node.Scalar() + " (at least 0.001)");
     return value;
   }
 
@@ -305,7 +363,7 @@ void readRopeScaling(const Reader &r, const YAML::Node &map,
     r.fail(map, path, "expected a mapping (HF rope_scaling)");
   auto field = [&](const char *key) { return join(path, key); };
   if (YAML::Node t = map["rope_theta"]; t && !t.IsNull())
-    m.ropeTheta = r.real(t, field("rope_theta"));
+    m.ropeTheta = r.real(t, field("rope_theta"), false, 1e12);
   YAML::Node type = map["rope_type"] ? map["rope_type"] : map["type"];
   if (!type)
     r.fail(map, field("rope_type"), "missing");
@@ -336,7 +394,7 @@ void readRopeScaling(const Reader &r, const YAML::Node &map,
              "must be greater than low_freq_factor");
     rs.originalMaxPositionEmbeddings =
         r.integer(required("original_max_position_embeddings"),
-                  field("original_max_position_embeddings"), 1);
+                  field("original_max_position_embeddings"), 1, kBig);
   }
 }
 
@@ -345,11 +403,11 @@ void readModelFields(const Reader &r, const YAML::Node &map,
   if (strict)
     r.checkKeys(map, path, kModelKeys, kIgnoredHFKeys);
   auto field = [&](const char *key) { return join(path, key); };
-  auto required = [&](const char *key) {
+  auto required = [&](const char *key, int64_t max) {
     YAML::Node node = map[key];
     if (!node)
       r.fail(map, field(key), "missing; an HF model config needs it");
-    return r.integer(node, field(key), 1);
+    return r.integer(node, field(key), 1, max);
   };
 
   m.modelType = "llama";
@@ -367,16 +425,16 @@ void readModelFields(const Reader &r, const YAML::Node &map,
     r.fail(map, field("model_type"),
            "missing; expected one of llama, qwen2, mistral, qwen3");
   }
-  m.hiddenSize = required("hidden_size");
-  m.intermediateSize = required("intermediate_size");
-  m.numHiddenLayers = required("num_hidden_layers");
-  m.numAttentionHeads = required("num_attention_heads");
-  m.vocabSize = required("vocab_size");
+  m.hiddenSize = required("hidden_size", kMaxHiddenSize);
+  m.intermediateSize = required("intermediate_size", kMaxIntermediateSize);
+  m.numHiddenLayers = required("num_hidden_layers", kMaxLayers);
+  m.numAttentionHeads = required("num_attention_heads", kMaxHeads);
+  m.vocabSize = required("vocab_size", kMaxVocabSize);
   m.numKeyValueHeads = m.numAttentionHeads;
   if (YAML::Node kv = map["num_key_value_heads"]; kv && !kv.IsNull())
-    m.numKeyValueHeads = r.integer(kv, field("num_key_value_heads"), 1);
+    m.numKeyValueHeads = r.integer(kv, field("num_key_value_heads"), 1, kMaxHeads);
   if (YAML::Node hd = map["head_dim"]; hd && !hd.IsNull()) {
-    m.headDim = r.integer(hd, field("head_dim"), 1);
+    m.headDim = r.integer(hd, field("head_dim"), 1, kMaxHeadDim);
   } else {
     if (m.hiddenSize % m.numAttentionHeads != 0)
       r.fail(map["num_attention_heads"], field("num_attention_heads"),
@@ -404,9 +462,9 @@ void readModelFields(const Reader &r, const YAML::Node &map,
   if (YAML::Node b = map["mlp_bias"]; b && !b.IsNull())
     m.mlpBias = r.boolean(b, field("mlp_bias"));
   if (YAML::Node e = map["rms_norm_eps"]; e && !e.IsNull())
-    m.rmsNormEps = r.real(e, field("rms_norm_eps"));
+    m.rmsNormEps = r.real(e, field("rms_norm_eps"), false, 1);
   if (YAML::Node t = map["rope_theta"]; t && !t.IsNull())
-    m.ropeTheta = r.real(t, field("rope_theta"));
+    m.ropeTheta = r.real(t, field("rope_theta"), false, 1e12);
   // transformers < 5 writes rope_scaling (null: none); 5 writes
   // rope_parameters, which also carries rope_theta.
   for (const char *key : {"rope_scaling", "rope_parameters"})
@@ -529,7 +587,8 @@ void readOptimizer(const Reader &r, const YAML::Node &o, TrainingSpec &s) {
   plan::OptimizerConfig &c = s.optimizerConfig;
   auto inRange = [&](const YAML::Node &n, const std::string &field, double lo,
                      bool loOpen, double hi, bool hiOpen) {
-    double v = r.real(n, field, /*allowZero=*/true);
+    double v = r.real(n, field, /*allowZero=*/true,
+                      std::numeric_limits<double>::max());
     if ((loOpen ? v <= lo : v < lo) || (hiOpen ? v >= hi : v > hi)) {
       std::ostringstream why;
       why << "must be in " << (loOpen ? "(" : "[") << lo << ", " << hi
@@ -558,7 +617,7 @@ void readLrSchedule(const Reader &r, const YAML::Node &l, TrainingSpec &s) {
   r.checkKeys(l, path, *allowedKeys(path));
   plan::LrScheduleConfig &c = s.lrSchedule;
   if (YAML::Node n = l["warmup_steps"])
-    c.warmupSteps = r.integer(n, path + ".warmup_steps", 0);
+    c.warmupSteps = r.integer(n, path + ".warmup_steps", 0, kBig);
   if (YAML::Node n = l["decay"])
     c.decay = r.oneOf<plan::LrDecay>(n, path + ".decay");
   if (YAML::Node n = l["min_lr_ratio"]) {
@@ -579,15 +638,15 @@ TrainingSpec readTraining(const Reader &r, const YAML::Node &root) {
            "missing; needs at least sequence_length and global_batch_size");
   r.checkKeys(t, "training", *allowedKeys("training"));
   TrainingSpec s;
-  auto need = [&](const char *key) {
+  auto need = [&](const char *key, int64_t max) {
     if (!t[key])
       r.fail(t, join("training", key), "missing; give a positive integer");
-    return r.integer(t[key], join("training", key), 1);
+    return r.integer(t[key], join("training", key), 1, max);
   };
-  s.sequenceLength = need("sequence_length");
-  s.globalBatchSize = need("global_batch_size");
+  s.sequenceLength = need("sequence_length", kMaxSequenceLength);
+  s.globalBatchSize = need("global_batch_size", kMaxBatch);
   if (YAML::Node mb = t["micro_batch_size"]; !Reader::isAuto(mb)) {
-    s.microBatchSize = r.integer(mb, "training.micro_batch_size", 1);
+    s.microBatchSize = r.integer(mb, "training.micro_batch_size", 1, kMaxBatch);
     if (*s.microBatchSize > s.globalBatchSize)
       r.fail(mb, "training.micro_batch_size",
              "micro_batch_size " + std::to_string(*s.microBatchSize) +
@@ -603,10 +662,10 @@ TrainingSpec readTraining(const Reader &r, const YAML::Node &root) {
     readLrSchedule(r, l, s);
   if (YAML::Node g = t["max_grad_norm"]; g && !g.IsNull()) {
     // 0: no clipping (as HF's max_grad_norm=0), but set: ds_config says 0.
-    s.maxGradNorm = r.real(g, "training.max_grad_norm", /*allowZero=*/true);
+    s.maxGradNorm = r.real(g, "training.max_grad_norm", /*allowZero=*/true, 1e30);
   }
   if (YAML::Node seed = t["seed"]; seed && !seed.IsNull())
-    s.seed = uint64_t(r.integer(seed, "training.seed", 0));
+    s.seed = uint64_t(r.integer(seed, "training.seed", 0, kBig));
   for (const char *key : {"lr_schedule", "max_grad_norm", "seed"})
     if (YAML::Node n = t[key]; n && !n.IsNull())
       s.optimizerSettingsGiven = true;
@@ -619,9 +678,9 @@ TrainingSpec readTraining(const Reader &r, const YAML::Node &root) {
   if (YAML::Node l = r.mapping(t, "lora", "training"); l && !l.IsNull()) {
     r.checkKeys(l, "training.lora", *allowedKeys("training.lora"));
     if (l["rank"])
-      s.lora.rank = r.integer(l["rank"], "training.lora.rank", 1);
+      s.lora.rank = r.integer(l["rank"], "training.lora.rank", 1, 1 << 16);
     if (l["alpha"])
-      s.lora.alpha = r.real(l["alpha"], "training.lora.alpha");
+      s.lora.alpha = r.real(l["alpha"], "training.lora.alpha", false, 1e9);
     if (YAML::Node d = l["dropout"]; d && !d.IsNull()) {
       s.lora.dropout = r.real(d, "training.lora.dropout", /*allowZero=*/true);
       if (s.lora.dropout >= 1)
@@ -694,7 +753,7 @@ GpuSpec readGpu(const Reader &r, const YAML::Node &node) {
   }
   auto number = [&](const char *key, double &out, bool allowZero) {
     if (YAML::Node n = node[key])
-      out = r.real(n, join(field, key), allowZero);
+      out = r.hardware(n, join(field, key), allowZero);
     else if (out <= 0 && !allowZero)
       r.fail(node, join(field, key),
              "missing; a custom GPU needs memory_gib, bf16_tflops and hbm_gbps");
@@ -739,7 +798,7 @@ LinkSpec readLink(const Reader &r, const YAML::Node &node,
   if (node["name"])
     l.name = r.scalar(node["name"], field + ".name");
   if (node["bandwidth_gbps"])
-    l.bandwidthGBps = r.real(node["bandwidth_gbps"], field + ".bandwidth_gbps");
+    l.bandwidthGBps = r.hardware(node["bandwidth_gbps"], field + ".bandwidth_gbps");
   else if (l.bandwidthGBps <= 0)
     r.fail(node, field + ".bandwidth_gbps", "missing; give GB/s per direction");
   if (node["latency_us"])
@@ -778,7 +837,12 @@ MeasuredRates readProfile(const Reader &r, const YAML::Node &node,
                 gpu.name + "'");
   for (const std::string &key : allowed)
     if (YAML::Node v = profile[key])
-      measured.rates[key] = pr.real(v, key);
+      // Rates (TFLOPS, GB/s) are hardware quantities; times (latency_us,
+      // ns_per_param) only need to be finite and at most 1e6.
+      measured.rates[key] = key == "collective_latency_us" ||
+                                    key == "cpu_adam_ns_per_param"
+                                ? pr.real(v, key)
+                                : pr.hardware(v, key);
   measured.path = path.string();
   return measured;
 }
@@ -791,9 +855,16 @@ ClusterSpec readCluster(const Reader &r, const YAML::Node &root) {
   ClusterSpec s;
   s.gpu = readGpu(r, c["gpu"]);
   if (c["gpus_per_node"])
-    s.gpusPerNode = r.integer(c["gpus_per_node"], "cluster.gpus_per_node", 1);
+    s.gpusPerNode = r.integer(c["gpus_per_node"], "cluster.gpus_per_node", 1, kMaxGpusPerNode);
   if (c["nodes"])
-    s.nodes = r.integer(c["nodes"], "cluster.nodes", 1);
+    s.nodes = r.integer(c["nodes"], "cluster.nodes", 1, kMaxNodes);
+  if (s.numGpus() > kMaxWorld)
+    r.fail(c["nodes"] ? c["nodes"] : c["gpus_per_node"],
+           c["nodes"] ? "cluster.nodes" : "cluster.gpus_per_node",
+           std::to_string(s.nodes) + " nodes of " +
+               std::to_string(s.gpusPerNode) + " GPUs make " +
+               std::to_string(s.numGpus()) + " GPUs, more than " +
+               std::to_string(kMaxWorld) + " (a plan's world.size bound)");
   const GpuPreset *preset = findGpuPreset(s.gpu.name);
   std::string intraDefault = preset ? preset->intraNode : "pcie4";
   std::string interDefault = preset ? preset->interNode : "ib-100g";
@@ -811,7 +882,7 @@ ClusterSpec readCluster(const Reader &r, const YAML::Node &root) {
   if (YAML::Node host = r.mapping(c, "host", "cluster"); host && host.IsMap()) {
     r.checkKeys(host, "cluster.host", *allowedKeys("cluster.host"));
     if (host["memory_gib"])
-      s.hostMemoryGiB = r.real(host["memory_gib"], "cluster.host.memory_gib");
+      s.hostMemoryGiB = r.hardware(host["memory_gib"], "cluster.host.memory_gib");
   }
   return s;
 }
@@ -833,12 +904,19 @@ StrategySpec readStrategy(const Reader &r, const YAML::Node &root,
     s.offload = r.oneOf<plan::Offload>(o, "strategy.offload");
   if (YAML::Node c = st["checkpointing"]; !Reader::isAuto(c))
     s.checkpointing = r.oneOf<plan::Checkpointing>(c, "strategy.checkpointing");
-  if (YAML::Node b = st["bucket_mib"]; !Reader::isAuto(b))
-    s.bucketBytes = static_cast<int64_t>(r.real(b, "strategy.bucket_mib") * (1 << 20));
+  if (YAML::Node b = st["bucket_mib"]; !Reader::isAuto(b)) {
+    // At most 1 TiB (the plan's bound on bucket_bytes), so the conversion to
+    // bytes is defined; at least one byte.
+    double bytes = r.real(b, "strategy.bucket_mib", false, 1 << 20) * (1 << 20);
+    if (bytes < 1)
+      r.fail(b, "strategy.bucket_mib",
+             "must be at least one byte (2^-20 MiB), got " + b.Scalar());
+    s.bucketBytes = static_cast<int64_t>(bytes);
+  }
   if (YAML::Node p = st["prefetch_depth"]; !Reader::isAuto(p))
-    s.prefetchDepth = r.integer(p, "strategy.prefetch_depth", 1);
+    s.prefetchDepth = r.integer(p, "strategy.prefetch_depth", 1, 64);
   if (YAML::Node k = st["checkpoint_layers"]; !Reader::isAuto(k)) {
-    s.checkpointLayers = r.integer(k, "strategy.checkpoint_layers", 0);
+    s.checkpointLayers = r.integer(k, "strategy.checkpoint_layers", 0, kMaxLayers);
     if (*s.checkpointLayers > model.numHiddenLayers)
       r.fail(k, "strategy.checkpoint_layers",
              std::to_string(*s.checkpointLayers) + " exceeds the model's " +

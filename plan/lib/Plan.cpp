@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -52,6 +53,17 @@ struct Node {
     return *this;
   }
   int64_t integer(int64_t lo, int64_t hi) const {
+    // A whole number too big for 64 bits: nlohmann reads it as unsigned
+    // (up to 2^64 - 1) or as a float (beyond); either is out of range, not
+    // "not an integer" (and get<int64_t> would wrap an unsigned).
+    if ((j.is_number_unsigned() &&
+         j.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) ||
+        (j.is_number_float() && std::abs(j.get<double>()) >= 0x1p63)) {
+      std::ostringstream os;
+      os << "value " << j.dump() << " out of range [" << lo << ", " << hi
+         << "]";
+      fail(os.str());
+    }
     if (!j.is_number_integer())
       fail("expected an integer, got " + std::string(j.type_name()));
     int64_t v = j.get<int64_t>();
@@ -64,6 +76,8 @@ struct Node {
     if (!j.is_number())
       fail("expected a number, got " + std::string(j.type_name()));
     double v = j.get<double>();
+    if (!std::isfinite(v))
+      fail("expected a finite number, got " + j.dump());
     if (!(v >= lo && v <= hi)) {
       std::ostringstream os;
       os << "value " << v << " out of range [" << lo << ", " << hi << "]";
@@ -346,15 +360,76 @@ Schedule parseSchedule(const Node &n, const ModelConfig &m) {
   return s;
 }
 
+/// Parses JSON text; any error nlohmann reports (a syntax error, a number
+/// that overflows a double such as 1e400, which it reports as out_of_range)
+/// becomes one UserError naming the file and the field being read.
+json parseJson(const std::string &text, const std::string &file) {
+  // The path to the value being parsed: an object's frame holds its current
+  // key, an array's the number of elements finished.
+  struct Frame {
+    bool array;
+    std::string key;
+    size_t index = 0;
+  };
+  std::vector<Frame> stack;
+  auto finished = [&] {
+    if (!stack.empty() && stack.back().array)
+      ++stack.back().index;
+  };
+  json::parser_callback_t track = [&](int, json::parse_event_t event,
+                                      json &parsed) {
+    switch (event) {
+    case json::parse_event_t::object_start:
+      stack.push_back({false, "", 0});
+      break;
+    case json::parse_event_t::array_start:
+      stack.push_back({true, "", 0});
+      break;
+    case json::parse_event_t::key:
+      if (!stack.empty() && parsed.is_string())
+        stack.back().key = parsed.get<std::string>();
+      break;
+    case json::parse_event_t::object_end:
+    case json::parse_event_t::array_end:
+      if (!stack.empty())
+        stack.pop_back();
+      finished();
+      break;
+    case json::parse_event_t::value:
+      finished();
+      break;
+    }
+    return true;
+  };
+  auto where = [&] {
+    std::string path;
+    for (const Frame &f : stack) {
+      if (f.array)
+        path += "[" + std::to_string(f.index) + "]";
+      else if (!f.key.empty())
+        path += (path.empty() ? "" : ".") + f.key;
+    }
+    return path.empty() ? std::string() : path + ": ";
+  };
+  try {
+    return json::parse(text, track);
+  } catch (const json::out_of_range &e) {
+    // 406: "number overflow parsing '1e400'".
+    std::string why = e.what();
+    if (size_t p = why.find("] "); p != std::string::npos)
+      why = why.substr(p + 2);
+    throw UserError(file + ": " + where() + why +
+                    " (not a finite number)");
+  } catch (const json::exception &e) {
+    // A syntax error: nlohmann's message gives the line and column.
+    throw UserError(file + ": not valid JSON: " + e.what());
+  }
+}
+
 } // namespace
 
 Plan parsePlanText(const std::string &text, const std::string &file) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error &e) {
-    throw UserError(file + ": not valid JSON: " + e.what());
-  }
+  json j = parseJson(text, file);
   Node root{j, "", file};
   root.object().onlyKeys({"schema", "version", "model", "weights",
                           "training", "world", "strategy", "schedule",

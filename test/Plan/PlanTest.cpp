@@ -138,6 +138,49 @@ TEST(Plan, ErrorsNameTheFieldAndWhy) {
             "p.json: model.hidden_size: expected an integer, got string");
 }
 
+// Numbers that do not fit: nlohmann reports a double overflow (1e400) as
+// out_of_range, which must not escape parsePlanText; whole numbers beyond
+// int64 are "out of range", not "not an integer", and never wrap.
+TEST(Plan, NumbersThatDoNotFitNameTheField) {
+  std::string text = basePlan().dump();
+  auto replace = [&](const std::string &from, const std::string &to) {
+    std::string t = text;
+    size_t at = t.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return t.replace(at, from.size(), to);
+  };
+  auto errorOfText = [](const std::string &t) -> std::string {
+    try {
+      parsePlanText(t, "p.json");
+    } catch (const UserError &e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(errorOfText(replace("\"lr\":0.001", "\"lr\":1e400")),
+            "p.json: training.optimizer.lr: number overflow parsing '1e400' "
+            "(not a finite number)");
+  EXPECT_EQ(errorOfText(replace("\"betas\":[0.9,0.95]",
+                                "\"betas\":[0.9,-1e999]")),
+            "p.json: training.optimizer.betas[1]: number overflow parsing "
+            "'-1e999' (not a finite number)");
+  EXPECT_EQ(errorOfText(replace("\"hidden_size\":64", "\"hidden_size\":1e400")),
+            "p.json: model.hidden_size: number overflow parsing '1e400' (not "
+            "a finite number)");
+  // NaN is not JSON at all.
+  EXPECT_EQ(errorOfText(replace("\"lr\":0.001", "\"lr\":NaN"))
+                .rfind("p.json: not valid JSON: ", 0),
+            0u);
+  json j = basePlan();
+  j["training"]["global_batch_size"] = 18446744073709551615ull;
+  EXPECT_EQ(errorOf(j), "p.json: training.global_batch_size: value "
+                        "18446744073709551615 out of range [1, 1099511627776]");
+  j = basePlan();
+  j["model"]["num_hidden_layers"] = 1e20;
+  EXPECT_EQ(errorOf(j), "p.json: model.num_hidden_layers: value 1e+20 out of "
+                        "range [1, 4096]");
+}
+
 TEST(Plan, LrScheduleAndClippingRoundTrip) {
   // Absent: constant lr, no warmup, no clipping; the writer leaves them out.
   Plan p = parsePlanText(basePlan().dump(), "p.json");

@@ -312,6 +312,87 @@ TEST(JobErrors, ZeroAndNegativeSizes) {
             std::string::npos);
 }
 
+// Issue 15: every number is finite and within a sane bound, checked at the
+// reader with the field named.
+TEST(JobErrors, NonFiniteNumbers) {
+  for (const char *text : {"nan", "NaN", "inf", "-inf", "infinity", ".nan",
+                           ".inf", "-.Inf"}) {
+    for (const char *key :
+         {"cluster.host.memory_gib", "cluster.gpu.memory_gib",
+          "cluster.interconnect.inter_node.bandwidth_gbps",
+          "strategy.bucket_mib", "cluster.gpu.bf16_tflops",
+          "training.optimizer.lr", "model.rope_theta"}) {
+      std::string set = std::string(key) + "=" + text;
+      Diagnostic d = fail(kBaseJob, {set});
+      EXPECT_EQ(d.field, key) << set;
+      EXPECT_EQ(d.message, std::string("expected a finite number, got '") +
+                               text + "'")
+          << set << ": " << d.str();
+    }
+  }
+  Diagnostic d = fail("model: llama3.2-1b\n"
+                      "training: {sequence_length: 2048, global_batch_size: 8}\n"
+                      "cluster:\n"
+                      "  gpu: h100\n"
+                      "  host: {memory_gib: nan}\n");
+  EXPECT_EQ(d.field, "cluster.host.memory_gib");
+  EXPECT_EQ(d.line, 5);
+  EXPECT_EQ(d.message, "expected a finite number, got 'nan'");
+  d = fail(kBaseJob, {"cluster.host.memory_gib=1e400"});
+  EXPECT_EQ(d.message, "out of range: 1e400");
+}
+
+TEST(JobErrors, NumbersOutOfRange) {
+  auto message = [](const std::string &set) {
+    Diagnostic d = fail(kBaseJob, {set});
+    EXPECT_EQ(d.field, set.substr(0, set.find('='))) << d.str();
+    return d.message;
+  };
+  EXPECT_EQ(message("training.sequence_length=99999999999999999999"),
+            "out of range: 99999999999999999999 (at most 4194304)");
+  EXPECT_EQ(message("training.sequence_length=9223372036854775807"),
+            "out of range: 9223372036854775807 (at most 4194304)");
+  EXPECT_EQ(message("cluster.nodes=-99999999999999999999"),
+            "out of range: -99999999999999999999 (at least 1)");
+  EXPECT_EQ(message("training.global_batch_size=16777217"),
+            "out of range: 16777217 (at most 16777216)");
+  EXPECT_EQ(message("training.micro_batch_size=99999999999999999999"),
+            "out of range: 99999999999999999999 (at most 16777216)");
+  EXPECT_EQ(message("model.num_hidden_layers=100000"),
+            "out of range: 100000 (at most 4096)");
+  EXPECT_EQ(message("model.vocab_size=1099511627776"),
+            "out of range: 1099511627776 (at most 16777216)");
+  EXPECT_EQ(message("model.hidden_size=2097152"),
+            "out of range: 2097152 (at most 1048576)");
+  EXPECT_EQ(message("cluster.gpus_per_node=4611686018427387904"),
+            "out of range: 4611686018427387904 (at most 1024)");
+  EXPECT_EQ(message("cluster.nodes=4611686018427387904"),
+            "out of range: 4611686018427387904 (at most 65536)");
+  EXPECT_EQ(message("cluster.gpu.memory_gib=1e308"),
+            "out of range: 1e308 (at most 1000000)");
+  EXPECT_EQ(message("cluster.host.memory_gib=2e6"),
+            "out of range: 2e6 (at most 1000000)");
+  EXPECT_EQ(message("cluster.interconnect.inter_node.bandwidth_gbps=1e7"),
+            "out of range: 1e7 (at most 1000000)");
+  EXPECT_EQ(message("strategy.bucket_mib=1e300"),
+            "out of range: 1e300 (at most 1048576)");
+  EXPECT_EQ(message("strategy.bucket_mib=1e-9"),
+            "must be at least one byte (2^-20 MiB), got 1e-9");
+  // nodes x gpus_per_node stays within a plan's world size.
+  Diagnostic d = fail(kBaseJob, {"cluster.nodes=65536", "cluster.gpus_per_node=1024"});
+  EXPECT_EQ(d.field, "cluster.nodes");
+  EXPECT_NE(d.message.find("67108864 GPUs, more than 1048576"),
+            std::string::npos)
+      << d.message;
+  // The bounds themselves are accepted.
+  JobSpec job = load(kBaseJob, {"training.global_batch_size=16777216",
+                                "cluster.nodes=1024",
+                                "cluster.gpus_per_node=1024",
+                                "strategy.bucket_mib=1048576"});
+  EXPECT_EQ(job.cluster.numGpus(), 1 << 20);
+  EXPECT_EQ(job.strategy.bucketBytes, int64_t(1) << 40);
+}
+
 TEST(JobErrors, InconsistentModel) {
   EXPECT_EQ(fail(kBaseJob, {"model.num_key_value_heads=5"}).field,
             "model.num_key_value_heads");

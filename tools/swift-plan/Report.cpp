@@ -301,8 +301,9 @@ void printReport(raw_ostream &os, const job::JobSpec &spec, JobOp job,
   }
 }
 
-void printJson(raw_ostream &os, const job::JobSpec &spec, JobOp job,
-               const Replanned &replanned) {
+/// printJson()'s object, unchecked.
+static void writeJson(raw_ostream &os, const job::JobSpec &spec, JobOp job,
+                      const Replanned &replanned) {
   const auto &m = spec.model;
   const auto &t = spec.training;
   const auto &c = spec.cluster;
@@ -446,6 +447,36 @@ void printJson(raw_ostream &os, const job::JobSpec &spec, JobOp job,
     }
   });
   os << "\n";
+}
+
+bool printJson(raw_ostream &out, const job::JobSpec &spec, JobOp job,
+               const Replanned &replanned, std::string &error) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  writeJson(os, spec, job, replanned);
+  // llvm::json prints a NaN or infinite double as nan / inf, which is not
+  // JSON; the job reader rejects non-finite inputs, so one here is a bug in
+  // an estimate: say which line rather than print it.
+  if (llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text)) {
+    out << text;
+    return true;
+  } else {
+    llvm::consumeError(parsed.takeError());
+  }
+  llvm::StringRef rest(text);
+  while (!rest.empty()) {
+    auto [line, next] = rest.split('\n');
+    llvm::StringRef value =
+        (line.contains(':') ? line.rsplit(':').second : line).trim().rtrim(',');
+    if (!value.starts_with("\"") && (value.contains_insensitive("nan") ||
+                                     value.contains_insensitive("inf"))) {
+      error = "an estimate is not a finite number: " + line.trim().str();
+      return false;
+    }
+    rest = next;
+  }
+  error = "the JSON report is not valid JSON";
+  return false;
 }
 
 } // namespace swift::report

@@ -33,9 +33,13 @@ void printReport(llvm::raw_ostream &os, const job::JobSpec &spec,
                  mlir::swift::JobOp job, const Replanned &replanned,
                  bool explain);
 
-/// The same as one JSON object (docs/design.md, "swift-plan").
-void printJson(llvm::raw_ostream &os, const job::JobSpec &spec,
-               mlir::swift::JobOp job, const Replanned &replanned);
+/// The same as one JSON object (docs/design.md, "swift-plan"). Prints
+/// nothing and returns false, with `error` set, when the object would not be
+/// valid JSON (an estimate that is NaN or infinite): --json never prints
+/// `nan` or `inf`.
+bool printJson(llvm::raw_ostream &os, const job::JobSpec &spec,
+               mlir::swift::JobOp job, const Replanned &replanned,
+               std::string &error);
 
 } // namespace swift::report
 

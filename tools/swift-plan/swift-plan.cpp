@@ -174,9 +174,14 @@ int main(int argc, char **argv) {
     if (outputFile != "-")
       options.planPath = outputFile;
     (void)swift::emit::emitLaunch(*planned.module, os, options);
-  } else if (jsonReport)
-    swift::report::printJson(os, *job, planned.job, replanned);
-  else
+  } else if (jsonReport) {
+    std::string jsonError;
+    if (!swift::report::printJson(os, *job, planned.job, replanned, jsonError)) {
+      errs() << job->path << ": internal error: " << jsonError
+             << " (not printing invalid JSON)\n";
+      return kExitInternal;
+    }
+  } else
     swift::report::printReport(os, *job, planned.job, replanned, explain);
   if (!emitError.empty()) {
     errs() << job->path << ": error: " << emitError << "\n";
