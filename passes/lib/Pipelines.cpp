@@ -168,23 +168,24 @@ std::vector<WhatIf> mlir::swift::changesThatFit(const job::JobSpec &job,
                            std::to_string(more.cluster.gpusPerNode) + ")",
                        more);
   }
+  // The job with zero, offload, checkpointing and the micro-batch left to
+  // the search.
+  auto opened = [](JobSpec spec) {
+    spec.strategy = {};
+    spec.training.microBatchSize.reset();
+    return spec;
+  };
   if (job.strategy.offload || job.strategy.zero || job.strategy.checkpointing ||
-      job.training.microBatchSize) {
-    JobSpec open = job;
-    open.strategy = {};
-    open.training.microBatchSize.reset();
+      job.training.microBatchSize)
     tries.emplace_back(Open,
                        "let swift-plan choose zero, offload, checkpointing and "
                        "the micro-batch",
-                       open);
-  }
+                       opened(job));
   // Pure bf16 (bf16 masters and moments: 8 B per parameter instead of 16)
   // for a bf16-mixed job, with the strategy left open.
   if (job.training.precision == plan::Precision::Bf16Mixed) {
-    JobSpec bf16 = job;
+    JobSpec bf16 = opened(job);
     bf16.training.precision = plan::Precision::Bf16;
-    bf16.strategy = {};
-    bf16.training.microBatchSize.reset();
     tries.emplace_back(PureBf16,
                        "training.precision bf16 (bf16 master weights and "
                        "AdamW states)",
@@ -198,10 +199,8 @@ std::vector<WhatIf> mlir::swift::changesThatFit(const job::JobSpec &job,
   else if (job.training.method == plan::Method::Lora)
     lighter = {plan::Method::QLora};
   for (plan::Method method : lighter) {
-    JobSpec adapters = job;
+    JobSpec adapters = opened(job);
     adapters.training.method = method;
-    adapters.strategy = {};
-    adapters.training.microBatchSize.reset();
     tries.emplace_back(Adapters,
                        std::string("training.method ") + plan::toString(method),
                        adapters);

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from reference_check import Comparison
+from reference_check import Comparison, fp32_plan
 
 BIN, DATA, TMP = sys.argv[1:4]
 expected = json.load(open(os.path.join(DATA, "expected.json")))
@@ -19,23 +19,8 @@ for name, want in sorted(expected["models"].items()):
         tag = f"{name} zero {zero} world {world}"
         work = os.path.join(TMP, f"{name}-z{zero}-w{world}")
         os.makedirs(work, exist_ok=True)
-        job = os.path.join(work, "job.yaml")
-        with open(job, "w") as f:
-            f.write(f"""model: {os.path.join(DATA, name)}
-training:
-  sequence_length: {s['sequence_length']}
-  global_batch_size: {s['global_batch_size']}
-  micro_batch_size: {s['global_batch_size'] // (2 * world)}
-  precision: fp32
-  optimizer: {{name: adamw, lr: {s['lr']}, betas: {s['betas']}, eps: {s['eps']}, weight_decay: {s['weight_decay']}}}
-  max_grad_norm: {s['max_grad_norm']}
-cluster: {{gpu: h100, gpus_per_node: {world}}}
-backend: swift-run
-strategy: {{zero: {zero}, offload: none, checkpointing: none}}
-""")
-        plan = os.path.join(work, "plan.json")
-        subprocess.run([os.path.join(BIN, "swift-plan"), job, "--emit", "plan",
-                        "-o", plan], check=True)
+        plan = fp32_plan(BIN, os.path.join(DATA, name), s, zero, world,
+                         s["global_batch_size"], work, "full")
         metrics = os.path.join(work, "metrics.jsonl")
         run = subprocess.run([os.path.join(BIN, "swift-run"), plan, "--device",
                               "cpu", "--nproc-per-node", str(world), "--steps",

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-from reference_check import Comparison
+from reference_check import Comparison, fp32_plan
 
 BIN, HF, PEFT, TMP = sys.argv[1:5]
 expected = json.load(open(os.path.join(PEFT, "expected.json")))
@@ -23,23 +23,8 @@ c = Comparison("peft")
 def plan(name, work, zero, world, method, steps_batch):
     """swift-plan's plan of the full job, made a LoRA plan (plan.json's
     training.method and training.lora) when `method` is lora."""
-    job = os.path.join(work, f"job-{method}.yaml")
-    with open(job, "w") as f:
-        f.write(f"""model: {os.path.join(HF, name)}
-training:
-  sequence_length: {s['sequence_length']}
-  global_batch_size: {steps_batch}
-  micro_batch_size: {max(1, steps_batch // (2 * world))}
-  precision: fp32
-  optimizer: {{name: adamw, lr: {s['lr']}, betas: {s['betas']}, eps: {s['eps']}, weight_decay: {s['weight_decay']}}}
-  max_grad_norm: {s['max_grad_norm']}
-cluster: {{gpu: h100, gpus_per_node: {world}}}
-backend: swift-run
-strategy: {{zero: {zero}, offload: none, checkpointing: none}}
-""")
-    out = os.path.join(work, f"plan-{method}.json")
-    subprocess.run([os.path.join(BIN, "swift-plan"), job, "--emit", "plan", "-o", out],
-                   check=True)
+    out = fp32_plan(BIN, os.path.join(HF, name), s, zero, world, steps_batch, work,
+                    method)
     if method == "lora":
         p = json.load(open(out))
         p["training"]["method"] = "lora"

@@ -3,9 +3,36 @@ share: the tolerance, the per-step comparison of swift-run's metrics with a
 reference's losses and grad norms, and the summary line the lit tests
 check."""
 import json
+import os
+import subprocess
 import sys
 
 RELATIVE = 1e-5  # float32 on both sides
+
+
+def fp32_plan(bin_dir, model_dir, s, zero, world, global_batch, out_dir, tag):
+    """swift-plan's plan (OUT_DIR/plan-TAG.json) of the reference's training
+    in fp32 on the model directory at ZeRO `zero`, world `world`: the
+    settings `s` (sequence_length, lr, betas, eps, weight_decay,
+    max_grad_norm), no offload or checkpointing."""
+    job = os.path.join(out_dir, f"job-{tag}.yaml")
+    with open(job, "w") as f:
+        f.write(f"""model: {model_dir}
+training:
+  sequence_length: {s['sequence_length']}
+  global_batch_size: {global_batch}
+  micro_batch_size: {max(1, global_batch // (2 * world))}
+  precision: fp32
+  optimizer: {{name: adamw, lr: {s['lr']}, betas: {s['betas']}, eps: {s['eps']}, weight_decay: {s['weight_decay']}}}
+  max_grad_norm: {s['max_grad_norm']}
+cluster: {{gpu: h100, gpus_per_node: {world}}}
+backend: swift-run
+strategy: {{zero: {zero}, offload: none, checkpointing: none}}
+""")
+    out = os.path.join(out_dir, f"plan-{tag}.json")
+    subprocess.run([os.path.join(bin_dir, "swift-plan"), job, "--emit", "plan", "-o", out],
+                   check=True)
+    return out
 
 
 class Comparison:
