@@ -6,7 +6,7 @@
 # side by side with HF + peft; LoRA and QLoRA B1 with full checkpointing),
 # checks that peft loads swift-run's exported adapter, and measures host
 # memory under offload (benchmarks/runtime/host). Writes OUT/lora.tar.gz.
-# PART (kernels, 8b, peft, host; default all) runs a part only, to split
+# PART (kernels, 8b, peft, host, trace; default all but trace) runs a part only, to split
 # the work over device calls of 10 minutes.
 set -uo pipefail
 OUT=${1:?OUT}
@@ -33,4 +33,11 @@ if want 8b; then
 fi
 want peft && step python3 benchmarks/lora/peft_loads.py "$OUT/lora/peft"
 want host && step python3 benchmarks/runtime/host/host_memory.py "$OUT/lora/host"
-tar czf "$OUT/lora.tar.gz" -C "$OUT" lora --exclude='*.safetensors' && rm -rf "$OUT/lora"
+if want trace; then  # where the LoRA B4 step's GPU time goes
+  step build-gpu/bin/swift-run benchmarks/lora/plans/llama3.1-8b-lora-B4-S2048-none.json \
+    --device cuda --steps 3 --trace "$OUT/lora/trace.json"
+  python3 benchmarks/runtime/trace_summary.py "$OUT/lora/trace.json" --top 40 |
+    tee "$OUT/lora/trace.txt"
+  gzip "$OUT/lora/trace.json"
+fi
+tar czf "$OUT/lora.tar.gz" --exclude="*.safetensors" -C "$OUT" lora && rm -rf "$OUT/lora"

@@ -295,8 +295,6 @@ at::Tensor rows(const at::Tensor &t) {
   return t.reshape({-1, t.size(-1)}).contiguous();
 }
 
-/// Gradients of y = a W^T (+ ...) from dy: {da, dW}; dW is written into the
-/// sink (and returned undefined) when there is one.
 /// The input's and the weight's gradients of y = a w^T; the weight's only
 /// when `needW` (a frozen weight, LoRA's base, needs none), into the sink
 /// when there is one.
@@ -438,6 +436,85 @@ at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
         return r;
       },
       "ResidualLinearBackward");
+  return outs[0];
+}
+
+at::Tensor loraLinear(const at::Tensor &x, const at::Tensor &xd,
+                      const at::Tensor &w, const at::Tensor &bias,
+                      const at::Tensor &a, const at::Tensor &bd, double scale,
+                      const at::Tensor &residual, bool value) {
+  SWIFT_ASSERT(!w.requires_grad() &&
+                   !(bias.defined() && bias.requires_grad()),
+               "loraLinear: the base is frozen");
+  const bool dropped = xd.defined();
+  at::Tensor x2 = rows(x), xd2 = dropped ? rows(xd) : x2;
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = w.size(0);
+  std::vector<at::Tensor> outs;
+  at::Tensor xa; // scale xd A^T, (N, group rank)
+  {
+    at::NoGradGuard noGrad;
+    xa = at::empty({xd2.size(0), a.size(0)}, xd2.options());
+    at::addmm_out(xa, xa, xd2, a.t(), /*beta=*/0, /*alpha=*/scale);
+    at::Tensor y;
+    if (residual.defined()) {
+      y = value ? at::addmm(rows(residual), x2, w.t())
+                : at::empty({x2.size(0), w.size(0)}, x2.options());
+      if (value)
+        y.addmm_(xa, bd.t());
+    } else {
+      y = at::mm(xa, bd.t());
+      y.addmm_(x2, w.t());
+    }
+    if (bias.defined() && value)
+      y.add_(bias);
+    outs.push_back(y.view(shape));
+  }
+  // Inputs: x, [xd], a, bd, [residual]; W and the bias are frozen.
+  std::vector<at::Tensor> in{x};
+  if (dropped)
+    in.push_back(xd);
+  in.push_back(a);
+  in.push_back(bd);
+  if (residual.defined())
+    in.push_back(residual);
+  if (!at::GradMode::is_enabled() ||
+      std::none_of(in.begin(), in.end(),
+                   [](const at::Tensor &t) { return t.requires_grad(); }))
+    return outs[0];
+  attachBackward(
+      in, outs,
+      [xs = (dropped ? xd2 : x2).detach(), xa, wd = w.detach(),
+       ad = a.detach(), bdd = bd.detach(), scale, dropped,
+       hasResidual = residual.defined(),
+       xShape = x.sizes().vec()](std::vector<at::Tensor> &&grads) mutable {
+        std::vector<at::Tensor> r;
+        at::Tensor dyIn = grads[0];
+        if (!dyIn.defined()) {
+          r.resize(4 + dropped + hasResidual);
+          return r;
+        }
+        at::Tensor dy = rows(dyIn.to(wd.scalar_type()));
+        at::Tensor dxa = at::mm(dy, bdd); // (N, group rank)
+        at::Tensor dx = at::mm(dy, wd);   // the base's part
+        at::Tensor dxd;
+        if (dropped) // the adapter's part goes through the dropout
+          dxd = at::mm(dxa, ad).mul_(scale).view(xShape);
+        else
+          dx.addmm_(dxa, ad, /*beta=*/1, /*alpha=*/scale);
+        at::Tensor da = at::empty_like(ad);
+        at::addmm_out(da, da, dxa.t(), xs, /*beta=*/0, /*alpha=*/scale);
+        r.push_back(dx.view(xShape));
+        if (dropped)
+          r.push_back(dxd);
+        r.push_back(da);
+        r.push_back(at::mm(dy.t(), xa)); // Bd's
+        if (hasResidual)
+          r.push_back(dyIn);
+        xs = xa = wd = ad = bdd = at::Tensor();
+        return r;
+      },
+      "LoraLinearBackward");
   return outs[0];
 }
 

@@ -350,46 +350,27 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
   // One GEMM for q, k, v and one for gate, up: their weights are adjacent
   // in the unit's flat buffer (unitLayout stacks them into one leaf).
   at::Tensor h = rmsNorm(x, w.inputNorm, m.rmsNormEps);
-  // LoRA: peft's base(x) + lora_B(lora_A(dropout(x))) * scaling. Each
-  // group's delta is (scale x A^T) Bd^T: one GEMM for the group's A's, one
-  // for its B's as one block-diagonal matrix; the delta is written once and
-  // the base GEMM adds into it (addmm, beta 1), or, for o and down, it is
-  // added to the residual by its own GEMM's epilogue. `group` (0-3: q/k/v,
-  // o, gate/up, down) picks the group's dropout mask.
+  // LoRA: peft's base(x) + lora_B(lora_A(dropout(x))) * scaling, one
+  // loraLinear per group of linears sharing an input (q/k/v, o, gate/up,
+  // down); o's and down's take the residual too. `group` (0-3) picks the
+  // group's dropout mask.
   auto lora = [&](const AdapterGroup &g) { return adapters && g.a.defined(); };
-  auto factors = [&](const at::Tensor &in, const AdapterGroup &g,
-                     uint64_t group) {
-    at::Tensor x = in;
+  auto adapterOp = [&](const at::Tensor &in, const at::Tensor &w,
+                       const at::Tensor &bias, const AdapterGroup &g,
+                       uint64_t group, const at::Tensor &res, bool value) {
+    at::Tensor dropped;
     if (adapters->dropout > 0) // one mask per group: the group shares x
-      x = seededDropout(in, adapters->dropout,
-                        adapters->dropoutSeed * 4 + group);
-    return std::make_pair(
-        at::mm(x.reshape({-1, x.size(-1)}), g.a.t()) * adapters->scale,
-        loraBlockDiagonal(g, adapters->rank));
+      dropped = seededDropout(in, adapters->dropout,
+                              adapters->dropoutSeed * 4 + group);
+    return loraLinear(in, dropped, w, bias, g.a,
+                      loraBlockDiagonal(g, adapters->rank), adapters->scale,
+                      res, value);
   };
-  // A GEMM of the base with the group's delta added in its epilogue.
   auto adapted = [&](const at::Tensor &in, const at::Tensor &w,
                      const at::Tensor &bias, const GradSink &sink,
                      const AdapterGroup &g, uint64_t group) {
-    if (!lora(g))
-      return linear(in, w, bias, sink);
-    auto [xa, bd] = factors(in, g, group);
-    at::Tensor y = at::addmm(at::mm(xa, bd.t()), in.reshape({-1, in.size(-1)}),
-                             w.t());
-    if (bias.defined())
-      y = y + bias;
-    std::vector<int64_t> shape = in.sizes().vec();
-    shape.back() = w.size(0);
-    return y.view(shape);
-  };
-  // The residual with the group's delta added (one GEMM, beta 1).
-  auto residual = [&](const at::Tensor &res, const at::Tensor &in,
-                      const AdapterGroup &g, uint64_t group) {
-    if (!lora(g))
-      return res;
-    auto [xa, bd] = factors(in, g, group);
-    return at::addmm(res.reshape({-1, res.size(-1)}), xa, bd.t())
-        .view(res.sizes());
+    return lora(g) ? adapterOp(in, w, bias, g, group, {}, true)
+                   : linear(in, w, bias, sink);
   };
   at::Tensor qkv = adapters ? adapted(h, w.qkv, w.qkvBias, w.qkvSink,
                                       adapters->qkv, 0)
@@ -444,10 +425,11 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
   }
   at::Tensor attn = selective ? recompute(core, coreIn)[0] : core(coreIn)[0];
   // Residual adds in the GEMMs' epilogues (addmm) where there is no bias.
-  at::Tensor xo = adapters ? residual(x, attn, adapters->o, 1) : x;
-  at::Tensor x1 = w.oBias.defined()
-                      ? xo + linear(attn, w.o, w.oBias, w.oSink)
-                      : residualLinear(xo, attn, w.o, true, w.oSink);
+  at::Tensor x1 =
+      adapters && lora(adapters->o)
+          ? adapterOp(attn, w.o, w.oBias, adapters->o, 1, x, true)
+      : w.oBias.defined() ? x + linear(attn, w.o, w.oBias, w.oSink)
+                          : residualLinear(x, attn, w.o, true, w.oSink);
 
   h = rmsNorm(x1, w.postNorm, m.rmsNormEps);
   at::Tensor gateUp = // (B, S, 2 I)
@@ -457,8 +439,9 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
     return std::vector<at::Tensor>{swiglu(in[0])};
   };
   at::Tensor a = selective ? recompute(act, {gateUp})[0] : act({gateUp})[0];
-  at::Tensor xd = adapters ? residual(x1, a, adapters->down, 3) : x1;
-  return residualLinear(xd, a, w.down, /*value=*/!forBackward, w.downSink);
+  if (adapters && lora(adapters->down))
+    return adapterOp(a, w.down, {}, adapters->down, 3, x1, !forBackward);
+  return residualLinear(x1, a, w.down, /*value=*/!forBackward, w.downSink);
 }
 
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids) {

@@ -73,6 +73,12 @@ TEST(Lora, StartsAtTheBaseModelAndTrainsOnlyAdapters) {
 }
 
 TEST(Lora, WorldTwoAtZeroTwoAndThreeReproducesWorldOne) {
+  // Another world size sums the micro-batches' gradients in another order;
+  // AdamW's normalization magnifies those roundings where a gradient is
+  // near zero (B starts at 0, so A's first gradients are): the adapters
+  // differ by up to ~2e-6 after 3 steps of lr 1e-3 (a dropped or doubled
+  // rank's gradient moves them by ~1e-3).
+  constexpr double kAdapterTol = 5e-6;
   Result ref = runPlan(loraPlan(0, 1), "--steps 3 --save-params p.bin");
   for (auto [zero, offload] : {std::pair<int, const char *>{2, "optimizer"},
                                {3, "none"},
@@ -83,7 +89,7 @@ TEST(Lora, WorldTwoAtZeroTwoAndThreeReproducesWorldOne) {
                      "zero " + std::to_string(zero) + " " + offload);
     EXPECT_LT(maxAbsDiff(readParams(ref.dir + "/p.bin"),
                          readParams(got.dir + "/p.bin")),
-              kParamTol);
+              kAdapterTol);
   }
 }
 

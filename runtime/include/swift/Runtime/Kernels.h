@@ -69,6 +69,23 @@ at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
                           const at::Tensor &w, bool value = true,
                           const GradSink &sink = {});
 
+/// LoRA's adapted linear over a frozen base W (peft's
+/// base(x) + lora_B(lora_A(dropout(x))) * scale, for a group of linears
+/// sharing x): [residual +] x W^T [+ bias] + scale (xd A^T) Bd^T, with A the
+/// group's A's stacked, Bd its B's as one block-diagonal matrix and xd x's
+/// dropped-out copy (undefined: x itself). No pass copies or sums a
+/// full-width tensor beyond what the base needs: the delta GEMM writes the
+/// output and the base GEMM adds into it (beta 1), or, with a residual, both
+/// GEMMs add in place into the residual's copy; in backward x's gradient
+/// GEMM takes the adapter's part in its epilogue (when xd is x) instead of
+/// autograd summing two gradients. W and the bias get no gradient. `value`
+/// false: as residualLinear's (full checkpointing's recompute skips the
+/// output, keeping what backward needs).
+at::Tensor loraLinear(const at::Tensor &x, const at::Tensor &xd,
+                      const at::Tensor &w, const at::Tensor &bias,
+                      const at::Tensor &a, const at::Tensor &bd, double scale,
+                      const at::Tensor &residual = {}, bool value = true);
+
 /// Mean cross-entropy of softmax(h W^T) against targets, h: (T, C), W: (V, C),
 /// targets: (T) int64, computed `chunkTokens` rows at a time (fp32 softmax).
 /// With grad mode on and an input that requires grad, the gradients of h
