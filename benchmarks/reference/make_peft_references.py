@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What HF transformers + peft compute for LoRA on the tiny models.
 
-Runs on the GPU machine (transformers, peft; bitsandbytes when installed),
+Runs on the GPU machine (transformers, peft),
 on its CPU in fp32. Reads the committed tiny models and batch of
 make_hf_references.py (IN, default test/data/hf) and writes under OUT
 (default test/data/peft):
@@ -13,10 +13,8 @@ make_hf_references.py (IN, default test/data/hf) and writes under OUT
         per model: loss and grad norm (over the adapters) of each of 3
         AdamW steps on IN/batch.jsonl, the loss of the model merged after
         them (merge_and_unload) on the first 4 samples, and the settings
-  nf4.json (only with bitsandbytes)
-        bitsandbytes' NF4 code and the quantization of a fixed tensor
-        (blocks of 64, double-quantized absmax), for the CI check of
-        swift-run's NF4
+(nf4.json, bitsandbytes' NF4 of a fixed tensor, comes from
+make_nf4_reference.py.)
 CI (test/peft-reference.test) runs swift-run on the same inputs.
 """
 import json
@@ -80,28 +78,6 @@ def main():
     with open(os.path.join(OUT, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1)
         f.write("\n")
-    try:
-        import bitsandbytes.functional as bnbf
-    except Exception as e:  # noqa: BLE001
-        print("no bitsandbytes:", e)
-        return
-    torch.manual_seed(2)
-    w = (torch.randn(64, 256) * 0.02).to(torch.bfloat16).cuda()
-    q, state = bnbf.quantize_4bit(w, blocksize=64, compress_statistics=True,
-                                  quant_type="nf4")
-    deq = bnbf.dequantize_4bit(q, state).float().cpu()
-    nf4 = dict(code=state.code.float().cpu().tolist(),
-               input=w.float().cpu().flatten().tolist(),
-               packed=q.cpu().flatten().tolist(),
-               absmax_u8=state.absmax.cpu().flatten().tolist(),
-               absmax_offset=float(state.offset),
-               absmax_code=state.state2.code.float().cpu().tolist(),
-               absmax_absmax=state.state2.absmax.float().cpu().flatten().tolist(),
-               dequantized=deq.flatten().tolist(),
-               bitsandbytes=__import__("bitsandbytes").__version__)
-    with open(os.path.join(OUT, "nf4.json"), "w") as f:
-        json.dump(nf4, f)
-    print("nf4: code", nf4["code"])
 
 
 if __name__ == "__main__":
