@@ -13,6 +13,8 @@ PACKAGES=(
   libtorch-dev libgloo-dev
   # Unit tests.
   libgtest-dev googletest
+  # Fuzzing the readers (scripts/fuzz.sh): clang with libFuzzer and sanitizers.
+  clang-22 libclang-rt-22-dev
 )
 
 missing=()

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Fuzzes the readers that take user input with libFuzzer, AddressSanitizer
+# (leaks included) and UBSan: the job reader (YAML with --set overrides), the
+# HF config.json reader, and the plan reader and validator (test/Fuzz).
+#
+#   bash scripts/fuzz.sh [SECONDS] [TARGET...]     (default 60 s each, all)
+#   RUNS=10000000 bash scripts/fuzz.sh 0 FuzzPlan   (a campaign: N executions)
+#   bash scripts/fuzz.sh --build-only   (FUZZ_NO_BUILD=1 then skips the build:
+#                                        ctest's fuzz.* tests do both)
+#
+# Builds build-fuzz with clang-22 (apt: clang-22 libclang-rt-22-dev), seeds
+# each target's corpus (build-fuzz/corpus/TARGET, kept between runs) from
+# the repository's examples, tests and benchmark plans, replays the
+# reproducers of past findings (test/Fuzz/regressions/TARGET), then fuzzes.
+# Fails on any crash, leak, sanitizer report, input that takes over 2 s or
+# a refusal without a message; the input is saved as
+# build-fuzz/artifacts/TARGET-*. Keep it as a regression reproducer once
+# fixed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD_ONLY=0
+[ "${1:-}" = --build-only ] && BUILD_ONLY=1 && shift
+SECONDS_EACH=${1:-60}
+shift || true
+TARGETS=("$@")
+((${#TARGETS[@]})) || TARGETS=(FuzzJob FuzzHFConfig FuzzPlan)
+BUILD=build-fuzz
+
+if [ -z "${FUZZ_NO_BUILD:-}" ]; then
+mkdir -p "$BUILD"
+if [ ! -f "$BUILD/build.ninja" ]; then
+  cmake -G Ninja -S . -B "$BUILD" -DCMAKE_C_COMPILER=clang-22 \
+    -DCMAKE_CXX_COMPILER=clang++-22 -DSWIFT_BUILD_COMPILER=OFF \
+    -DSWIFT_BUILD_RUNTIME=OFF -DSWIFT_BUILD_TESTS=OFF \
+    -DSWIFT_BUILD_FUZZERS=ON > "$BUILD/cmake.log" 2>&1 ||
+    { cat "$BUILD/cmake.log"; exit 1; }
+fi
+ninja -C "$BUILD" > "$BUILD/ninja.log" 2>&1 || { tail -40 "$BUILD/ninja.log"; exit 1; }
+fi
+((BUILD_ONLY)) && exit 0
+
+seeds() { # the repository's own inputs of each kind
+  case $1 in
+  FuzzJob) git ls-files '*.yaml' ;;
+  FuzzHFConfig) git ls-files '*config.json' ;;
+  FuzzPlan) git ls-files '*.json' | grep -E 'plans?/|plan' | grep -v config.json ;;
+  esac
+}
+
+export TMPDIR=${TMPDIR:-/tmp}
+# yaml-cpp's own leak on an error path (test/Fuzz/lsan.supp says which).
+export LSAN_OPTIONS=suppressions=$PWD/test/Fuzz/lsan.supp:print_suppressions=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+status=0
+for t in "${TARGETS[@]}"; do
+  corpus=$BUILD/corpus/$t
+  mkdir -p "$corpus" "$BUILD/artifacts"
+  seeds "$t" | while read -r f; do
+    cp "$f" "$corpus/seed-$(echo "$f" | tr '/' '_')"
+  done
+  opts=(-timeout=2 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1
+        -artifact_prefix="$BUILD/artifacts/$t-" -dict=test/Fuzz/$t.dict)
+  [ -f "test/Fuzz/$t.dict" ] || unset 'opts[-1]'
+  regressions=test/Fuzz/regressions/$t
+  if [ -d "$regressions" ] && [ -n "$(ls -A "$regressions")" ]; then
+    echo "== $t: $(ls "$regressions" | wc -l) regression inputs"
+    "$BUILD/bin/swift-$t" "${opts[@]}" "$regressions"/* > "$BUILD/$t-regressions.log" 2>&1 ||
+      { tail -30 "$BUILD/$t-regressions.log"; echo "FAIL $t: a regression input fails"; status=1; continue; }
+  fi
+  if [ -n "${RUNS:-}" ]; then
+    limit=(-runs="$RUNS")
+  else
+    limit=(-max_total_time="$SECONDS_EACH")
+  fi
+  echo "== $t: fuzzing ${RUNS:+$RUNS runs}${RUNS:-$SECONDS_EACH s}"
+  "$BUILD/bin/swift-$t" "${opts[@]}" "${limit[@]}" "$corpus" > "$BUILD/$t.log" 2>&1
+  rc=$?
+  grep -E '^stat::|^#[0-9]+ +DONE' "$BUILD/$t.log" | tr '\n' ' '
+  echo
+  if [ $rc -ne 0 ]; then
+    tail -40 "$BUILD/$t.log"
+    echo "FAIL $t (exit $rc): reproducer in $BUILD/artifacts/"
+    status=1
+  else
+    echo "ok $t"
+  fi
+done
+exit $status
