@@ -14,7 +14,10 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <mutex>
 #include <thread>
 
@@ -44,6 +47,11 @@ int envInt(std::initializer_list<const char *> names, int fallback, int lo,
   return fallback;
 }
 
+/// The fatal-error file of rank r under the launcher's error directory.
+std::string errorFile(const std::string &dir, int r) {
+  return dir + "/rank-" + std::to_string(r);
+}
+
 volatile sig_atomic_t gStopRequested = 0;
 void onStopSignal(int) { gStopRequested = 1; }
 
@@ -53,6 +61,35 @@ std::string describeStatus(int status) {
            std::to_string(WTERMSIG(status)) + " (" +
            strsignal(WTERMSIG(status)) + ")";
   return "exited with code " + std::to_string(WEXITSTATUS(status));
+}
+
+/// The launcher's one line (or lines) for a failed rank: its own message,
+/// each line prefixed "swift-run: " with the rank named on the first, or
+/// what ended it when it left none (a signal, an exit without a message).
+std::string failureReport(const std::string &dir, int r, int status,
+                          int world) {
+  std::ifstream in(errorFile(dir, r));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string message = text.str();
+  while (!message.empty() && message.back() == '\n')
+    message.pop_back();
+  const std::string rank = "rank " + std::to_string(r) + " of " +
+                           std::to_string(world);
+  if (message.empty())
+    return "swift-run: error: " + rank + " " + describeStatus(status) +
+           "; the others were stopped";
+  const std::string where = " (" + rank + "; the others were stopped)";
+  std::string out;
+  std::istringstream lines(message);
+  std::string line;
+  bool first = true;
+  while (std::getline(lines, line)) {
+    out += "swift-run: " + line + (first ? where : "") + "\n";
+    first = false;
+  }
+  out.pop_back();
+  return out;
 }
 
 } // namespace
@@ -88,6 +125,18 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
   opts.waitWorkers = false;
   auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", opts);
   const std::string port = std::to_string(store->getPort());
+  // Where ranks leave their fatal errors (reportFatal), removed on return.
+  std::string errorDir =
+      (std::filesystem::temp_directory_path() / "swift-run-XXXXXX").string();
+  SWIFT_CHECK(mkdtemp(errorDir.data()) != nullptr,
+              "cannot create a temporary directory: ", std::strerror(errno));
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } removeErrorDir{errorDir};
 
   struct sigaction sa {};
   sa.sa_handler = onStopSignal;
@@ -111,6 +160,7 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
       setenv("MASTER_ADDR", "127.0.0.1", 1);
       setenv("MASTER_PORT", port.c_str(), 1);
       setenv("SWIFT_STORE_HOSTED", "1", 1);
+      setenv("SWIFT_ERROR_DIR", errorDir.c_str(), 1);
       std::vector<char *> argv;
       for (const std::string &a : childArgs)
         argv.push_back(const_cast<char *>(a.c_str()));
@@ -123,7 +173,7 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
     pids[r] = pid;
   }
 
-  int alive = nproc, exitCode = 0;
+  int alive = nproc, exitCode = 0, firstFailed = -1, firstStatus = 0;
   bool stopping = false;
   std::chrono::steady_clock::time_point killAt{};
   auto stopAll = [&](int sig) {
@@ -144,8 +194,8 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
       --alive;
       bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
       if (failed && !stopping) {
-        std::cerr << "swift-run: rank " << r << " " << describeStatus(status)
-                  << "; stopping the other " << alive << " rank(s)\n";
+        firstFailed = r;
+        firstStatus = status;
         exitCode = WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
         stopping = true;
         stopAll(SIGTERM);
@@ -164,7 +214,38 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
       stopAll(SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  if (firstFailed >= 0) {
+    // The root cause is the error written first: a rank whose peer failed
+    // may exit first with the broken collective's error.
+    int r = firstFailed;
+    std::filesystem::file_time_type first{};
+    for (int k = 0; k < nproc; ++k) {
+      std::error_code ec;
+      auto t = std::filesystem::last_write_time(errorFile(errorDir, k), ec);
+      if (!ec && (first == std::filesystem::file_time_type{} || t < first))
+        first = t, r = k;
+    }
+    std::cerr << failureReport(errorDir, r, r == firstFailed ? firstStatus : -1,
+                               nproc)
+              << std::endl;
+  }
   return exitCode;
+}
+
+void reportFatal(const std::string &who, const std::string &message) {
+  const char *dir = std::getenv("SWIFT_ERROR_DIR");
+  const char *rank = std::getenv("RANK");
+  if (dir && *dir && rank) {
+    std::ofstream out(errorFile(dir, std::atoi(rank)));
+    out << message << "\n";
+    if (out.flush())
+      return;
+  }
+  std::istringstream lines(message);
+  std::string line;
+  while (std::getline(lines, line))
+    std::cerr << who << ": " << line << "\n";
+  std::cerr.flush();
 }
 
 struct Watchdog::State {
@@ -187,8 +268,10 @@ Watchdog::Watchdog(double seconds) : s_(new State) {
     while (!s->quit) {
       if (s->cv.wait_until(lock, s->deadline) == std::cv_status::timeout &&
           !s->quit && std::chrono::steady_clock::now() >= s->deadline) {
-        std::cerr << "swift-run: no progress for " << s->seconds << " s after "
-                  << s->last << " (a peer rank probably died); exiting\n";
+        std::ostringstream msg;
+        msg << "error: no progress for " << s->seconds << " s after "
+            << s->last << " (a peer rank probably died)";
+        reportFatal("swift-run", msg.str());
         std::_Exit(1);
       }
     }

@@ -317,9 +317,33 @@ TEST(Failure, KilledRankStopsTheLocalLauncher) {
   Result r = runPlan(tinyPlan(3, 2), "--steps 200 --nproc-per-node 2",
                      "SWIFT_FAULT_KILL=1:2");
   EXPECT_NE(r.exitCode, 0);
-  EXPECT_NE(r.output.find("rank 1 was killed by signal 9"), std::string::npos)
+  EXPECT_NE(r.output.find("swift-run: error: rank 1 of 2 was killed by "
+                          "signal 9 (Killed); the others were stopped"),
+            std::string::npos)
       << r.output;
   EXPECT_LT(r.seconds, 60);
+}
+
+TEST(Failure, RanksFailingAlikeGiveOneErrorLine) {
+  // Both ranks read the same bad line: the launcher prints the first
+  // failing rank's message once, naming the rank, and exits 2 (bad input);
+  // the ranks print nothing of their own.
+  Result r;
+  r.dir = freshDir();
+  std::ofstream(r.dir + "/bad.jsonl")
+      << "{\"input_ids\": [1, 2, 3]}\n{\"input_ids\": \"x\"}\n";
+  r = runPlan(tinyPlan(3, 2),
+              "--steps 2 --nproc-per-node 2 --data " + r.dir + "/bad.jsonl");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1)
+      << r.output;
+  EXPECT_NE(r.output.find("swift-run: error: "), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("bad.jsonl: line 2: input_ids is not a list of "
+                          "integers (rank "),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("swift-run rank"), std::string::npos) << r.output;
 }
 
 TEST(Failure, KilledRankUnderAnExternalLauncher) {
@@ -476,6 +500,16 @@ TEST(BadInput, OutOfMemoryWithCollectivesInFlightExitsCleanly) {
     EXPECT_NE(r.output.find("error: out of memory while running step 1"),
               std::string::npos)
         << r.output;
+    // One error from the launcher (the rank that ran out first), not one
+    // per rank plus the peer's broken collective.
+    size_t errors = 0;
+    for (size_t at = r.output.find("error:"); at != std::string::npos;
+         at = r.output.find("error:", at + 1))
+      ++errors;
+    EXPECT_EQ(errors, 1u) << r.output;
+    EXPECT_NE(r.output.find(" of 2; the others were stopped)"),
+              std::string::npos)
+        << r.output;
   }
 }
 
@@ -518,7 +552,11 @@ TEST(Telemetry, MetricsFileHasOneLinePerStepWithTheContractKeys) {
     for (const char *k :
          {"loss", "step_seconds", "tokens_per_second", "lr", "grad_norm"})
       EXPECT_GT(m.at(k).get<double>(), 0) << k;
-    EXPECT_GT(m.at("peak_memory_bytes").get<int64_t>(), 0);
+    // CPU: the resident set under its own name, no device peak to compare
+    // with the plan's, and no MFU (the CPU's peak FLOP/s is unknown).
+    EXPECT_GT(m.at("host_rss_bytes").get<int64_t>(), 0);
+    EXPECT_FALSE(m.contains("peak_memory_bytes"));
+    EXPECT_TRUE(m.at("mfu").is_null());
     EXPECT_EQ(m.at("planned_peak_memory_bytes").get<int64_t>(), 123456789);
   }
   EXPECT_NE(r.output.find("step 3/3 | loss "), std::string::npos) << r.output;

@@ -555,8 +555,10 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
           {"step_seconds", dt},
           {"tokens_per_second", tps},
           {"tokens", stepTokens},
-          {"mfu", mfu},
-          {"peak_memory_bytes", peakMem},
+          {"mfu", peak > 0 ? nlohmann::json(mfu) : nlohmann::json()},
+          // The device's peak is what the plan predicts; a CPU run has only
+          // the process's resident set, which is not comparable.
+          {device.is_cuda() ? "peak_memory_bytes" : "host_rss_bytes", peakMem},
           {"planned_peak_memory_bytes", plan.predicted.peakMemoryBytes},
           {"planned_step_seconds", plan.predicted.stepSeconds},
           {"planned_tokens_per_second", plan.predicted.tokensPerSecond},
@@ -633,19 +635,18 @@ int main(int argc, char **argv) {
       who += " rank " + std::to_string(env.rank);
     return runRank(plan, a, env);
   } catch (const UserError &e) {
-    std::cerr << who << ": error: " << e.what() << std::endl;
+    reportFatal(who, std::string("error: ") + e.what());
     return 2;
   } catch (const c10::Error &e) {
     if (isOutOfMemory(e)) {
-      std::cerr << who << ": error: out of memory while " << gActivity << ": "
-                << e.what_without_backtrace() << "\n"
-                << who << ": " << oomHint << std::endl;
+      reportFatal(who, "error: out of memory while " + gActivity + ": " +
+                           e.what_without_backtrace() + "\n" + oomHint);
       return 1;
     }
-    std::cerr << who << ": error: " << e.what_without_backtrace() << std::endl;
+    reportFatal(who, std::string("error: ") + e.what_without_backtrace());
     return 1;
   } catch (const std::exception &e) {
-    std::cerr << who << ": error: " << e.what() << std::endl;
+    reportFatal(who, std::string("error: ") + e.what());
     return 1;
   }
 }

@@ -6,7 +6,11 @@
 //    RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
 //    MASTER_PORT and SWIFT_STORE_HOSTED=1 set, and supervises: when a rank
 //    exits non-zero or is killed, the others get SIGTERM (then SIGKILL after
-//    a grace period) and the launcher exits non-zero naming the rank.
+//    a grace period) and the launcher exits non-zero with one error line:
+//    the first failing rank's own message (ranks it launched report fatal
+//    errors to it through files in SWIFT_ERROR_DIR instead of printing
+//    them, so N ranks failing alike, and the peers whose collectives broke
+//    because of it, print nothing of their own).
 //  - torchrun / srun / mpirun: each process reads the same variables
 //    (srun's SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID and OpenMPI's
 //    OMPI_COMM_WORLD_* are accepted when RANK is absent); rank 0 hosts the
@@ -34,6 +38,11 @@ RankEnv readRankEnv();
 /// Runs the launcher; returns the process exit code (0, 1, or 2 when every
 /// failing rank reported bad input).
 int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs);
+
+/// A rank's fatal error, "<who>: <message>" possibly over several lines:
+/// printed to stderr, or, under the local launcher (SWIFT_ERROR_DIR set),
+/// written where the launcher prints it from.
+void reportFatal(const std::string &who, const std::string &message);
 
 /// Ends the process with a message if no progress is reported within
 /// `seconds` (a peer died inside a collective that has no timeout, e.g.
