@@ -30,6 +30,19 @@ int64_t toBytes(double bytes) {
   return bytes > 0 ? std::llround(bytes) : 0;
 }
 
+/// Host memory one rank's process holds besides the buffers it allocates
+/// for the step: the CUDA context, LibTorch, NCCL and their libraries.
+/// A swift-run rank on an H200 machine sits at 0.95 GiB resident
+/// (benchmarks/runtime/RESULTS.md, VmHWM 966-976 MiB loading, training and
+/// saving 8B); a Python backend's rank holds at least as much.
+constexpr double kHostBytesPerRank = double(int64_t(1) << 30);
+
+/// Host memory per node: each of the node's ranks, its process and its
+/// `perGpu` bytes of host buffers (offload).
+int64_t hostBytesPerNode(double perGpu, const Hardware &hw) {
+  return toBytes((kHostBytesPerRank + perGpu) * hw.gpusPerNode);
+}
+
 /// Model states per GPU, and what exists only around the optimizer step.
 struct States {
   double parameters = 0; // held between steps
@@ -424,7 +437,7 @@ MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
       a.tiedEmbeddingGradient = e * double(m.vocabSize) * m.hiddenSize;
   }
   MemoryEstimate mem = walkHF(m, st, a, sharded, headGrad, layerGrad, s, exec);
-  mem.hostBytes = toBytes(st.host * hw.gpusPerNode);
+  mem.hostBytes = hostBytesPerNode(st.host, hw);
   return mem;
 }
 
@@ -486,7 +499,7 @@ MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup
   double headGrad = s.zero < 2 && !lora ? 2 * headGradientElements(m) : 0;
   double layerGrad = (st.gradients - headGrad) / m.numLayers;
   MemoryEstimate mem = walkHF(m, st, a, Sharding{}, headGrad, layerGrad, s, exec);
-  mem.hostBytes = toBytes(st.host * hw.gpusPerNode);
+  mem.hostBytes = hostBytesPerNode(st.host, hw);
   return mem;
 }
 
@@ -552,7 +565,7 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
   a.holdsOutputs = false;
   a.kvCache = 0;
   MemoryEstimate mem = walkHF(m, st, a, sharded, 0, 0, s, exec);
-  mem.hostBytes = toBytes(st.host * hw.gpusPerNode);
+  mem.hostBytes = hostBytesPerNode(st.host, hw);
   return mem;
 }
 

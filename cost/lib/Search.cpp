@@ -37,6 +37,44 @@ std::vector<T> choices(const std::optional<T> &fixed, std::vector<T> all) {
   return fixed ? std::vector<T>{*fixed} : all;
 }
 
+/// The keys a job fixed that decide which strategies a backend can run, as
+/// (field, value): offload first, whose rules (it needs ZeRO) refuse most.
+std::vector<std::pair<std::string, std::string>>
+refusingKeys(const FixedDecisions &fixed, Backend backend) {
+  std::vector<std::pair<std::string, std::string>> keys;
+  if (fixed.offload)
+    keys.push_back({"strategy.offload", toString(*fixed.offload)});
+  if (fixed.zero)
+    keys.push_back({"strategy.zero", std::to_string(*fixed.zero)});
+  if (fixed.checkpointing)
+    keys.push_back({"strategy.checkpointing", toString(*fixed.checkpointing)});
+  if (fixed.checkpointLayers)
+    keys.push_back({"strategy.checkpoint_layers",
+                    std::to_string(*fixed.checkpointLayers)});
+  if (backend != Backend::SwiftRun)
+    keys.push_back({"backend", toString(backend)});
+  return keys;
+}
+
+/// SearchResult::error for a job whose fixed keys leave no strategy the
+/// backend can run: "FIELD, FIELD: with FIELD=VALUE and ..., BACKEND can
+/// run no strategy: WHY".
+std::string noStrategyError(const FixedDecisions &fixed, Backend backend,
+                            const std::string &why) {
+  std::vector<std::pair<std::string, std::string>> keys =
+      refusingKeys(fixed, backend);
+  if (keys.empty()) // not expected: some strategy runs on every backend
+    keys.push_back({"backend", toString(backend)});
+  std::string fields, values;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    fields += (i ? ", " : "") + keys[i].first;
+    values += (i == 0 ? "" : i + 1 == keys.size() ? " and " : ", ") +
+              keys[i].first + "=" + keys[i].second;
+  }
+  return fields + ": with " + values + ", " + toString(backend) +
+         " can run no strategy: " + why;
+}
+
 /// Predicted throughputs closer than this are a tie, decided by memory.
 constexpr double kTie = 1e-3;
 
@@ -86,7 +124,7 @@ public:
     ++result.evaluated;
     Candidate c{s, estimate(m, setup, hw, s)};
     c.fits = c.estimate.memory.peakBytes <= result.usableBytes &&
-             c.estimate.memory.hostBytes <= hw.hostMemoryBytes;
+             c.estimate.memory.hostBytes <= result.usableHostBytes;
     bool fits = c.fits;
     keep(std::move(c));
     return fits;
@@ -124,14 +162,23 @@ private:
   std::map<std::tuple<int, int, int, bool>, Candidate> bestPerFamily;
 };
 
-std::string verdict(const Candidate &c, const Candidate &best, int64_t usable,
-                    const Hardware &hw) {
-  if (!c.fits) {
-    if (c.estimate.memory.hostBytes > hw.hostMemoryBytes)
-      return "needs " + gib(c.estimate.memory.hostBytes) + " of host memory per node, " +
-             gib(hw.hostMemoryBytes) + " available";
-    return "over memory by " + gib(c.estimate.memory.peakBytes - usable);
-  }
+/// Which limits `c` is over: the GPU's, the host's or both.
+std::string overLimits(const Candidate &c, const SearchResult &result) {
+  const MemoryEstimate &m = c.estimate.memory;
+  std::string over;
+  if (m.peakBytes > result.usableBytes)
+    over = "over GPU memory by " + gib(m.peakBytes - result.usableBytes);
+  if (m.hostBytes > result.usableHostBytes)
+    over += (over.empty() ? "" : "; ") + std::string("needs ") +
+            gib(m.hostBytes) + " of host memory per node, " +
+            gib(result.usableHostBytes) + " usable";
+  return over;
+}
+
+std::string verdict(const Candidate &c, const Candidate &best,
+                    const SearchResult &result) {
+  if (!c.fits)
+    return overLimits(c, result);
   double slower = 1 - c.estimate.time.tokensPerSecond / best.estimate.time.tokensPerSecond;
   char buffer[160];
   int64_t more = c.estimate.memory.peakBytes - best.estimate.memory.peakBytes;
@@ -158,6 +205,10 @@ std::string verdict(const Candidate &c, const Candidate &best, int64_t usable,
 
 } // namespace
 
+int64_t usableHostBytes(const Hardware &hw, double memoryMargin) {
+  return static_cast<int64_t>(hw.hostMemoryBytes * (1 - memoryMargin));
+}
+
 SearchResult search(const ModelProfile &m, const TrainingSetup &setup,
                     const Hardware &hw, const FixedDecisions &fixed,
                     const SearchOptions &options) {
@@ -166,8 +217,10 @@ SearchResult search(const ModelProfile &m, const TrainingSetup &setup,
   int64_t L = m.numLayers;
   result.usableBytes = static_cast<int64_t>(
       (hw.memoryBytes - (int64_t(1) << 30)) * (1 - options.memoryMargin));
+  result.usableHostBytes = usableHostBytes(hw, options.memoryMargin);
   if (setup.globalBatchSize % W != 0) {
-    result.error = "training.global_batch_size: " +
+    result.error = "training.global_batch_size, cluster.gpus_per_node, "
+                   "cluster.nodes: " +
                    std::to_string(setup.globalBatchSize) +
                    " sequences do not divide evenly over the " + std::to_string(W) +
                    " GPUs; use a multiple of " + std::to_string(W);
@@ -264,9 +317,7 @@ SearchResult search(const ModelProfile &m, const TrainingSetup &setup,
 
   std::vector<Candidate> ranked = searcher.ranked();
   if (ranked.empty()) {
-    result.error = "backend: " + std::string(toString(setup.backend)) +
-                   " can run none of the strategies the job allows: " +
-                   searcher.firstRefusal;
+    result.error = noStrategyError(fixed, setup.backend, searcher.firstRefusal);
     return result;
   }
   if (ranked.front().fits) {
@@ -279,11 +330,11 @@ SearchResult search(const ModelProfile &m, const TrainingSetup &setup,
   for (size_t i = result.best ? 1 : 0;
        i < ranked.size() && result.alternatives.size() < options.alternatives; ++i) {
     Candidate c = ranked[i];
-    c.verdict = verdict(c, reference, result.usableBytes, hw);
+    c.verdict = verdict(c, reference, result);
     result.alternatives.push_back(std::move(c));
   }
   if (result.closest)
-    result.closest->verdict = verdict(*result.closest, *result.closest, result.usableBytes, hw);
+    result.closest->verdict = verdict(*result.closest, *result.closest, result);
   return result;
 }
 

@@ -422,7 +422,11 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
     exposed += kOverlapInterference * std::max(0.0, total - exposed) +
                count * kCollectiveOverheadSeconds;
   }
-  t.communicationSeconds = total;
+  // The exposed part counts costs the bandwidth total leaves out (each
+  // collective's launch overhead, ZeRO-3's gather-buffer copies, the last
+  // bucket's latency): the total is at least what is exposed, so the report
+  // never shows a part larger than its whole.
+  t.communicationSeconds = std::max(total, exposed);
   t.exposedCommunicationSeconds = exposed;
 
   // The optimizer: fused AdamW streams parameters, gradients and states

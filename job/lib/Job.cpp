@@ -8,6 +8,7 @@
 #include "swift/Job/Job.h"
 #include "swift/Job/Presets.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -15,23 +16,29 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace fs = std::filesystem;
 
 namespace swift::job {
 
+std::string Diagnostic::location() const {
+  return line > 0 ? file + ":" + std::to_string(line) + ":" +
+                        std::to_string(column)
+                  : file;
+}
+
 std::string Diagnostic::str() const {
   std::ostringstream os;
-  os << file;
-  if (line > 0)
-    os << ":" << line << ":" << column;
-  os << ": error: ";
+  os << location();
+  os << (warning ? ": warning: " : ": error: ");
   if (!field.empty())
     os << field << ": ";
   os << message;
@@ -91,6 +98,10 @@ namespace {
 // The schema: which keys each mapping may hold.
 //===----------------------------------------------------------------------===//
 
+std::string join(const std::string &path, const std::string &key) {
+  return path.empty() ? key : path + "." + key;
+}
+
 // HF config.json fields the model reads.
 const std::vector<std::string> kModelKeys = {
     "model_type",          "hidden_size",        "intermediate_size",
@@ -110,8 +121,9 @@ const std::vector<std::string> kIgnoredHFKeys = {
     "max_window_layers", "attention_dropout", "pretraining_tp",
     "layer_types", "_name_or_path"};
 
-const std::vector<std::string> *allowedKeys(const std::string &path) {
-  static const std::map<std::string, std::vector<std::string>> schema = {
+/// Each mapping of the job and the keys it may hold ("" is the top level).
+const std::map<std::string, std::vector<std::string>> &schema() {
+  static const std::map<std::string, std::vector<std::string>> sections = {
       {"", {"model", "training", "cluster", "backend", "strategy"}},
       {"training",
        {"sequence_length", "global_batch_size", "micro_batch_size",
@@ -135,8 +147,55 @@ const std::vector<std::string> *allowedKeys(const std::string &path) {
        {"zero", "offload", "checkpointing", "checkpoint_layers", "bucket_mib",
         "prefetch_depth"}},
   };
-  auto it = schema.find(path);
-  return it == schema.end() ? nullptr : &it->second;
+  return sections;
+}
+
+const std::vector<std::string> *allowedKeys(const std::string &path) {
+  auto it = schema().find(path);
+  return it == schema().end() ? nullptr : &it->second;
+}
+
+/// The full paths of the job where `key` is known, other than in `path`
+/// itself (training.optimizer.lr for training.lr); those under `path` when
+/// there are any, since a key one level too high is the likely slip.
+std::vector<std::string> pathsOfKey(const std::string &path,
+                                    const std::string &key) {
+  std::vector<std::string> all, under;
+  auto consider = [&](const std::string &section,
+                      const std::vector<std::string> &keys) {
+    if (section == path || !std::count(keys.begin(), keys.end(), key))
+      return;
+    std::string full = join(section, key);
+    all.push_back(full);
+    if (path.empty() || section.rfind(path + ".", 0) == 0)
+      under.push_back(full);
+  };
+  for (const auto &[section, keys] : schema())
+    consider(section, keys);
+  consider("model", kModelKeys);
+  return under.empty() ? all : under;
+}
+
+/// What to say after "unknown key" for `key` in the mapping `path`: where
+/// the key belongs when it is known elsewhere in the job (`jobKeys`: `path`
+/// is the job's), else the closest key of `allowed`, else the list.
+std::string unknownKeyHint(const std::string &path, const std::string &key,
+                           const std::vector<std::string> &allowed,
+                           bool jobKeys = true) {
+  std::vector<std::string> elsewhere;
+  if (jobKeys)
+    elsewhere = pathsOfKey(path, key);
+  // A key of many sections (name, preset) points nowhere in particular.
+  if (!elsewhere.empty() && elsewhere.size() <= 3) {
+    std::string hint = "; did you mean ";
+    for (size_t i = 0; i < elsewhere.size(); ++i)
+      hint += (i == 0 ? "'" : i + 1 == elsewhere.size() ? " or '" : ", '") +
+              elsewhere[i] + "'";
+    return hint + "?";
+  }
+  if (auto close = closestMatch(key, allowed))
+    return "; did you mean '" + *close + "'?";
+  return "; expected one of: " + joinList(allowed);
 }
 
 template <typename Preset>
@@ -159,13 +218,12 @@ std::string unknownPreset(const std::string &kind, const std::string &name,
   return message + " (presets: " + joinList(names) + "; " + otherwise + ")";
 }
 
-std::string join(const std::string &path, const std::string &key) {
-  return path.empty() ? key : path + "." + key;
-}
-
 struct JobError {
   Diagnostic diag;
 };
+
+// What Diagnostic::file says for an override: "--set KEY=VALUE".
+const std::string kSetPrefix = "--set ";
 
 // Upper bounds on sizes: the plan reader's (plan/lib/Plan.cpp), so that every
 // job the planner accepts gives a plan swift-run reads, and so that products
@@ -184,6 +242,135 @@ constexpr int64_t kMaxNodes = 65536;
 constexpr int64_t kMaxWorld = 1 << 20;
 
 //===----------------------------------------------------------------------===//
+// Reading files.
+//===----------------------------------------------------------------------===//
+
+// The most a job, config.json or hardware profile may hold: far above any
+// real one (a config.json is a few KiB), low enough that a wrong path fails
+// at once instead of filling memory.
+constexpr uintmax_t kMaxInputBytes = uintmax_t(64) << 20;
+
+/// Why `path` is not a file to read, or "" when it is a regular file.
+std::string notRegular(const std::string &path, const std::string &expected) {
+  std::error_code ec;
+  switch (fs::status(path, ec).type()) {
+  case fs::file_type::regular:
+    return "";
+  case fs::file_type::not_found:
+    return "no such file";
+  case fs::file_type::directory:
+    return "is a directory; expected " + expected;
+  case fs::file_type::fifo:
+    return "is a FIFO, not a regular file; expected " + expected;
+  case fs::file_type::character:
+  case fs::file_type::block:
+    return "is a device, not a regular file; expected " + expected;
+  default:
+    return ec ? "cannot read the file: " + ec.message()
+              : "is not a regular file; expected " + expected;
+  }
+}
+
+/// The text of `path`, a file the user named; `expected` says what it should
+/// be ("a job file (YAML)"). Only regular files are opened: a FIFO would
+/// block until someone writes to it, /dev/zero would never end.
+std::string readInput(const std::string &path, const std::string &expected) {
+  auto fail = [&](const std::string &why) {
+    throw JobError{{path, 0, 0, "", why}};
+  };
+  if (std::string why = notRegular(path, expected); !why.empty())
+    fail(why);
+  std::error_code ec;
+  std::string tooLarge = "is larger than " +
+                         std::to_string(kMaxInputBytes >> 20) +
+                         " MiB; expected " + expected;
+  if (uintmax_t size = fs::file_size(path, ec); !ec && size > kMaxInputBytes)
+    fail(tooLarge);
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    fail(std::string("cannot read the file: ") + std::strerror(errno));
+  // Bounded again while reading: a file may grow, or report no size.
+  std::string text;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
+    text.append(buffer, size_t(in.gcount()));
+    if (text.size() > kMaxInputBytes)
+      fail(tooLarge);
+  }
+  if (in.bad())
+    fail(std::string("cannot read the file: ") + std::strerror(errno));
+  return text;
+}
+
+/// yaml-cpp's message for `e`. Its depth guard (deeper nesting would
+/// overflow its recursive parser's stack) only says "bad file".
+std::string yamlMessage(const YAML::Exception &e, const std::string &syntax) {
+  if (const auto *deep = dynamic_cast<const YAML::DeepRecursion *>(&e))
+    return "nested deeper than " + std::to_string(deep->depth() - 1) +
+           " levels; a job nests a few";
+  return syntax + ": " + e.msg;
+}
+
+/// yaml-cpp keeps the first of two equal keys and drops the other without a
+/// word; a file (or a --set value) that gives a key twice is refused,
+/// naming it. The parser's depth guard bounds the recursion; `seen` visits
+/// a collection shared through YAML aliases once.
+void checkDuplicateKeys(const YAML::Node &node, const std::string &path,
+                        const Diagnostic &at,
+                        std::set<std::pair<int, int>> &seen) {
+  if (!node.IsMap() && !node.IsSequence())
+    return;
+  if (YAML::Mark m = node.Mark();
+      !m.is_null() && !seen.insert({m.line, m.column}).second)
+    return;
+  if (node.IsSequence()) {
+    for (const YAML::Node &item : node)
+      checkDuplicateKeys(item, path, at, seen);
+    return;
+  }
+  std::map<std::string, YAML::Mark> keys;
+  for (const auto &entry : node) {
+    std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+    if (entry.first.IsScalar()) {
+      auto [first, fresh] = keys.emplace(key, entry.first.Mark());
+      if (!fresh) {
+        Diagnostic d = at;
+        d.field = join(path, key);
+        d.message = "duplicate key '" + key + "'";
+        if (at.line > 0 && !first->second.is_null())
+          d.message += " (first at line " +
+                       std::to_string(first->second.line + 1) + ")";
+        d.message += "; give each key once";
+        if (d.line > 0 && !entry.first.Mark().is_null()) {
+          d.line = entry.first.Mark().line + 1;
+          d.column = entry.first.Mark().column + 1;
+        }
+        throw JobError{d};
+      }
+    }
+    checkDuplicateKeys(entry.second, join(path, key), at, seen);
+  }
+}
+
+/// `text` read from `file` (a job, config.json or profile) as a tree without
+/// duplicate keys; `syntax` names the language in errors ("YAML syntax
+/// error", "not valid JSON").
+YAML::Node parseInput(const std::string &text, const std::string &file,
+                      const std::string &syntax) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception &e) {
+    throw JobError{{file, e.mark.is_null() ? 0 : e.mark.line + 1,
+                    e.mark.is_null() ? 0 : e.mark.column + 1, "",
+                    yamlMessage(e, syntax)}};
+  }
+  std::set<std::pair<int, int>> seen;
+  checkDuplicateKeys(root, "", Diagnostic{file, 1, 1, "", ""}, seen);
+  return root;
+}
+
+//===----------------------------------------------------------------------===//
 // Reading typed values with locations.
 //===----------------------------------------------------------------------===//
 
@@ -194,9 +381,16 @@ public:
 
   [[noreturn]] void fail(const YAML::Node &at, const std::string &field,
                          const std::string &message) const {
-    Diagnostic d;
+    Diagnostic d = locate(at, field);
     d.field = field;
     d.message = message;
+    throw JobError{d};
+  }
+
+  /// Where `field` (at node `at`) was set: the `--set` that set it or a key
+  /// above it, else its position in the file.
+  Diagnostic locate(const YAML::Node &at, const std::string &field) const {
+    Diagnostic d;
     auto set = overridden.find(field);
     if (set == overridden.end()) {
       // A key inside an overridden value (--set model.x=...) reports the
@@ -206,7 +400,7 @@ public:
           set = overridden.find(key);
     }
     if (set != overridden.end()) {
-      d.file = "--set " + set->second;
+      d.file = kSetPrefix + set->second;
     } else {
       d.file = file;
       if (at.IsDefined() && at.Mark().line >= 0) {
@@ -214,24 +408,22 @@ public:
         d.column = at.Mark().column + 1;
       }
     }
-    throw JobError{d};
+    return d;
   }
 
-  /// Rejects keys the schema does not know, suggesting the closest one.
+  /// Rejects keys the schema does not know, suggesting where they belong
+  /// (`jobKeys`: `path` is a mapping of the job) or the closest one.
   void checkKeys(const YAML::Node &map, const std::string &path,
                  const std::vector<std::string> &allowed,
-                 const std::vector<std::string> &ignored = {}) const {
+                 const std::vector<std::string> &ignored = {},
+                 bool jobKeys = true) const {
     for (const auto &entry : map) {
       std::string key = entry.first.Scalar();
       if (std::count(allowed.begin(), allowed.end(), key) ||
           std::count(ignored.begin(), ignored.end(), key))
         continue;
-      std::string message = "unknown key";
-      if (auto close = closestMatch(key, allowed))
-        message += "; did you mean '" + *close + "'?";
-      else
-        message += "; expected one of: " + joinList(allowed);
-      fail(entry.first, join(path, key), message);
+      fail(entry.first, join(path, key),
+           "unknown key" + unknownKeyHint(path, key, allowed, jobKeys));
     }
   }
 
@@ -398,6 +590,54 @@ void readRopeScaling(const Reader &r, const YAML::Node &map,
   }
 }
 
+/// HF fields that change the model but that swift does not implement:
+/// refused where swift-run would train another function (hidden_act); kept
+/// with where they were read where they only matter past a length (the
+/// positions the model was trained for, a sliding window), for loadJob's
+/// warnings.
+void readUnmodeledFields(const Reader &r, const YAML::Node &map,
+                         const std::string &path, ModelSpec &m) {
+  auto field = [&](const char *key) { return join(path, key); };
+  auto given = [&](const char *key) {
+    YAML::Node n = map[key];
+    return n && !n.IsNull() ? n : YAML::Node(YAML::NodeType::Undefined);
+  };
+  if (YAML::Node act = given("hidden_act")) {
+    std::string name = r.scalar(act, field("hidden_act"));
+    if (name != "silu" && name != "swish")
+      r.fail(act, field("hidden_act"),
+             "activation '" + name +
+                 "' is not supported; swift-run's MLP is SwiGLU with silu");
+  }
+  auto located = [&](const char *key) -> std::optional<UnmodeledValue> {
+    YAML::Node n = given(key);
+    if (!n)
+      return std::nullopt;
+    UnmodeledValue v{r.integer(n, field(key), 1, kBig), r.locate(n, field(key))};
+    v.where.field = field(key);
+    return v;
+  };
+  m.maxPositionEmbeddings = located("max_position_embeddings");
+  // Where HF applies sliding_window: mistral on every layer; qwen2 and
+  // qwen3 only with use_sliding_window, on the layers layer_types marks
+  // (transformers >= 4.53) or else from max_window_layers on; llama never.
+  bool sliding = m.modelType == "mistral";
+  if (m.modelType == "qwen2" || m.modelType == "qwen3") {
+    YAML::Node use = given("use_sliding_window");
+    sliding = use && r.boolean(use, field("use_sliding_window"));
+    if (YAML::Node types = given("layer_types"); sliding && types) {
+      sliding = false;
+      for (const YAML::Node &type : types)
+        sliding |= type.IsScalar() && type.Scalar() == "sliding_attention";
+    } else if (YAML::Node from = given("max_window_layers"); sliding && from) {
+      sliding = r.integer(from, field("max_window_layers"), 0, kBig) <
+                m.numHiddenLayers;
+    }
+  }
+  if (sliding)
+    m.slidingWindow = located("sliding_window");
+}
+
 void readModelFields(const Reader &r, const YAML::Node &map,
                      const std::string &path, bool strict, ModelSpec &m) {
   if (strict)
@@ -470,6 +710,7 @@ void readModelFields(const Reader &r, const YAML::Node &map,
   for (const char *key : {"rope_scaling", "rope_parameters"})
     if (YAML::Node rs = map[key]; rs && !rs.IsNull())
       readRopeScaling(r, rs, field(key), m);
+  readUnmodeledFields(r, map, path, m);
 
   // Bias and norm layout per architecture, as HF transformers builds it.
   if (m.modelType == "qwen2") {
@@ -503,16 +744,10 @@ ModelSpec fromPreset(const ModelPreset &p) {
 }
 
 ModelSpec readHFConfigFile(const std::string &path) {
-  YAML::Node root;
-  try {
-    // JSON is YAML; yaml-cpp keeps line/column marks for errors.
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile &) {
-    throw JobError{{path, 0, 0, "", "cannot read the file"}};
-  } catch (const YAML::ParserException &e) {
-    throw JobError{{path, e.mark.line + 1, e.mark.column + 1, "",
-                    "not valid JSON: " + e.msg}};
-  }
+  // JSON is YAML; yaml-cpp keeps line/column marks for errors.
+  YAML::Node root = parseInput(
+      readInput(path, "an HF config.json (a JSON object)"), path,
+      "not valid JSON");
   Reader r(path, {});
   if (!root.IsMap())
     r.fail(root, "", "expected a JSON object (an HF config.json)");
@@ -548,6 +783,12 @@ ModelSpec readModel(const Reader &r, const YAML::Node &node) {
   // them (model.safetensors, or shards with their index).
   std::string weights;
   if (fs::is_directory(candidate)) {
+    if (!fs::exists(candidate / "config.json"))
+      r.fail(node, "model",
+             "'" + candidate.string() +
+                 "' is a directory without config.json; expected an HF "
+                 "model directory (config.json and safetensors), a path to "
+                 "an HF config.json, or a preset");
     if (fs::exists(candidate / "model.safetensors") ||
         fs::exists(candidate / "model.safetensors.index.json"))
       weights = fs::absolute(candidate).lexically_normal().string();
@@ -557,6 +798,11 @@ ModelSpec readModel(const Reader &r, const YAML::Node &node) {
     try {
       ModelSpec m = readHFConfigFile(candidate.string());
       m.weights = weights;
+      // Warnings about config.json fields name it like its errors do.
+      for (std::optional<UnmodeledValue> *v :
+           {&m.maxPositionEmbeddings, &m.slidingWindow})
+        if (*v)
+          (*v)->where.field = "model -> " + (*v)->where.field;
       return m;
     } catch (JobError &e) {
       // Errors inside config.json name that file; say which key led there.
@@ -821,16 +1067,20 @@ MeasuredRates readProfile(const Reader &r, const YAML::Node &node,
                "' (paths are relative to the job file's directory)");
   YAML::Node profile;
   try {
-    profile = YAML::LoadFile(path.string());
-  } catch (const YAML::Exception &e) {
-    throw JobError{{path.string(), e.mark.line + 1, e.mark.column + 1, "",
-                    "YAML syntax error: " + e.msg}};
+    profile = parseInput(
+        readInput(path.string(), "a hardware profile (YAML of measured rates)"),
+        path.string(), "YAML syntax error");
+  } catch (JobError &e) {
+    if (e.diag.line == 0) // the file itself: say which key named it
+      e.diag.field = "cluster.profile";
+    throw;
   }
   Reader pr(path.string(), {});
   if (!profile.IsMap())
     pr.fail(profile, "", "expected a mapping of measured rates");
   std::vector<std::string> allowed = profileKeys();
-  pr.checkKeys(profile, "", allowed, {"gpu", "source", "date"});
+  pr.checkKeys(profile, "", allowed, {"gpu", "source", "date"},
+               /*jobKeys=*/false);
   if (YAML::Node g = profile["gpu"]; g && pr.scalar(g, "gpu") != gpu.name)
     pr.fail(g, "gpu",
             "profile measured on '" + g.Scalar() + "' but the cluster's gpu is '" +
@@ -935,7 +1185,7 @@ StrategySpec readStrategy(const Reader &r, const YAML::Node &root,
 void applyOverride(YAML::Node &root, const std::string &text,
                    std::map<std::string, std::string> &overridden) {
   auto fail = [&](const std::string &field, const std::string &message) {
-    throw JobError{{"--set " + text, 0, 0, field, message}};
+    throw JobError{{kSetPrefix + text, 0, 0, field, message}};
   };
   size_t eq = text.find('=');
   if (eq == std::string::npos || eq == 0)
@@ -955,22 +1205,14 @@ void applyOverride(YAML::Node &root, const std::string &text,
   std::string path;
   for (size_t i = 0; i < parts.size(); ++i) {
     const std::string &part = parts[i];
-    if (const auto *allowed = allowedKeys(path)) {
-      if (!std::count(allowed->begin(), allowed->end(), part)) {
-        std::string message = "unknown key '" + part + "'";
-        if (auto close = closestMatch(part, *allowed))
-          message += "; did you mean '" + *close + "'?";
-        else
-          message += "; expected one of: " + joinList(*allowed);
-        fail(join(path, part), message);
-      }
-    } else if (path == "model" &&
-               !std::count(kModelKeys.begin(), kModelKeys.end(), part)) {
-      std::string message = "unknown key '" + part + "'";
-      if (auto close = closestMatch(part, kModelKeys))
-        message += "; did you mean '" + *close + "'?";
-      fail(join(path, part), message);
-    }
+    const std::vector<std::string> *allowed =
+        path == "model" ? &kModelKeys : allowedKeys(path);
+    bool ignored = path == "model" && std::count(kIgnoredHFKeys.begin(),
+                                                 kIgnoredHFKeys.end(), part);
+    if (allowed && !ignored &&
+        !std::count(allowed->begin(), allowed->end(), part))
+      fail(join(path, part), "unknown key '" + part + "'" +
+                                 unknownKeyHint(path, part, *allowed));
     if (i + 1 < parts.size()) {
       YAML::Node child = node[part];
       if (child && child.IsScalar() && path.empty() && part == "model") {
@@ -985,7 +1227,11 @@ void applyOverride(YAML::Node &root, const std::string &text,
           map["num_hidden_layers"] = m.numHiddenLayers;
           map["num_attention_heads"] = m.numAttentionHeads;
           map["num_key_value_heads"] = m.numKeyValueHeads;
-          map["head_dim"] = m.headDim;
+          // Only where the model's config.json gives it: otherwise it
+          // follows hidden_size / num_attention_heads, as in HF, when
+          // either is set.
+          if (p->headDim)
+            map["head_dim"] = p->headDim;
           map["vocab_size"] = m.vocabSize;
           map["tie_word_embeddings"] = m.tieWordEmbeddings;
           map["rms_norm_eps"] = m.rmsNormEps;
@@ -1025,8 +1271,10 @@ void applyOverride(YAML::Node &root, const std::string &text,
       try {
         parsed = YAML::Load(value);
       } catch (const YAML::Exception &e) {
-        fail(key, "value is not valid YAML: " + e.msg);
+        fail(key, "value " + yamlMessage(e, "is not valid YAML"));
       }
+      std::set<std::pair<int, int>> seen;
+      checkDuplicateKeys(parsed, key, Diagnostic{kSetPrefix + text}, seen);
       node[part] = parsed;
     }
     path = join(path, part);
@@ -1034,7 +1282,89 @@ void applyOverride(YAML::Node &root, const std::string &text,
   overridden[key] = text;
 }
 
+/// Where each key of the job's top level and sections was set.
+std::map<std::string, Diagnostic> origins(const Reader &r,
+                                          const YAML::Node &root) {
+  std::map<std::string, Diagnostic> out;
+  for (const auto &section : root) {
+    std::string name = section.first.Scalar();
+    out[name] = r.locate(section.second, name);
+    if (section.second.IsMap())
+      for (const auto &entry : section.second) {
+        std::string field = join(name, entry.first.Scalar());
+        out[field] = r.locate(entry.second, field);
+      }
+  }
+  return out;
+}
+
+/// Warnings for config.json values swift does not model, now that the
+/// sequence length is known.
+std::vector<Diagnostic> unmodeledWarnings(const JobSpec &job) {
+  std::vector<Diagnostic> out;
+  const ModelSpec &m = job.model;
+  int64_t sequence = job.training.sequenceLength;
+  auto warn = [&](const UnmodeledValue &v, const std::string &message) {
+    Diagnostic d = v.where;
+    d.message = message;
+    d.warning = true;
+    out.push_back(d);
+  };
+  std::string tokens = std::to_string(sequence) + " tokens";
+  if (m.slidingWindow && m.slidingWindow->value < sequence)
+    warn(*m.slidingWindow,
+         "HF's " + m.modelType + " attends to the last " +
+             std::to_string(m.slidingWindow->value) +
+             " tokens only, fewer than training.sequence_length " +
+             std::to_string(sequence) + "; swift-plan plans, and swift-run "
+             "trains, full causal attention over all " + tokens);
+  if (m.maxPositionEmbeddings && m.maxPositionEmbeddings->value < sequence)
+    warn(*m.maxPositionEmbeddings,
+         std::to_string(m.maxPositionEmbeddings->value) +
+             " positions, fewer than training.sequence_length " +
+             std::to_string(sequence) + "; swift-plan plans, and swift-run "
+             "trains, all " + tokens + ", past the model's limit (raise "
+             "max_position_embeddings if that is meant)");
+  return out;
+}
+
 } // namespace
+
+Diagnostic diagnoseJob(const JobSpec &job, const std::string &error) {
+  // The leading "FIELD[, FIELD]...: ", each field a key of the job.
+  std::vector<std::string> fields;
+  size_t colon = error.find(": ");
+  std::stringstream list(error.substr(0, colon));
+  for (std::string field; colon != std::string::npos &&
+                          std::getline(list >> std::ws, field, ',');) {
+    size_t dot = field.rfind('.');
+    std::string parent = dot == std::string::npos ? "" : field.substr(0, dot);
+    const std::vector<std::string> *keys = allowedKeys(parent);
+    if (!keys || !std::count(keys->begin(), keys->end(), field.substr(dot + 1)))
+      return Diagnostic{job.path, 0, 0, "", error};
+    fields.push_back(field);
+  }
+  if (fields.empty())
+    return Diagnostic{job.path, 0, 0, "", error};
+  auto origin = [&](const std::string &field) {
+    auto it = job.origins.find(field);
+    return it == job.origins.end() ? Diagnostic{job.path} : it->second;
+  };
+  Diagnostic d = origin(fields[0]);
+  d.field = fields[0];
+  d.message = error.substr(colon + 2);
+  // The others, where they were set when that is not where the first was:
+  // a --set against the file, or the file's value against a --set.
+  for (size_t i = 1; i < fields.size(); ++i) {
+    Diagnostic other = origin(fields[i]);
+    if (!job.origins.count(fields[i]) || other.file == d.file)
+      continue;
+    bool set = other.file.rfind(kSetPrefix, 0) == 0;
+    d.message += "; " + fields[i] + (set ? " set by " : " set at ") +
+                 other.location();
+  }
+  return d;
+}
 
 std::optional<ModelSpec> loadHFConfig(const std::string &path,
                                       Diagnostic &error) {
@@ -1050,17 +1380,8 @@ std::optional<JobSpec> loadJob(const std::string &path,
                                const std::vector<std::string> &overrides,
                                Diagnostic &error) {
   try {
-    YAML::Node root;
-    try {
-      root = YAML::LoadFile(path);
-    } catch (const YAML::BadFile &) {
-      throw JobError{{path, 0, 0, "",
-                      fs::exists(path) ? "cannot read the file"
-                                       : "no such file"}};
-    } catch (const YAML::ParserException &e) {
-      throw JobError{{path, e.mark.line + 1, e.mark.column + 1, "",
-                      "YAML syntax error: " + e.msg}};
-    }
+    YAML::Node root =
+        parseInput(readInput(path, "a job file (YAML)"), path, "YAML syntax error");
     if (root.IsNull())
       root = YAML::Node(YAML::NodeType::Map);
     if (!root.IsMap())
@@ -1081,6 +1402,8 @@ std::optional<JobSpec> loadJob(const std::string &path,
     if (root["backend"])
       job.backend = r.oneOf<plan::Backend>(root["backend"], "backend");
     job.strategy = readStrategy(r, root, job.model);
+    job.origins = origins(r, root);
+    job.warnings = unmodeledWarnings(job);
     return job;
   } catch (const JobError &e) {
     error = e.diag;

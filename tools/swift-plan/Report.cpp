@@ -4,6 +4,7 @@
 
 #include "swift/Cost/Search.h"
 #include "swift/Dialect/SwiftOps.h"
+#include "swift/Passes/Profile.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -183,6 +184,14 @@ void writeDecisions(llvm::json::OStream &j, CandidateAttr s) {
   j.attribute("gradient_accumulation", s.getGradientAccumulation());
 }
 
+/// The host memory per node the search let a strategy use.
+int64_t usableHostBytes(JobOp job, DecisionAttr decision) {
+  auto cluster = SymbolTable::lookupNearestSymbolFrom<mlir::swift::ClusterOp>(
+      job, job.getClusterAttr());
+  return cost::usableHostBytes(mlir::swift::hardware(cluster),
+                               real(decision.getMemoryMargin()));
+}
+
 /// The work and memory of each op of one decoder layer, from `swift.cost`.
 void printLayerOps(raw_ostream &os, ModuleOp module) {
   os << "  one decoder layer, per micro-batch (math-level saved tensors):\n";
@@ -232,9 +241,14 @@ void printReport(raw_ostream &os, const job::JobSpec &spec, JobOp job,
      << "% margin for allocator fragmentation\n";
   for (const auto &[name, bytes] : breakdown(e))
     os << llvm::format("            %-24s %12s\n", name.c_str(), gib(bytes).c_str());
-  if (e.getHostBytes())
-    os << "          host memory per node " << gib(e.getHostBytes()) << " of "
-       << llvm::format("%g", spec.cluster.hostMemoryGiB) << " GiB\n";
+  int64_t usableHost = usableHostBytes(job, decision);
+  os << "          host memory per node " << gib(e.getHostBytes())
+     << " for " << spec.cluster.gpusPerNode << " rank"
+     << (spec.cluster.gpusPerNode > 1 ? "s" : "") << "; usable "
+     << gib(usableHost) << " = "
+     << llvm::format("%g", spec.cluster.hostMemoryGiB) << " GiB - "
+     << llvm::format("%.0f", 100 * real(decision.getMemoryMargin()))
+     << "% margin\n";
   os << "time      step " << seconds(real(e.getStepSeconds())) << " = compute "
      << seconds(real(e.getComputeSeconds()));
   if (real(e.getRecomputeSeconds()) > 0)
@@ -263,13 +277,19 @@ void printReport(raw_ostream &os, const job::JobSpec &spec, JobOp job,
   }
   if (!decision.getFits()) {
     // The closest strategy may fit the GPU and fail on the host's memory
-    // (offload): then there is no GPU shortfall to name.
+    // (its ranks and what they offload): then there is no GPU shortfall to
+    // name.
     int64_t shortfall = decision.getShortfallBytes().value_or(0);
+    int64_t hostShortfall = e.getHostBytes() - usableHost;
     if (shortfall > 0)
-      os << "\nshort by " << gib(shortfall) << " per GPU. ";
+      os << "\nshort by " << gib(shortfall) << " per GPU"
+         << (hostShortfall > 0 ? ", and by " + gib(hostShortfall) +
+                                     " of host memory per node. "
+                               : ". ");
     else
-      os << "\nshort of host memory: the closest strategy fits the GPU, but "
-            "what it offloads does not fit the host. ";
+      os << "\nshort of host memory by " << gib(hostShortfall)
+         << " per node: the closest strategy fits the GPU, but its ranks "
+            "and what they offload do not fit the host. ";
     if (replanned.changesThatFit.empty()) {
       os << "No single change tried (more GPUs, offload, checkpointing, "
             "LoRA/QLoRA, shorter sequence) makes it fit.\n";
@@ -397,6 +417,7 @@ static void writeJson(raw_ostream &os, const job::JobSpec &spec, JobOp job,
       j.attribute("backward_peak_bytes", e.getBackwardPeakBytes());
       j.attribute("optimizer_peak_bytes", e.getOptimizerPeakBytes());
       j.attribute("host_bytes_per_node", e.getHostBytes());
+      j.attribute("usable_host_bytes_per_node", usableHostBytes(job, decision));
     });
     j.attributeObject("time", [&] {
       j.attribute("step_seconds", real(e.getStepSeconds()));

@@ -72,8 +72,8 @@ cl::opt<std::string> compileTo(
     cl::value_desc("phase"), cl::init("schedule"), cl::cat(category));
 cl::opt<double> memoryMargin(
     "memory-margin",
-    cl::desc("Fraction of GPU memory kept free for allocator fragmentation "
-             "(default 0.10)"),
+    cl::desc("Fraction of GPU memory kept free for allocator fragmentation, "
+             "and of host memory (default 0.10)"),
     cl::init(0.10), cl::cat(category));
 cl::opt<bool> noSuggestions("no-suggestions",
                             cl::desc("When nothing fits, do not search for "
@@ -111,6 +111,8 @@ int main(int argc, char **argv) {
     errs() << diag.str() << "\n";
     return kExitBadInput;
   }
+  for (const swift::job::Diagnostic &warning : job->warnings)
+    errs() << warning.str() << "\n";
   if (!dumpDir.empty()) {
     if (std::error_code ec = sys::fs::create_directories(dumpDir)) {
       errs() << "swift-plan: --dump-phases-to " << dumpDir << ": "
@@ -127,7 +129,12 @@ int main(int argc, char **argv) {
   options.dumpDir = dumpDir;
   mlir::swift::PlannedJob planned = mlir::swift::planJob(*job, context, options);
   if (!planned.error.empty()) {
-    errs() << job->path << ": error: " << planned.error << "\n";
+    // A pass's complaint names job keys; say where (file or --set) they
+    // were set.
+    if (planned.internal)
+      errs() << job->path << ": error: " << planned.error << "\n";
+    else
+      errs() << swift::job::diagnoseJob(*job, planned.error).str() << "\n";
     return planned.internal ? kExitInternal : kExitBadInput;
   }
   using mlir::swift::Phase;

@@ -36,7 +36,8 @@ struct FixedDecisions {
 
 struct SearchOptions {
   /// Fraction of the capacity kept free for allocator fragmentation (the
-  /// caching allocator reserves 2-60% above what it hands out).
+  /// caching allocator reserves 2-60% above what it hands out), and of the
+  /// host's memory (usableHostBytes()).
   double memoryMargin = 0.10;
   /// How many runners-up to keep, best first.
   size_t alternatives = 5;
@@ -54,10 +55,19 @@ struct SearchResult {
   std::vector<Candidate> alternatives; // best first, distinct from `best`
   std::optional<Candidate> closest;    // smallest peak when nothing fits
   int64_t usableBytes = 0;             // capacity minus the margin
+  int64_t usableHostBytes = 0;         // host memory per node minus the margin
   size_t evaluated = 0;                // strategies priced
   size_t considered = 0;               // strategies in the space
-  std::string error;                   // the job admits no strategy at all
+  /// The job admits no strategy at all: "FIELD[, FIELD]...: message", the
+  /// field to change first, then the others involved (job keys, as
+  /// swift::job::diagnoseJob() locates them).
+  std::string error;
 };
+
+/// The host memory per node a strategy may plan for: the host's, less the
+/// same margin as the GPU's (room for the OS and the page cache, and for
+/// the allocations the per-rank estimate misses).
+int64_t usableHostBytes(const Hardware &hw, double memoryMargin);
 
 SearchResult search(const ModelProfile &model, const TrainingSetup &setup,
                     const Hardware &hw, const FixedDecisions &fixed,

@@ -23,15 +23,26 @@
 
 namespace swift::job {
 
-/// One user-facing error: `file:line:col: error: field: message`.
+/// One user-facing error: `file:line:col: error: field: message` (or a
+/// warning: `... warning: ...`).
 struct Diagnostic {
   std::string file; // job file, config.json, or "--set"
   int line = 0;     // 1-based; 0 when unknown
   int column = 0;
   std::string field; // dotted key path, e.g. "training.sequence_length"
   std::string message;
+  bool warning = false;
 
+  std::string location() const; // "file:line:col", or "file" when unknown
   std::string str() const;
+};
+
+/// A config.json value that changes the model but that swift does not
+/// model, with where it was read: the job warns about it once the training
+/// shape is known.
+struct UnmodeledValue {
+  int64_t value = 0;
+  Diagnostic where; // file, line, column and field of the value
 };
 
 struct ModelSpec {
@@ -52,6 +63,12 @@ struct ModelSpec {
   double rmsNormEps = 1e-6;
   double ropeTheta = 10000.0;
   plan::RopeScaling ropeScaling; // rope_scaling / rope_parameters
+  // HF's max_position_embeddings, and the sliding attention window when the
+  // HF model applies one (mistral, use_sliding_window): swift attends over
+  // the whole sequence at any length, so loadJob warns when the training
+  // sequence is longer than either.
+  std::optional<UnmodeledValue> maxPositionEmbeddings;
+  std::optional<UnmodeledValue> slidingWindow;
   /// An HF model directory whose safetensors the run starts from ("": random
   /// weights); set when `model:` names a directory that holds weights.
   std::string weights;
@@ -140,6 +157,13 @@ struct JobSpec {
   ClusterSpec cluster;
   plan::Backend backend = plan::Backend::SwiftRun;
   StrategySpec strategy;
+  /// Where each key of the job's sections was set (`training`,
+  /// `training.global_batch_size`, `strategy.zero`, ...): its file position
+  /// or the `--set` that set it; absent for keys left at their defaults.
+  std::map<std::string, Diagnostic> origins;
+  /// What the job asks that swift plans differently from HF (a sliding
+  /// window shorter than the sequence, ...); printed, not fatal.
+  std::vector<Diagnostic> warnings;
 };
 
 /// Loads `path`, applies `overrides` ("a.b.c=value", in order) and validates.
@@ -147,6 +171,13 @@ struct JobSpec {
 std::optional<JobSpec> loadJob(const std::string &path,
                                const std::vector<std::string> &overrides,
                                Diagnostic &error);
+
+/// A problem a later stage found in a valid job, written as
+/// "FIELD[, FIELD]...: message" (the first field is the one to change, the
+/// others are involved; cost::SearchResult::error): located where the
+/// first field was set, naming the `--set`s that set the others. Any other
+/// text stays a message about the job file.
+Diagnostic diagnoseJob(const JobSpec &job, const std::string &error);
 
 /// Reads an HF config.json into a ModelSpec.
 std::optional<ModelSpec> loadHFConfig(const std::string &path,

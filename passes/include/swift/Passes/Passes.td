@@ -28,7 +28,9 @@ def ChooseStrategyPass : Pass<"swift-choose-strategy", "::mlir::ModuleOp"> {
     Enumerates ZeRO stage, offload, checkpointing (including first-k layers),
     micro-batch, bucket size and prefetch depth around the decisions the job
     fixed, prices every candidate with the cost model and keeps the fastest
-    whose peak fits under the GPU's capacity minus the margin. Writes the
+    whose peak fits under the GPU's capacity minus the margin and whose host
+    memory per node (its ranks' processes and offloaded buffers) under the
+    host's minus the same margin. Writes the
     chosen strategy into the job (its `strategy` and `micro_batch_size`) and
     records the decision as `swift.decision`: the chosen strategy, the
     runners-up with why each lost, how many strategies were priced; when
@@ -38,7 +40,7 @@ def ChooseStrategyPass : Pass<"swift-choose-strategy", "::mlir::ModuleOp"> {
   let options = [
     Option<"memoryMargin", "memory-margin", "double", /*default=*/"0.10",
            "Fraction of GPU capacity kept free for allocator "
-           "fragmentation (default 0.10)">,
+           "fragmentation, and of host memory (default 0.10)">,
     Option<"alternatives", "alternatives", "unsigned", /*default=*/"5",
            "Runners-up recorded in swift.decision (default 5)">
   ];

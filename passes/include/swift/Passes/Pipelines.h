@@ -47,7 +47,8 @@ inline constexpr const char *kPhaseNames[] = {"import", "annotate", "strategy",
 std::optional<Phase> parsePhase(llvm::StringRef name);
 
 struct PlanningOptions {
-  /// Fraction of GPU memory kept free for allocator fragmentation.
+  /// Fraction of GPU memory kept free for allocator fragmentation, and of
+  /// host memory.
   double memoryMargin = 0.10;
   /// The last phase to run.
   Phase last = Phase::Schedule;
