@@ -18,8 +18,10 @@ std::string unsupportedReason(const ModelProfile &model,
                               const Strategy &s) {
   if (s.microBatchSize < 1 || s.gradientAccumulation < 1)
     return "micro-batch and gradient accumulation must be positive";
-  if (s.microBatchSize * s.gradientAccumulation * hw.worldSize() !=
-      setup.globalBatchSize)
+  // In doubles: a fixed micro-batch x accumulation x world can pass 2^63.
+  if (double(s.microBatchSize) * double(s.gradientAccumulation) *
+          double(hw.worldSize()) !=
+      double(setup.globalBatchSize))
     return "micro_batch_size x gradient_accumulation x GPUs must equal "
            "global_batch_size";
   if (s.offload == Offload::OptimizerAndParams && s.zero != 3)

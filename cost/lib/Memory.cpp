@@ -18,15 +18,11 @@
 namespace swift::cost::detail {
 namespace {
 
-/// Bytes as an integer. Sizes at the job reader's bounds (a sequence of 2^22
-/// tokens at a micro-batch of 2^21) can price past 2^63 bytes, where a plain
-/// conversion is undefined (in practice INT64_MIN, a negative peak that
-/// "fits"); saturate at 2^60 (an exbibyte) instead, which fits no GPU or host
-/// and leaves room to add a few such parts without overflowing.
+/// Bytes as an integer, saturated at kSaturatedCount (Cost.h): a plain
+/// conversion past 2^63 is undefined.
 int64_t toBytes(double bytes) {
-  constexpr int64_t kMax = int64_t(1) << 60;
-  if (!(bytes < double(kMax))) // also NaN
-    return kMax;
+  if (!(bytes < double(kSaturatedCount))) // also NaN
+    return kSaturatedCount;
   return bytes > 0 ? std::llround(bytes) : 0;
 }
 

@@ -281,7 +281,8 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
     for (const OpProfile &op : m.layer) {
       if (op.kind == OpKind::Attention)
         recomputePerLayer +=
-            s.microBatchSize * op.forwardFlops / (attn * headDimFactor(op, exec));
+            double(s.microBatchSize) * op.forwardFlops /
+            (attn * headDimFactor(op, exec));
       if (op.kind == OpKind::SiluMul || op.kind == OpKind::Rope)
         recomputePerLayer += T *
                              elementwiseBytesPerToken({op}, m.sequenceLength, exec,

@@ -30,18 +30,23 @@ void annotateOps(ModelOp model, const cost::Strategy &s, bool frozen) {
                       (s.checkpointLayers < 0 ||
                        int64_t(repeat.getFirstLayer()) < s.checkpointLayers);
     int64_t B = s.microBatchSize;
-    int64_t forward = B * costOp.getForwardFlopsPerSample();
+    int64_t forward =
+        cost::saturatingProduct(B, costOp.getForwardFlopsPerSample());
     SmallVector<SavedTensor> saved;
     costOp.getSavedTensors(saved);
     int64_t savedBytes = 0;
     for (const SavedTensor &t : saved)
-      savedBytes += B * t.bytesPerSample();
+      savedBytes = std::min(cost::kSaturatedCount,
+                            savedBytes + cost::saturatingProduct(
+                                             B, t.bytesPerSample()));
     op->setAttr("swift.cost",
                 b.getDictionaryAttr({
                     b.getNamedAttr("forward_flops", b.getI64IntegerAttr(forward)),
                     b.getNamedAttr("backward_flops",
                                    b.getI64IntegerAttr(
-                                       B * costOp.getBackwardFlopsPerSample(!frozen))),
+                                       cost::saturatingProduct(
+                                           B, costOp.getBackwardFlopsPerSample(
+                                                  !frozen)))),
                     b.getNamedAttr("recompute_flops",
                                    b.getI64IntegerAttr(recomputed ? forward : 0)),
                     b.getNamedAttr("saved_bytes", b.getI64IntegerAttr(savedBytes)),

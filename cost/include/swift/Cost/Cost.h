@@ -25,6 +25,21 @@
 
 namespace swift::cost {
 
+/// Where integer byte and FLOP counts saturate (2^60, an exbibyte): sizes at
+/// the job reader's bounds (a sequence of 2^22 tokens at a micro-batch of
+/// 2^21) price past 2^63, where overflow is undefined (in practice a
+/// negative count that "fits"). 2^60 fits no GPU or host and leaves room to
+/// add a few such counts.
+constexpr int64_t kSaturatedCount = int64_t(1) << 60;
+
+/// a * b for non-negative counts, saturated at kSaturatedCount.
+inline int64_t saturatingProduct(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r) || r > kSaturatedCount)
+    return kSaturatedCount;
+  return r;
+}
+
 enum class OpKind {
   Embedding,
   RMSNorm,
