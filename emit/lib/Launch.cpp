@@ -28,7 +28,7 @@ LogicalResult emitLaunch(ModuleOp module, llvm::raw_ostream &os,
   const int64_t world = m->worldSize;
   const Backend backend = m->job.getBackend();
   os << llvm::formatv("# {0} node(s) x {1} GPU(s) = {2} rank(s), backend {3}\n",
-                      nodes, perNode, world, irKeyword(backend));
+                      nodes, perNode, world, ::swift::plan::toString(backend));
 
   // torchrun's rendezvous: standalone on one node, else c10d at MASTER_ADDR
   // (node 0), the same command on every node.

@@ -2,6 +2,7 @@
 //
 // swift-plan JOB.yaml [--set KEY=VALUE]... [--json] [--explain]
 //            [--emit summary|mlir|plan|deepspeed|launch] [-o FILE]
+//            [--plan-file FILE]
 //            [--dump-phases-to DIR] [--compile-to PHASE]
 //
 // The job goes through the phases of swift/Passes/Pipelines.h (import,
@@ -61,6 +62,11 @@ cl::opt<Emit> emit("emit", cl::desc("What to write"), cl::init(Emit::Summary),
 cl::opt<std::string> outputFile("o", cl::desc("Output file (default stdout)"),
                                 cl::value_desc("file"), cl::init("-"),
                                 cl::cat(category));
+cl::opt<std::string> planFile(
+    "plan-file",
+    cl::desc("The plan file the --emit launch commands run (default "
+             "plan.json; write it with --emit plan -o FILE)"),
+    cl::value_desc("file"), cl::init("plan.json"), cl::cat(category));
 cl::opt<std::string> dumpDir("dump-phases-to",
                              cl::desc("Write the IR after each phase to "
                                       "DIR/NN-<phase>.mlir"),
@@ -177,9 +183,9 @@ int main(int argc, char **argv) {
   } else if (emit == Emit::DeepSpeed) {
     (void)swift::emit::emitDeepSpeedConfig(*planned.module, os);
   } else if (emit == Emit::Launch) {
+    // The commands run the plan, never the file they are written to.
     swift::emit::LaunchOptions options;
-    if (outputFile != "-")
-      options.planPath = outputFile;
+    options.planPath = planFile;
     (void)swift::emit::emitLaunch(*planned.module, os, options);
   } else if (jsonReport) {
     std::string jsonError;

@@ -13,7 +13,7 @@
 //   if (failed(swift::emit::emitDeepSpeedConfig(module, os)))
 //     return 2;
 //   swift::emit::LaunchOptions opts;          // plan.json, ds_config.json, ...
-//   opts.planPath = outputPath;
+//   opts.planPath = planFile;                 // the plan the commands run
 //   if (failed(swift::emit::emitLaunch(module, os, opts)))
 //     return 2;
 //   if (failed(swift::emit::emitPlan(module, os)))   // plan.json
