@@ -118,9 +118,9 @@ private:
     try {
       work->wait();
     } catch (const std::exception &e) {
-      throw RuntimeFailure(std::string("Gloo collective failed (when a peer "
-                                       "rank died, this is the symptom): ") +
-                           e.what());
+      throw PeerFailure(std::string("Gloo collective failed (when a peer "
+                                    "rank died, this is the symptom): ") +
+                        e.what());
     }
   }
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pg_;

@@ -47,9 +47,18 @@ int envInt(std::initializer_list<const char *> names, int fallback, int lo,
   return fallback;
 }
 
-/// The fatal-error file of rank r under the launcher's error directory.
-std::string errorFile(const std::string &dir, int r) {
-  return dir + "/rank-" + std::to_string(r);
+/// The fatal-error file of rank r under the launcher's error directory; a
+/// broken collective (a peer's failure seen from here) goes to its own name.
+std::string errorFile(const std::string &dir, int r, bool peer = false) {
+  return dir + "/rank-" + std::to_string(r) + (peer ? ".peer" : "");
+}
+
+/// Rank r's error file, its own cause first; empty when it left none.
+std::string writtenErrorFile(const std::string &dir, int r) {
+  for (bool peer : {false, true})
+    if (std::filesystem::exists(errorFile(dir, r, peer)))
+      return errorFile(dir, r, peer);
+  return {};
 }
 
 volatile sig_atomic_t gStopRequested = 0;
@@ -68,7 +77,7 @@ std::string describeStatus(int status) {
 /// what ended it when it left none (a signal, an exit without a message).
 std::string failureReport(const std::string &dir, int r, int status,
                           int world) {
-  std::ifstream in(errorFile(dir, r));
+  std::ifstream in(writtenErrorFile(dir, r));
   std::stringstream text;
   text << in.rdbuf();
   std::string message = text.str();
@@ -90,6 +99,35 @@ std::string failureReport(const std::string &dir, int r, int status,
   }
   out.pop_back();
   return out;
+}
+
+/// The rank whose failure the launcher reports. A rank that dies takes the
+/// others' collectives down with it, and those peers may exit (and be
+/// reaped) first, so the order of exits is not the order of causes:
+///  1. the first error a rank wrote about its own failure (bad data, OOM);
+///  2. else the first rank ended by a signal the launcher did not send;
+///  3. else the first broken-collective error written;
+///  4. else the first rank to exit non-zero.
+int rootCause(const std::string &dir, int nproc, int firstFailed,
+              const std::vector<int> &killedOutside) {
+  auto firstWritten = [&](bool peer) {
+    int best = -1;
+    std::filesystem::file_time_type first{};
+    for (int k = 0; k < nproc; ++k) {
+      std::error_code ec;
+      auto t = std::filesystem::last_write_time(errorFile(dir, k, peer), ec);
+      if (!ec && (best < 0 || t < first))
+        first = t, best = k;
+    }
+    return best;
+  };
+  if (int r = firstWritten(false); r >= 0)
+    return r;
+  if (!killedOutside.empty())
+    return killedOutside.front();
+  if (int r = firstWritten(true); r >= 0)
+    return r;
+  return firstFailed;
 }
 
 } // namespace
@@ -173,7 +211,14 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
     pids[r] = pid;
   }
 
-  int alive = nproc, exitCode = 0, firstFailed = -1, firstStatus = 0;
+  // How often the launcher reaps; tests slow it so that a rank and the
+  // peer its death broke are both gone before it looks.
+  const int pollMs = envInt({"SWIFT_FAULT_LAUNCHER_POLL_MS"}, 20, 1, 10000);
+  int alive = nproc, exitCode = 0, firstFailed = -1;
+  std::vector<int> statuses(nproc, 0);
+  // Ranks that ended by a signal the launcher did not send (kill -9, the
+  // kernel's OOM killer, a segfault), in the order they were reaped.
+  std::vector<int> killedOutside;
   bool stopping = false;
   std::chrono::steady_clock::time_point killAt{};
   auto stopAll = [&](int sig) {
@@ -192,10 +237,19 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
         continue;
       pids[r] = -1;
       --alive;
+      statuses[r] = status;
       bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      if (WIFSIGNALED(status)) {
+        const int sig = WTERMSIG(status);
+        const bool ours =
+            stopping && (sig == SIGTERM ||
+                         (sig == SIGKILL &&
+                          std::chrono::steady_clock::now() > killAt));
+        if (!ours)
+          killedOutside.push_back(r);
+      }
       if (failed && !stopping) {
         firstFailed = r;
-        firstStatus = status;
         exitCode = WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
         stopping = true;
         stopAll(SIGTERM);
@@ -212,31 +266,21 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
     }
     if (stopping && std::chrono::steady_clock::now() > killAt)
       stopAll(SIGKILL);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(pollMs));
   }
   if (firstFailed >= 0) {
-    // The root cause is the error written first: a rank whose peer failed
-    // may exit first with the broken collective's error.
-    int r = firstFailed;
-    std::filesystem::file_time_type first{};
-    for (int k = 0; k < nproc; ++k) {
-      std::error_code ec;
-      auto t = std::filesystem::last_write_time(errorFile(errorDir, k), ec);
-      if (!ec && (first == std::filesystem::file_time_type{} || t < first))
-        first = t, r = k;
-    }
-    std::cerr << failureReport(errorDir, r, r == firstFailed ? firstStatus : -1,
-                               nproc)
-              << std::endl;
+    const int r = rootCause(errorDir, nproc, firstFailed, killedOutside);
+    std::cerr << failureReport(errorDir, r, statuses[r], nproc) << std::endl;
   }
   return exitCode;
 }
 
-void reportFatal(const std::string &who, const std::string &message) {
+void reportFatal(const std::string &who, const std::string &message,
+                 bool peerFailure) {
   const char *dir = std::getenv("SWIFT_ERROR_DIR");
   const char *rank = std::getenv("RANK");
   if (dir && *dir && rank) {
-    std::ofstream out(errorFile(dir, std::atoi(rank)));
+    std::ofstream out(errorFile(dir, std::atoi(rank), peerFailure));
     out << message << "\n";
     if (out.flush())
       return;
@@ -271,7 +315,7 @@ Watchdog::Watchdog(double seconds) : s_(new State) {
         std::ostringstream msg;
         msg << "error: no progress for " << s->seconds << " s after "
             << s->last << " (a peer rank probably died)";
-        reportFatal("swift-run", msg.str());
+        reportFatal("swift-run", msg.str(), /*peerFailure=*/true);
         std::_Exit(1);
       }
     }

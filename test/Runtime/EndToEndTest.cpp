@@ -324,6 +324,21 @@ TEST(Failure, KilledRankStopsTheLocalLauncher) {
   EXPECT_LT(r.seconds, 60);
 }
 
+TEST(Failure, KilledRankIsTheCauseEvenWhenItsPeerIsReapedFirst) {
+  // Rank 1 is killed; rank 0's all-gather breaks and it exits 1 with Gloo's
+  // "Connection reset". With the launcher reaping every 1.5 s both are gone
+  // when it looks, and it reaps the older child (rank 0) first: the report
+  // must still name the killed rank, not its peer's symptom.
+  Result r = runPlan(tinyPlan(3, 2), "--steps 200 --nproc-per-node 2",
+                     "SWIFT_FAULT_KILL=1:2 SWIFT_FAULT_LAUNCHER_POLL_MS=1500");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("swift-run: error: rank 1 of 2 was killed by "
+                          "signal 9 (Killed); the others were stopped"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("Gloo"), std::string::npos) << r.output;
+}
+
 TEST(Failure, RanksFailingAlikeGiveOneErrorLine) {
   // Both ranks read the same bad line: the launcher prints the first
   // failing rank's message once, naming the rank, and exits 2 (bad input);

@@ -637,6 +637,9 @@ int main(int argc, char **argv) {
   } catch (const UserError &e) {
     reportFatal(who, std::string("error: ") + e.what());
     return 2;
+  } catch (const PeerFailure &e) {
+    reportFatal(who, std::string("error: ") + e.what(), /*peerFailure=*/true);
+    return 1;
   } catch (const c10::Error &e) {
     if (isOutOfMemory(e)) {
       reportFatal(who, "error: out of memory while " + gActivity + ": " +

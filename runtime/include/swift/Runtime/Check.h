@@ -12,6 +12,13 @@
 namespace swift::rt {
 using plan::RuntimeFailure;
 using plan::UserError;
+
+/// A collective that broke under this rank: when a peer dies, every other
+/// rank sees this, so the launcher reports it only when no rank left a
+/// cause (its own error, or a signal the launcher did not send).
+struct PeerFailure : RuntimeFailure {
+  using RuntimeFailure::RuntimeFailure;
+};
 } // namespace swift::rt
 
 #define SWIFT_CUDA_CHECK(call)                                                 \

@@ -7,7 +7,7 @@
 //    MASTER_PORT and SWIFT_STORE_HOSTED=1 set, and supervises: when a rank
 //    exits non-zero or is killed, the others get SIGTERM (then SIGKILL after
 //    a grace period) and the launcher exits non-zero with one error line:
-//    the first failing rank's own message (ranks it launched report fatal
+//    the failing rank's own message (ranks it launched report fatal
 //    errors to it through files in SWIFT_ERROR_DIR instead of printing
 //    them, so N ranks failing alike, and the peers whose collectives broke
 //    because of it, print nothing of their own).
@@ -41,8 +41,11 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs);
 
 /// A rank's fatal error, "<who>: <message>" possibly over several lines:
 /// printed to stderr, or, under the local launcher (SWIFT_ERROR_DIR set),
-/// written where the launcher prints it from.
-void reportFatal(const std::string &who, const std::string &message);
+/// written where the launcher prints it from. `peerFailure` marks the
+/// symptom of another rank's death (a broken collective, no progress),
+/// which the launcher reports only when no rank left a cause of its own.
+void reportFatal(const std::string &who, const std::string &message,
+                 bool peerFailure = false);
 
 /// Ends the process with a message if no progress is reported within
 /// `seconds` (a peer died inside a collective that has no timeout, e.g.
