@@ -47,6 +47,12 @@ std::string unsupportedReason(const ModelProfile &model,
   case Backend::DeepSpeed:
     if (s.checkpointing == Checkpointing::Selective)
       return "HF models under DeepSpeed recompute whole layers; use full";
+    // The Trainer's gradient_checkpointing flag wraps every layer; neither
+    // it nor ds_config's activation_checkpointing names a subset.
+    if (s.checkpointing != Checkpointing::None && s.checkpointLayers >= 0 &&
+        s.checkpointLayers != model.numLayers)
+      return "HF models under DeepSpeed checkpoint every layer "
+             "(gradient_checkpointing); checkpoint_layers needs swift-run";
     break;
   case Backend::SwiftRun:
     break;

@@ -1,9 +1,19 @@
 //===- DeepSpeed.cpp - ds_config.json for the materialized strategy -------===//
 //
-// Field names and units follow DeepSpeed's config-json documentation:
-// bucket sizes and thresholds count elements, not bytes; offload blocks
-// live under zero_optimization; train_batch_size must equal
-// micro-batch x accumulation x world size or DeepSpeed refuses the config.
+// A config for DeepSpeed under the HF Trainer (or accelerate, or ms-swift,
+// which run it the same way), as DeepSpeed's config models spell it
+// (test/data/deepspeed/ds_config_schema.json names the version):
+//  - every value the Trainer fills from its TrainingArguments is "auto" —
+//    batch sizes, accumulation, gradient_clipping, bf16/fp16 and AdamW's
+//    parameters — and trainerFlags() (Trainer.cpp) passes those arguments,
+//    so the config and the command line agree by construction;
+//  - no "scheduler": the Trainer then builds its own from
+//    --lr_scheduler_type, the schedule swift-run follows;
+//  - an "optimizer" always (AdamW; DeepSpeed's CPU Adam when offloading,
+//    which a torch optimizer cannot replace);
+//  - what the Trainer leaves alone comes from the schedule: bucket sizes
+//    in elements of the gradient dtype, ZeRO-3's prefetch, live-parameter
+//    and reuse limits per the plan's units, 16-bit weights gathered on save.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,62 +27,8 @@ using namespace mlir::swift;
 
 namespace {
 
-// The schedule sizes buckets in fp32 gradient bytes.
-constexpr int64_t kGradBytes = 4;
-
-// HF Trainer's max_grad_norm default, kept when the job sets no
-// training.max_grad_norm.
-constexpr double kGradientClipping = 1.0;
-
-/// "optimizer" and (unless constant without warmup) "scheduler" from the
-/// job's #swift.adamw. DeepSpeed's schedulers step once per optimizer step:
-/// WarmupLR (constant), WarmupDecayLR (linear, decaying to warmup_min_lr),
-/// WarmupCosineLR (cosine to cos_min_ratio); warmup_type linear as HF's.
-/// One difference to swift-run (docs/plan-schema.md): WarmupDecayLR warms
-/// up from warmup_min_lr, so linear with min_lr_ratio > 0 starts its warmup
-/// at lr * min_lr_ratio instead of 0.
-/// total_num_steps is "auto": HF Trainer's DeepSpeed integration (the
-/// training script of --emit launch) fills it from its max_steps.
-void addOptimizer(llvm::json::Object &config, OptimizerSettingsAttr o) {
-  const double lr = o.getLr().convertToDouble();
-  config["optimizer"] = llvm::json::Object{
-      {"type", "AdamW"},
-      {"params",
-       llvm::json::Object{
-           {"lr", lr},
-           {"betas", llvm::json::Array{o.getBeta1().convertToDouble(),
-                                       o.getBeta2().convertToDouble()}},
-           {"eps", o.getEps().convertToDouble()},
-           {"weight_decay", o.getWeightDecay().convertToDouble()}}}};
-  const int64_t warmup = o.getWarmupSteps();
-  const double minRatio = o.getMinLrRatio().convertToDouble();
-  llvm::json::Object params{{"warmup_num_steps", warmup},
-                            {"warmup_type", "linear"}};
-  StringRef type;
-  switch (o.getDecay()) {
-  case LrDecay::Constant:
-    if (warmup == 0)
-      return;
-    type = "WarmupLR";
-    params["warmup_min_lr"] = 0.0;
-    params["warmup_max_lr"] = lr;
-    break;
-  case LrDecay::Linear:
-    type = "WarmupDecayLR";
-    params["warmup_min_lr"] = lr * minRatio;
-    params["warmup_max_lr"] = lr;
-    params["total_num_steps"] = "auto";
-    break;
-  case LrDecay::Cosine:
-    type = "WarmupCosineLR";
-    params["warmup_min_ratio"] = 0.0;
-    params["cos_min_ratio"] = minRatio;
-    params["total_num_steps"] = "auto";
-    break;
-  }
-  config["scheduler"] =
-      llvm::json::Object{{"type", type}, {"params", std::move(params)}};
-}
+/// The Trainer fills it from its arguments (HfTrainerDeepSpeedConfig).
+constexpr const char *kAuto = "auto";
 
 llvm::json::Object offloadTo(StringRef device) {
   // Pinned host buffers make the PCIe copies asynchronous.
@@ -87,7 +43,11 @@ FailureOr<llvm::json::Object> deepSpeedConfig(ModuleOp module) {
     return failure();
   const cost::Strategy &s = m->strategy;
   ScheduleOp schedule = m->schedule;
-  const int64_t bucketElements = *schedule.getBucketBytes() / kGradBytes;
+  // DeepSpeed's buckets hold gradients in the parameters' dtype: bf16 under
+  // bf16 (mixed or pure), fp32 otherwise.
+  const bool bf16 = m->job.getPrecision() != Precision::Fp32;
+  const int64_t gradientBytes = bf16 ? 2 : 4;
+  const int64_t bucketElements = *schedule.getBucketBytes() / gradientBytes;
 
   llvm::json::Object zero{
       {"stage", s.zero},
@@ -105,41 +65,43 @@ FailureOr<llvm::json::Object> deepSpeedConfig(ModuleOp module) {
     zero["allgather_bucket_size"] = bucketElements;
   }
   if (s.zero == 3) {
-    // Prefetch what the schedule gathers ahead: `prefetch_depth` decoder
-    // layers, the largest unit that recurs.
+    // The plan gathers a unit, computes, releases it, with `prefetch_depth`
+    // decoder layers gathered ahead: at most 1 + depth layers are whole at
+    // once, and a layer's parameters are reused only within it (recompute
+    // then backward), so nothing is kept across layers.
     int64_t largestLayer = 0;
     for (UnitOp unit : schedule.getUnits())
       if (unit.getKind() == UnitKind::Decoder)
         largestLayer = std::max<int64_t>(largestLayer, unit.getParameters());
-    zero["stage3_prefetch_bucket_size"] =
-        *schedule.getPrefetchDepth() * largestLayer;
+    const int64_t depth = *schedule.getPrefetchDepth();
+    zero["stage3_prefetch_bucket_size"] = depth * largestLayer;
+    zero["stage3_max_live_parameters"] = (1 + depth) * largestLayer;
+    zero["stage3_max_reuse_distance"] = largestLayer;
     // The schedule gathers and releases every unit, small ones included.
     zero["stage3_param_persistence_threshold"] = 0;
+    // Without it a ZeRO-3 save writes no usable model (only the shards).
+    zero["stage3_gather_16bit_weights_on_model_save"] = true;
   }
   if (s.offload != cost::Offload::None)
     zero["offload_optimizer"] = offloadTo("cpu");
   if (s.offload == cost::Offload::OptimizerAndParams)
     zero["offload_param"] = offloadTo("cpu");
 
-  const int64_t micro = s.microBatchSize, accumulation = s.gradientAccumulation;
-  // bf16-mixed and pure bf16 both compute in bf16; DeepSpeed's bf16 mode
-  // keeps fp32 master weights in its optimizer (bf16-mixed semantics).
-  const bool bf16 = m->job.getPrecision() != Precision::Fp32;
-  OptimizerSettingsAttr settings = m->job.getOptimizerSettingsAttr();
-  double clipping = kGradientClipping;
-  if (settings && settings.getMaxGradNorm()) // 0: no clipping, as DeepSpeed
-    clipping = settings.getMaxGradNorm()->convertToDouble();
   llvm::json::Object config{
-      {"train_batch_size", micro * accumulation * m->worldSize},
-      {"train_micro_batch_size_per_gpu", micro},
-      {"gradient_accumulation_steps", accumulation},
-      {"gradient_clipping", clipping},
-      {"bf16", llvm::json::Object{{"enabled", bf16}}},
-      {"fp16", llvm::json::Object{{"enabled", false}}},
+      {"train_batch_size", kAuto},
+      {"train_micro_batch_size_per_gpu", kAuto},
+      {"gradient_accumulation_steps", kAuto},
+      {"gradient_clipping", kAuto},
+      {"bf16", llvm::json::Object{{"enabled", kAuto}}},
+      {"fp16", llvm::json::Object{{"enabled", kAuto}}},
+      {"optimizer",
+       llvm::json::Object{{"type", "AdamW"},
+                          {"params", llvm::json::Object{{"lr", kAuto},
+                                                        {"betas", kAuto},
+                                                        {"eps", kAuto},
+                                                        {"weight_decay", kAuto}}}}},
       {"zero_optimization", std::move(zero)},
   };
-  if (settings)
-    addOptimizer(config, settings);
   return config;
 }
 

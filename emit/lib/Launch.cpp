@@ -45,12 +45,42 @@ LogicalResult emitLaunch(ModuleOp module, llvm::raw_ostream &os,
                 .str();
 
   if (backend != Backend::SwiftRun) {
-    std::string args = backend == Backend::DeepSpeed
-                           ? " --deepspeed " + options.deepSpeedConfigPath
-                           : std::string();
+    // An HF Trainer script: the flags the ds_config leaves "auto" (and
+    // the strategy's batch and checkpointing for FSDP) come from here.
+    FailureOr<std::vector<Flag>> trainer = trainerFlags(module);
+    if (failed(trainer))
+      return failure();
+    std::vector<Flag> flags;
+    if (backend == Backend::DeepSpeed)
+      flags.push_back({"deepspeed", options.deepSpeedConfigPath});
+    flags.insert(flags.end(), trainer->begin(), trainer->end());
+    os << "# " << options.trainingScript
+       << ": an HF Trainer script (HfArgumentParser over TrainingArguments); "
+          "add its model and data flags, and --max_steps N or "
+          "--num_train_epochs N\n";
+    JobOp job = m->job;
+    if (job.getMethod() != Method::Full) {
+      LoraAttr lora = job.getLoraAttr();
+      std::string targets;
+      for (Attribute a : lora.getTargets())
+        targets += std::string(targets.empty() ? "" : ", ") + "\"" +
+                   cast<StringAttr>(a).getValue().str() + "\"";
+      os << llvm::formatv("# it wraps the model in peft's LoraConfig(r={0}, "
+                          "lora_alpha={1}, lora_dropout={2}, "
+                          "target_modules={3})\n",
+                          lora.getRank(), lora.getAlpha().convertToDouble(),
+                          lora.getDropout().convertToDouble(),
+                          targets == "\"all-linear\"" ? targets
+                                                      : "[" + targets + "]");
+      if (job.getMethod() == Method::QLora)
+        os << "# after loading the base with BitsAndBytesConfig(load_in_4bit="
+              "True, bnb_4bit_quant_type=\"nf4\", bnb_4bit_use_double_quant="
+              "True, bnb_4bit_compute_dtype=torch.bfloat16)\n";
+    }
     if (nodes > 1)
       os << "# On every node, with MASTER_ADDR set to node 0's address:\n";
-    os << torchrun << " " << options.trainingScript << args << "\n";
+    os << torchrun << " " << options.trainingScript
+       << commandLine(flags, "    ") << "\n";
     return success();
   }
 

@@ -5,6 +5,7 @@
 
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Passes/Profile.h"
+#include "swift/Plan/Plan.h"
 
 namespace swift::emit {
 
@@ -12,6 +13,7 @@ namespace swift::emit {
 /// the emitters read.
 struct Materialized {
   mlir::swift::JobOp job;
+  mlir::swift::ModelOp model;
   mlir::swift::ClusterOp cluster;
   mlir::swift::ScheduleOp schedule;
   cost::Strategy strategy;
@@ -20,6 +22,11 @@ struct Materialized {
 
 /// Finds them or emits an error saying what is missing.
 mlir::FailureOr<Materialized> findMaterialized(mlir::ModuleOp module);
+
+/// The job's AdamW settings, lr schedule, clipping and seed into `t`
+/// (plan.json's defaults where the job has no #swift.adamw; max_grad_norm
+/// stays unset for no clipping).
+void readOptimizerSettings(mlir::swift::JobOp job, ::swift::plan::TrainingConfig &t);
 
 } // namespace swift::emit
 

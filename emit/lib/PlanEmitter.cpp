@@ -30,10 +30,7 @@ LogicalResult emitPlan(ModuleOp module, llvm::raw_ostream &os) {
            << plan::toString(job.getBackend())
            << "; use --emit deepspeed or --emit launch, or --set "
               "backend=swift-run";
-  auto model = dyn_cast_or_null<ModelOp>(
-      SymbolTable::lookupSymbolIn(module, job.getModelAttr()));
-  if (!model)
-    return job.emitOpError("needs its model to emit a plan");
+  ModelOp model = m->model;
   bool mlpBias = false;
   plan::ModelConfig config = modelConfig(model, &mlpBias);
   if (mlpBias)
@@ -56,21 +53,7 @@ LogicalResult emitPlan(ModuleOp module, llvm::raw_ostream &os) {
   plan.training.microBatchSize = s.microBatchSize;
   plan.training.gradientAccumulation = s.gradientAccumulation;
   plan.training.precision = job.getPrecision();
-  if (OptimizerSettingsAttr o = job.getOptimizerSettingsAttr()) {
-    plan::TrainingConfig &t = plan.training;
-    t.optimizer.lr = o.getLr().convertToDouble();
-    t.optimizer.beta1 = o.getBeta1().convertToDouble();
-    t.optimizer.beta2 = o.getBeta2().convertToDouble();
-    t.optimizer.eps = o.getEps().convertToDouble();
-    t.optimizer.weightDecay = o.getWeightDecay().convertToDouble();
-    t.lrSchedule.warmupSteps = o.getWarmupSteps();
-    t.lrSchedule.decay = o.getDecay();
-    t.lrSchedule.minLrRatio = o.getMinLrRatio().convertToDouble();
-    if (std::optional<llvm::APFloat> norm = o.getMaxGradNorm();
-        norm && norm->convertToDouble() > 0) // 0: no clipping
-      t.maxGradNorm = norm->convertToDouble();
-    t.seed = static_cast<uint64_t>(o.getSeed());
-  }
+  readOptimizerSettings(job, plan.training);
   plan.training.packing = job.getPacking();
   // LoRA/QLoRA: the adapters' settings, targets resolved to the decoder
   // linears they name (all-linear: all of them), in the schema's order.

@@ -29,6 +29,10 @@ FailureOr<Materialized> findMaterialized(ModuleOp module) {
       SymbolTable::lookupSymbolIn(module, m.job.getClusterAttr()));
   if (!m.cluster)
     return m.job.emitOpError("needs its cluster to emit");
+  m.model = dyn_cast_or_null<ModelOp>(
+      SymbolTable::lookupSymbolIn(module, m.job.getModelAttr()));
+  if (!m.model)
+    return m.job.emitOpError("needs its model to emit");
   m.worldSize = m.cluster.getNumGpus();
   std::string missing;
   std::optional<cost::Strategy> s = fixedStrategy(m.job, missing);
@@ -52,6 +56,24 @@ FailureOr<Materialized> findMaterialized(ModuleOp module) {
   if (failed(verify.run(module)))
     return failure();
   return m;
+}
+
+void readOptimizerSettings(JobOp job, ::swift::plan::TrainingConfig &t) {
+  OptimizerSettingsAttr o = job.getOptimizerSettingsAttr();
+  if (!o)
+    return;
+  t.optimizer.lr = o.getLr().convertToDouble();
+  t.optimizer.beta1 = o.getBeta1().convertToDouble();
+  t.optimizer.beta2 = o.getBeta2().convertToDouble();
+  t.optimizer.eps = o.getEps().convertToDouble();
+  t.optimizer.weightDecay = o.getWeightDecay().convertToDouble();
+  t.lrSchedule.warmupSteps = o.getWarmupSteps();
+  t.lrSchedule.decay = o.getDecay();
+  t.lrSchedule.minLrRatio = o.getMinLrRatio().convertToDouble();
+  if (std::optional<llvm::APFloat> norm = o.getMaxGradNorm();
+      norm && norm->convertToDouble() > 0) // 0: no clipping
+    t.maxGradNorm = norm->convertToDouble();
+  t.seed = static_cast<uint64_t>(o.getSeed());
 }
 
 FailureOr<llvm::json::Object> strategyJson(ModuleOp module) {

@@ -740,6 +740,7 @@ ModelSpec fromPreset(const ModelPreset &p) {
   m.rmsNormEps = p.rmsNormEps;
   m.ropeTheta = p.ropeTheta;
   m.ropeScaling = p.ropeScaling;
+  m.source = hubId(p);
   return m;
 }
 
@@ -798,6 +799,8 @@ ModelSpec readModel(const Reader &r, const YAML::Node &node) {
     try {
       ModelSpec m = readHFConfigFile(candidate.string());
       m.weights = weights;
+      m.source =
+          fs::absolute(candidate).lexically_normal().parent_path().string();
       // Warnings about config.json fields name it like its errors do.
       for (std::optional<UnmodeledValue> *v :
            {&m.maxPositionEmbeddings, &m.slidingWindow})

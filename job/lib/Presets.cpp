@@ -113,4 +113,9 @@ const ModelPreset *findModelPreset(const std::string &name) {
   return findByName(modelPresets(), name);
 }
 
+std::string hubId(const ModelPreset &preset) {
+  std::string source = preset.source;
+  return source.substr(0, source.find(' '));
+}
+
 } // namespace swift::job

@@ -168,7 +168,8 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
   std::string modelName = symbolName(m.name);
   auto model = ModelOp::create(
       b, loc, modelName, m.modelType,
-      m.weights.empty() ? StringAttr() : b.getStringAttr(m.weights));
+      m.weights.empty() ? StringAttr() : b.getStringAttr(m.weights),
+      m.source.empty() ? StringAttr() : b.getStringAttr(m.source));
   Block *body = new Block();
   model.getBody().push_back(body);
   auto tokens = RankedTensorType::get({ShapedType::kDynamic, t.sequenceLength},

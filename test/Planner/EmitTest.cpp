@@ -23,6 +23,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+
 using namespace swift::job;
 using namespace swift::job::testing;
 namespace rt = swift::plan;
@@ -210,62 +215,376 @@ TEST(Emit, PlanCarriesLora) {
   }
 }
 
+json readTestData(const std::string &relative) {
+  std::ifstream in(std::string(SWIFT_TEST_DATA_DIR) + "/" + relative);
+  EXPECT_TRUE(in.good()) << relative;
+  return json::parse(in);
+}
+
+/// DeepSpeed's config models (ds_config_schema.json names the version) and
+/// the keys the HF Trainer fills when they are "auto".
+const json &deepSpeedSchema() {
+  static const json schema = readTestData("deepspeed/ds_config_schema.json");
+  return schema;
+}
+
+/// The Trainer's flags of a module, by name.
+std::map<std::string, std::string> flagsOf(mlir::ModuleOp module) {
+  mlir::FailureOr<std::vector<swift::emit::Flag>> flags =
+      swift::emit::trainerFlags(module);
+  EXPECT_TRUE(mlir::succeeded(flags));
+  std::map<std::string, std::string> byName;
+  for (const swift::emit::Flag &f : *flags) {
+    EXPECT_FALSE(byName.count(f.name)) << "--" << f.name << " twice";
+    byName[f.name] = f.value;
+  }
+  return byName;
+}
+
+/// What HF's HfTrainerDeepSpeedConfig makes of `config` under the Trainer
+/// flags: every "auto" replaced by the argument it comes from. An "auto"
+/// the Trainer does not fill (not in the schema's hf_auto) is a problem.
+json fillAuto(json config, const std::map<std::string, std::string> &flags,
+              int64_t world, std::vector<std::string> &problems) {
+  auto arg = [&](const std::string &name) {
+    auto it = flags.find(name);
+    if (it == flags.end()) {
+      problems.push_back("no --" + name + " for an \"auto\" it fills");
+      return std::string("0");
+    }
+    return it->second;
+  };
+  auto number = [&](const std::string &name) { return std::stod(arg(name)); };
+  auto integer = [&](const std::string &name) { return std::stoll(arg(name)); };
+  const std::map<std::string, std::function<json()>> from = {
+      {"train_micro_batch_size_per_gpu",
+       [&] { return json(integer("per_device_train_batch_size")); }},
+      {"gradient_accumulation_steps",
+       [&] { return json(integer("gradient_accumulation_steps")); }},
+      {"train_batch_size",
+       [&] {
+         return json(world * integer("per_device_train_batch_size") *
+                     integer("gradient_accumulation_steps"));
+       }},
+      {"gradient_clipping", [&] { return json(number("max_grad_norm")); }},
+      {"optimizer.params.lr", [&] { return json(number("learning_rate")); }},
+      {"optimizer.params.betas",
+       [&] { return json::array({number("adam_beta1"), number("adam_beta2")}); }},
+      {"optimizer.params.eps", [&] { return json(number("adam_epsilon")); }},
+      {"optimizer.params.weight_decay",
+       [&] { return json(number("weight_decay")); }},
+      {"bf16.enabled", [&] { return json(arg("bf16") == "true"); }},
+      {"fp16.enabled", [&] { return json(arg("fp16") == "true"); }},
+  };
+  std::function<void(json &, const std::string &)> walk = [&](json &v,
+                                                             const std::string &path) {
+    if (v.is_object()) {
+      for (auto &[key, child] : v.items())
+        walk(child, path.empty() ? key : path + "." + key);
+      return;
+    }
+    if (v != "auto")
+      return;
+    if (!deepSpeedSchema()["hf_auto"].contains(path))
+      problems.push_back(path + ": \"auto\", which the HF Trainer does not fill");
+    auto it = from.find(path);
+    if (it == from.end())
+      problems.push_back(path + ": \"auto\" with no Trainer flag behind it");
+    else
+      v = it->second();
+  };
+  walk(config, "");
+  return config;
+}
+
+/// Every key, type, value and nesting of `value` against DeepSpeed's
+/// schema entry; unknown or deprecated keys are problems.
+void checkSchema(const json &value, const json &entry, const std::string &path,
+                 std::vector<std::string> &problems) {
+  auto is = [&](const std::string &type) {
+    return type == "int"      ? value.is_number_integer()
+           : type == "number" ? value.is_number()
+           : type == "bool"   ? value.is_boolean()
+           : type == "string" ? value.is_string()
+           : type == "object" ? value.is_object()
+           : type == "array"  ? value.is_array()
+           : type == "null"   ? value.is_null()
+                              : false;
+  };
+  bool typed = false;
+  for (const json &type : entry["type"])
+    typed = typed || is(type.get<std::string>());
+  if (!typed) {
+    problems.push_back(path + ": " + value.dump() + " is not " +
+                       entry["type"].dump());
+    return;
+  }
+  if (entry.contains("enum")) {
+    bool listed = false;
+    for (const json &e : entry["enum"])
+      listed = listed || e == value;
+    if (!listed)
+      problems.push_back(path + ": " + value.dump() + " not in " +
+                         entry["enum"].dump());
+  }
+  if (value.is_number() && entry.contains("min") && value < entry["min"])
+    problems.push_back(path + ": below " + entry["min"].dump());
+  if (value.is_number() && entry.contains("max") && value > entry["max"])
+    problems.push_back(path + ": above " + entry["max"].dump());
+  if (entry.value("deprecated", false))
+    problems.push_back(path + ": deprecated in DeepSpeed");
+  if (!value.is_object() || !entry.contains("keys") || entry["keys"].empty())
+    return;
+  for (const auto &[key, child] : value.items()) {
+    const std::string where = path.empty() ? key : path + "." + key;
+    if (!entry["keys"].contains(key)) {
+      problems.push_back(where + ": not a key DeepSpeed " +
+                         deepSpeedSchema()["deepspeed_version"].get<std::string>() +
+                         " knows");
+      continue;
+    }
+    checkSchema(child, entry["keys"][key], where, problems);
+  }
+}
+
+/// The config as the Trainer hands it to DeepSpeed, checked: no "auto" left
+/// that the Trainer would not fill, every key and type DeepSpeed's, and
+/// train_batch_size = micro x accumulation x world = the job's batch.
+json checkedDeepSpeed(std::vector<std::string> sets) {
+  Materialized m = materialize(std::move(sets));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  EXPECT_TRUE(mlir::succeeded(swift::emit::emitDeepSpeedConfig(*m.module, os)));
+  std::vector<std::string> problems;
+  const int64_t world = m.job.cluster.numGpus();
+  json filled = fillAuto(json::parse(text), flagsOf(*m.module), world, problems);
+  checkSchema(filled, deepSpeedSchema()["schema"], "", problems);
+  EXPECT_EQ(problems, std::vector<std::string>{}) << filled.dump(2);
+  EXPECT_EQ(filled["train_batch_size"],
+            filled["train_micro_batch_size_per_gpu"].get<int64_t>() *
+                filled["gradient_accumulation_steps"].get<int64_t>() * world);
+  EXPECT_EQ(filled["train_batch_size"], m.job.training.globalBatchSize);
+  return filled;
+}
+
 // ZeRO-3 with parameter offload: both offload blocks on pinned CPU memory,
 // stage-3 prefetch of one decoder layer, batch sizes DeepSpeed accepts.
 TEST(Emit, DeepSpeedZero3Offload) {
-  json c = deepSpeed({"strategy.zero=3", "strategy.offload=optimizer+params",
-                      "strategy.checkpointing=full"});
+  json c = checkedDeepSpeed({"strategy.zero=3",
+                             "strategy.offload=optimizer+params",
+                             "strategy.checkpointing=full"});
   const json &z = c["zero_optimization"];
   EXPECT_EQ(z["stage"], 3);
   EXPECT_EQ(z["offload_optimizer"],
             json({{"device", "cpu"}, {"pin_memory", true}}));
   EXPECT_EQ(z["offload_param"],
             json({{"device", "cpu"}, {"pin_memory", true}}));
-  EXPECT_EQ(z["reduce_bucket_size"], (25 << 20) / 4);
+  // 25 MiB buckets of bf16 gradients (DeepSpeed's buckets hold the
+  // parameters' dtype), in elements.
+  EXPECT_EQ(z["reduce_bucket_size"], (25 << 20) / 2);
   // llama3.2-1b decoder layer: 2C + C*2048 + 2*512*C + 2048*C + 3*8192*C.
   const int64_t C = 2048,
                 layer = 2 * C + 2 * C * C + 2 * 512 * C + 3 * 8192 * C;
   EXPECT_EQ(z["stage3_prefetch_bucket_size"], layer);
+  // The plan holds the layer computing and the one prefetched, and reuses
+  // a layer's parameters only within it (recompute, then backward).
+  EXPECT_EQ(z["stage3_max_live_parameters"], 2 * layer);
+  EXPECT_EQ(z["stage3_max_reuse_distance"], layer);
   EXPECT_EQ(z["stage3_param_persistence_threshold"], 0);
+  EXPECT_EQ(z["stage3_gather_16bit_weights_on_model_save"], true);
   EXPECT_EQ(z["overlap_comm"], true);
   EXPECT_EQ(z["contiguous_gradients"], true);
   EXPECT_FALSE(z.contains("allgather_bucket_size"));
   // 8 sequences = micro 1 x accumulation 1 x 8 GPUs.
-  EXPECT_EQ(c["train_batch_size"], 8);
   EXPECT_EQ(c["train_micro_batch_size_per_gpu"], 1);
   EXPECT_EQ(c["gradient_accumulation_steps"], 1);
   EXPECT_EQ(c["bf16"]["enabled"], true);
   EXPECT_EQ(c["fp16"]["enabled"], false);
-  EXPECT_EQ(c["gradient_clipping"], 1.0);
+  // Offloading needs DeepSpeed's own (CPU) Adam: an optimizer section.
+  EXPECT_EQ(c["optimizer"]["type"], "AdamW");
+}
+
+// Every value the Trainer fills is "auto" in the file itself (an explicit
+// value must equal the Trainer's argument, or trainer_config_process
+// raises), and there is no scheduler: the Trainer builds its own from
+// --lr_scheduler_type, the schedule swift-run follows.
+TEST(Emit, DeepSpeedLeavesTheTrainersValuesAuto) {
+  json c = deepSpeed({"strategy.zero=2", "strategy.offload=none",
+                      "strategy.checkpointing=none"});
+  for (const char *key : {"train_batch_size", "train_micro_batch_size_per_gpu",
+                          "gradient_accumulation_steps", "gradient_clipping"})
+    EXPECT_EQ(c[key], "auto") << key;
+  EXPECT_EQ(c["bf16"]["enabled"], "auto");
+  EXPECT_EQ(c["optimizer"]["params"],
+            json({{"lr", "auto"}, {"betas", "auto"}, {"eps", "auto"},
+                  {"weight_decay", "auto"}}));
+  EXPECT_FALSE(c.contains("scheduler"));
 }
 
 // ZeRO-1 gathers updated parameters (allgather bucket), offloads nothing,
 // has no stage-3 keys; accumulation fills the global batch.
 TEST(Emit, DeepSpeedZero1) {
-  json c = deepSpeed({"strategy.zero=1", "strategy.offload=none",
-                      "strategy.checkpointing=none", "strategy.bucket_mib=25",
-                      "training.global_batch_size=32"});
+  json c = checkedDeepSpeed({"strategy.zero=1", "strategy.offload=none",
+                             "strategy.checkpointing=none",
+                             "strategy.bucket_mib=25",
+                             "training.global_batch_size=32"});
   const json &z = c["zero_optimization"];
   EXPECT_EQ(z["stage"], 1);
-  EXPECT_EQ(z["allgather_bucket_size"], (25 << 20) / 4);
+  EXPECT_EQ(z["allgather_bucket_size"], (25 << 20) / 2);
   EXPECT_EQ(z["reduce_scatter"], true);
   EXPECT_FALSE(z.contains("offload_optimizer"));
   EXPECT_FALSE(z.contains("offload_param"));
   EXPECT_FALSE(z.contains("stage3_prefetch_bucket_size"));
+  EXPECT_FALSE(z.contains("stage3_gather_16bit_weights_on_model_save"));
   EXPECT_EQ(c["gradient_accumulation_steps"], 4);
   EXPECT_EQ(c["train_batch_size"], 32);
 }
 
 // Optimizer offload at ZeRO-2 offloads the optimizer only; fp32 training
-// enables neither half precision.
+// enables neither half precision and buckets fp32 gradients.
 TEST(Emit, DeepSpeedZero2OptimizerOffloadFp32) {
-  json c =
-      deepSpeed({"strategy.zero=2", "strategy.offload=optimizer",
-                 "strategy.checkpointing=none", "training.precision=fp32"});
+  json c = checkedDeepSpeed({"strategy.zero=2", "strategy.offload=optimizer",
+                             "strategy.checkpointing=none",
+                             "strategy.bucket_mib=25",
+                             "training.precision=fp32"});
   EXPECT_EQ(c["zero_optimization"]["offload_optimizer"]["device"], "cpu");
   EXPECT_FALSE(c["zero_optimization"].contains("offload_param"));
+  EXPECT_EQ(c["zero_optimization"]["reduce_bucket_size"], (25 << 20) / 4);
   EXPECT_EQ(c["bf16"]["enabled"], false);
   EXPECT_EQ(c["fp16"]["enabled"], false);
+}
+
+// The Trainer's flags carry the job: its clipping (none is 0, not HF's
+// 1.0), checkpointing, AdamW settings and HF's name for its schedule.
+TEST(Emit, TrainerFlagsCarryTheJob) {
+  Materialized plain = materialize({"strategy.zero=3", "strategy.offload=none",
+                                    "strategy.checkpointing=full"});
+  std::map<std::string, std::string> f = flagsOf(*plain.module);
+  EXPECT_EQ(f["max_grad_norm"], "0");
+  EXPECT_EQ(f["gradient_checkpointing"], "true");
+  EXPECT_EQ(f["lr_scheduler_type"], "constant");
+  EXPECT_EQ(f["learning_rate"], "0.0001");
+  EXPECT_EQ(f["adam_beta2"], "0.95");
+  Materialized set = materialize(
+      {"strategy.zero=3", "strategy.offload=none", "strategy.checkpointing=none",
+       "training.max_grad_norm=0.5", "training.lr_schedule.decay=cosine",
+       "training.lr_schedule.warmup_steps=10",
+       "training.lr_schedule.min_lr_ratio=0.1"});
+  f = flagsOf(*set.module);
+  EXPECT_EQ(f["max_grad_norm"], "0.5");
+  EXPECT_EQ(f["gradient_checkpointing"], "false");
+  EXPECT_EQ(f["lr_scheduler_type"], "cosine_with_min_lr");
+  EXPECT_EQ(f["lr_scheduler_kwargs"], "{\"min_lr_rate\": 0.1}");
+  EXPECT_EQ(f["warmup_steps"], "10");
+  // Each flag is a TrainingArguments field, each scheduler one HF has.
+  json hf = readTestData("hf/training_arguments.json");
+  for (const auto &[name, value] : f)
+    EXPECT_TRUE(hf["fields"].contains(name)) << "--" << name;
+  bool known = false;
+  for (const json &t : hf["lr_scheduler_type"])
+    known = known || t == f["lr_scheduler_type"];
+  EXPECT_TRUE(known) << f["lr_scheduler_type"];
+}
+
+// HF has no linear decay to a floor without the run's length: refused,
+// never approximated.
+TEST(Emit, TrainerRefusesALinearDecayToAFloor) {
+  Materialized m = materialize(
+      {"strategy.zero=3", "strategy.offload=none", "strategy.checkpointing=none",
+       "training.lr_schedule.decay=linear",
+       "training.lr_schedule.min_lr_ratio=0.1"});
+  std::string error;
+  mlir::ScopedDiagnosticHandler handler(&context(), [&](mlir::Diagnostic &d) {
+    error = d.str();
+    return mlir::success();
+  });
+  EXPECT_TRUE(mlir::failed(swift::emit::trainerFlags(*m.module)));
+  EXPECT_NE(error.find("linear decay to min_lr_ratio 0.1 has no HF schedule"),
+            std::string::npos)
+      << error;
+}
+
+/// `swift sft`'s flags and values as emitMsSwift wrote them.
+std::map<std::string, std::string> msSwift(std::vector<std::string> sets,
+                                           std::string *text = nullptr) {
+  Materialized m = materialize(std::move(sets));
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  EXPECT_TRUE(mlir::succeeded(swift::emit::emitMsSwift(*m.module, os)));
+  if (text)
+    *text = out;
+  std::map<std::string, std::string> flags;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    size_t dash = line.find("--");
+    if (line.rfind("#", 0) == 0 || dash == std::string::npos)
+      continue;
+    std::string rest = line.substr(dash + 2);
+    if (!rest.empty() && rest.back() == '\\')
+      rest.pop_back();
+    while (!rest.empty() && rest.back() == ' ')
+      rest.pop_back();
+    size_t space = rest.find(' ');
+    flags[rest.substr(0, space)] =
+        space == std::string::npos ? "" : rest.substr(space + 1);
+  }
+  return flags;
+}
+
+// ms-swift's command line runs the strategy: every flag one `swift sft`
+// documents, with a value of its type (test/data/ms-swift names the
+// version), ZeRO and checkpointing as planned, QLoRA as bitsandbytes NF4.
+TEST(Emit, MsSwiftCommandLine) {
+  std::string text;
+  std::map<std::string, std::string> f = msSwift(
+      {"strategy.zero=2", "strategy.offload=optimizer",
+       "strategy.checkpointing=full", "training.method=qlora",
+       "training.lora.rank=8", "training.lora.targets=[q_proj, v_proj]"},
+      &text);
+  const json sft = readTestData("ms-swift/sft_arguments.json");
+  for (const auto &[name, value] : f) {
+    ASSERT_TRUE(sft["flags"].contains("--" + name)) << "--" << name << "\n" << text;
+    const json &spec = sft["flags"]["--" + name];
+    const std::string type = spec["type"];
+    if (type == "bool")
+      EXPECT_TRUE(value == "true" || value == "false") << name << " " << value;
+    if (type == "int")
+      EXPECT_EQ(std::to_string(std::stoll(value)), value) << name;
+    if (type == "float")
+      EXPECT_NO_THROW((void)std::stod(value)) << name;
+    if (type == "enum" && name != "lr_scheduler_type") {
+      bool listed = false;
+      for (const json &v : spec["values"])
+        listed = listed || v.dump() == value || v == value;
+      EXPECT_TRUE(listed) << "--" << name << " " << value;
+    }
+  }
+  // A preset changed by --set is no longer the hub's model: a placeholder
+  // (swift-plan/emit-ms-swift.test checks the hub id of a plain preset).
+  EXPECT_EQ(f["model"], "MODEL");
+  EXPECT_FALSE(f.count("use_hf"));
+  EXPECT_EQ(f["tuner_type"], "lora");
+  EXPECT_EQ(f["lora_rank"], "8");
+  EXPECT_EQ(f["target_modules"], "q_proj v_proj");
+  EXPECT_EQ(f["quant_method"], "bnb");
+  EXPECT_EQ(f["quant_bits"], "4");
+  EXPECT_EQ(f["bnb_4bit_quant_type"], "nf4");
+  EXPECT_EQ(f["deepspeed"], "ds_config.json");
+  EXPECT_EQ(f["gradient_checkpointing"], "true");
+  EXPECT_EQ(f["per_device_train_batch_size"], "1");
+  EXPECT_EQ(f["max_length"], "2048");
+  EXPECT_NE(text.find("NPROC_PER_NODE=8 CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 "
+                      "swift sft"),
+            std::string::npos)
+      << text;
+  // ZeRO-0 without offload is plain data parallelism: no DeepSpeed; full
+  // fine-tuning; ms-swift's default checkpointing (on) turned off.
+  f = msSwift({"strategy.zero=0", "strategy.offload=none",
+               "strategy.checkpointing=none"});
+  EXPECT_FALSE(f.count("deepspeed"));
+  EXPECT_EQ(f["tuner_type"], "full");
+  EXPECT_FALSE(f.count("lora_rank"));
+  EXPECT_EQ(f["gradient_checkpointing"], "false");
 }
 
 // One node: swift-run spawns its ranks itself.
@@ -300,14 +619,18 @@ TEST(Emit, LaunchTwoNodes) {
       << text;
 }
 
-// The DeepSpeed backend launches the training script with its config.
+// The DeepSpeed backend launches the Trainer script with its config and
+// the flags the config leaves "auto".
 TEST(Emit, LaunchDeepSpeed) {
   std::string text =
       launch({"backend=deepspeed", "strategy.zero=3", "strategy.offload=none",
               "strategy.checkpointing=full"});
   EXPECT_NE(text.find("torchrun --standalone --nnodes=1 --nproc-per-node=8 "
-                      "train.py --deepspeed ds_config.json\n"),
+                      "train.py \\\n    --deepspeed ds_config.json \\\n"
+                      "    --per_device_train_batch_size 1 \\\n"),
             std::string::npos)
+      << text;
+  EXPECT_NE(text.find("--gradient_checkpointing true"), std::string::npos)
       << text;
 }
 

@@ -216,6 +216,26 @@ void printLayerOps(raw_ostream &os, ModuleOp module) {
 
 } // namespace
 
+std::string pricedSummary(JobOp job) {
+  DecisionAttr decision = job.getDecisionAttr();
+  EstimateAttr e = job.getEstimateAttr();
+  if (!decision || !e)
+    return "not priced";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << describe(decision.getPicked()) << ", peaks at "
+     << gib(e.getPeakBytes()) << " per GPU of " << gib(decision.getUsableBytes())
+     << " usable";
+  int64_t usableHost = usableHostBytes(job, decision);
+  if (!decision.getFits() && e.getHostBytes() > usableHost)
+    os << " and needs " << gib(e.getHostBytes()) << " of host memory per node of "
+       << gib(usableHost) << " usable";
+  if (decision.getFits())
+    os << ", " << grouped(int64_t(real(e.getTokensPerSecond())))
+       << " tokens/s predicted";
+  return text;
+}
+
 void printReport(raw_ostream &os, const job::JobSpec &spec, JobOp job,
                  const Replanned &replanned, bool explain) {
   printJob(os, spec, counts(job));

@@ -33,6 +33,12 @@ void printReport(llvm::raw_ostream &os, const job::JobSpec &spec,
                  mlir::swift::JobOp job, const Replanned &replanned,
                  bool explain);
 
+/// One line for the strategy the job's decision holds (the closest one when
+/// nothing fits): its decisions, peak per GPU against what is usable, and
+/// its predicted tokens/s, or, when it does not fit, the host memory it
+/// needs where that is what is short.
+std::string pricedSummary(mlir::swift::JobOp job);
+
 /// The same as one JSON object (docs/design.md, "swift-plan"). Prints
 /// nothing and returns false, with `error` set, when the object would not be
 /// valid JSON (an estimate that is NaN or infinite): --json never prints

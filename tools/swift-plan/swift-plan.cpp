@@ -1,14 +1,20 @@
 //===- swift-plan.cpp - plan a training job -------------------------------===//
 //
 // swift-plan JOB.yaml [--set KEY=VALUE]... [--json] [--explain]
-//            [--emit summary|mlir|plan|deepspeed|launch] [-o FILE]
-//            [--plan-file FILE]
+//            [--emit summary|mlir|plan|deepspeed|ms-swift|launch] [-o FILE]
+//            [--plan-file FILE] [--ds-config FILE]
 //            [--dump-phases-to DIR] [--compile-to PHASE]
 //
 // The job goes through the phases of swift/Passes/Pipelines.h (import,
 // annotate, strategy, estimate, schedule); --dump-phases-to writes the IR
 // after each phase, --compile-to stops there. This file parses flags and
 // prints; planning and re-planning are the passes library's.
+//
+// An artifact for another stack is priced on that stack: --emit plan under
+// backend swift-run, --emit deepspeed and --emit ms-swift (HF Trainer +
+// DeepSpeed) under backend deepspeed, whatever the job's backend; the
+// strategy is chosen again there, within what the stack can express, and
+// a note on stderr names the backend priced when it is not the job's.
 //
 // Exit codes: 0 planned, 3 nothing fits (with what would), 2 bad input (one
 // line on stderr saying where and why), 1 internal error.
@@ -32,7 +38,7 @@
 using namespace llvm;
 
 namespace {
-enum class Emit { Summary, MLIR, Plan, DeepSpeed, Launch };
+enum class Emit { Summary, MLIR, Plan, DeepSpeed, MsSwift, Launch };
 
 cl::OptionCategory category("swift-plan options");
 cl::opt<std::string> jobFile(cl::Positional, cl::desc("<job.yaml>"),
@@ -55,7 +61,12 @@ cl::opt<Emit> emit("emit", cl::desc("What to write"), cl::init(Emit::Summary),
                               clEnumValN(Emit::Plan, "plan",
                                          "plan.json for swift-run"),
                               clEnumValN(Emit::DeepSpeed, "deepspeed",
-                                         "ds_config.json for DeepSpeed"),
+                                         "ds_config.json for DeepSpeed under "
+                                         "the HF Trainer (its launch line "
+                                         "on stderr)"),
+                              clEnumValN(Emit::MsSwift, "ms-swift",
+                                         "the `swift sft` command line for "
+                                         "ms-swift"),
                               clEnumValN(Emit::Launch, "launch",
                                          "torchrun / swift-run command lines")),
                    cl::cat(category));
@@ -67,6 +78,12 @@ cl::opt<std::string> planFile(
     cl::desc("The plan file the --emit launch commands run (default "
              "plan.json; write it with --emit plan -o FILE)"),
     cl::value_desc("file"), cl::init("plan.json"), cl::cat(category));
+cl::opt<std::string> dsConfigFile(
+    "ds-config",
+    cl::desc("The ds_config.json the DeepSpeed and ms-swift command lines "
+             "name (default: -o's file with --emit deepspeed, else "
+             "ds_config.json)"),
+    cl::value_desc("file"), cl::init(""), cl::cat(category));
 cl::opt<std::string> dumpDir("dump-phases-to",
                              cl::desc("Write the IR after each phase to "
                                       "DIR/NN-<phase>.mlir"),
@@ -85,6 +102,34 @@ cl::opt<bool> noSuggestions("no-suggestions",
                             cl::desc("When nothing fits, do not search for "
                                      "changes that would"),
                             cl::Hidden, cl::cat(category));
+
+/// The backend an artifact runs on, which prices it; nullopt: the job's.
+std::optional<swift::plan::Backend> artifactBackend(Emit e) {
+  switch (e) {
+  case Emit::Plan:
+    return swift::plan::Backend::SwiftRun;
+  case Emit::DeepSpeed:
+  case Emit::MsSwift: // the HF Trainer with a ds_config
+    return swift::plan::Backend::DeepSpeed;
+  default:
+    return std::nullopt;
+  }
+}
+
+const char *emitName(Emit e) {
+  switch (e) {
+  case Emit::Plan:
+    return "plan";
+  case Emit::DeepSpeed:
+    return "deepspeed";
+  case Emit::MsSwift:
+    return "ms-swift";
+  case Emit::Launch:
+    return "launch";
+  default:
+    return "summary";
+  }
+}
 
 constexpr int kExitInternal = 1;
 constexpr int kExitBadInput = 2;
@@ -133,8 +178,58 @@ int main(int argc, char **argv) {
   options.memoryMargin = memoryMargin;
   options.last = *last;
   options.dumpDir = dumpDir;
-  mlir::swift::PlannedJob planned = mlir::swift::planJob(*job, context, options);
+  // An artifact for another stack is priced and chosen on that stack.
+  swift::job::JobSpec priced = *job;
+  std::optional<swift::plan::Backend> target = artifactBackend(emit);
+  const bool repriced = target && *target != job->backend;
+  if (repriced) {
+    priced.backend = *target;
+    priced.origins["backend"] = swift::job::Diagnostic{
+        std::string("--emit ") + emitName(emit)};
+  }
+  const std::string backendName = swift::plan::toString(priced.backend);
+  // ms-swift cannot run QLoRA under ZeRO-3 (its bitsandbytes weights are
+  // not partitioned; modelscope/ms-swift#8267): choose among ZeRO 0-2.
+  std::vector<int> zeroStages;
+  if (emit == Emit::MsSwift && job->training.method == swift::plan::Method::QLora) {
+    if (job->strategy.zero == 3) {
+      errs() << job->path << ": error: strategy.zero: ms-swift cannot run "
+             << "QLoRA under ZeRO-3 (modelscope/ms-swift#8267); leave it "
+                "open or set 0-2\n";
+      return kExitNothingFits;
+    }
+    if (!job->strategy.zero)
+      zeroStages = {0, 1, 2};
+  }
+  mlir::swift::PlannedJob planned;
+  if (zeroStages.empty()) {
+    planned = mlir::swift::planJob(priced, context, options);
+  } else {
+    // The best over the stages allowed: fitting first, then faster.
+    auto rank = [](mlir::swift::PlannedJob &p) {
+      mlir::swift::EstimateAttr e = p.job ? p.job.getEstimateAttr() : nullptr;
+      return std::make_pair(p.error.empty() && p.fits(),
+                            e ? e.getTokensPerSecond().convertToDouble() : 0.0);
+    };
+    for (int zero : zeroStages) {
+      swift::job::JobSpec stage = priced;
+      stage.strategy.zero = zero;
+      mlir::swift::PlannedJob p = mlir::swift::planJob(stage, context, options);
+      if (!planned.module ||
+          (p.error.empty() && (!planned.error.empty() || rank(p) > rank(planned))))
+        planned = std::move(p);
+    }
+  }
   if (!planned.error.empty()) {
+    if (repriced && !planned.internal &&
+        mlir::swift::planJob(*job, context, options).error.empty()) {
+      // The job is fine on its own backend; the target stack cannot run
+      // what it fixes.
+      errs() << swift::job::diagnoseJob(priced, planned.error).str()
+             << " (the job's own backend, "
+             << swift::plan::toString(job->backend) << ", can run it)\n";
+      return kExitNothingFits;
+    }
     // A pass's complaint names job keys; say where (file or --set) they
     // were set.
     if (planned.internal)
@@ -144,25 +239,38 @@ int main(int argc, char **argv) {
     return planned.internal ? kExitInternal : kExitBadInput;
   }
   using mlir::swift::Phase;
-  swift::report::Replanned replanned;
   bool nothingFits = *last >= Phase::Strategy && !planned.fits();
+  bool artifact = emit == Emit::Plan || emit == Emit::DeepSpeed ||
+                  emit == Emit::MsSwift || emit == Emit::Launch;
+  if (artifact && *last < Phase::Schedule) {
+    errs() << "swift-plan: --emit plan/deepspeed/ms-swift/launch need the "
+              "schedule phase; drop --compile-to\n";
+    return kExitBadInput;
+  }
+  if (artifact && nothingFits) {
+    errs() << job->path << ": error: nothing fits on backend " << backendName
+           << ", so there is nothing to emit: the closest strategy, "
+           << swift::report::pricedSummary(planned.job)
+           << (zeroStages.empty() ? ""
+                                  : " (ZeRO 0-2 only: ms-swift cannot run QLoRA "
+                                    "under ZeRO-3)")
+           << "; run without --emit"
+           << (repriced ? " and with --set backend=" + backendName : "")
+           << " to see what would fit\n";
+    return kExitNothingFits;
+  }
+  swift::report::Replanned replanned;
   if (nothingFits && !noSuggestions)
     replanned.changesThatFit = mlir::swift::changesThatFit(*job, context, options);
   mlir::swift::EstimateAttr estimate = planned.job.getEstimateAttr();
   if (emit == Emit::Summary && !nothingFits && *last >= Phase::Estimate && estimate)
     replanned.fasterIfOpen = mlir::swift::fasterIfOpen(
         *job, estimate.getTokensPerSecond().convertToDouble(), context, options);
-  bool artifact = emit == Emit::Plan || emit == Emit::DeepSpeed || emit == Emit::Launch;
-  if (artifact && *last < Phase::Schedule) {
-    errs() << "swift-plan: --emit plan/deepspeed/launch need the schedule "
-              "phase; drop --compile-to\n";
-    return kExitBadInput;
-  }
-  if (artifact && nothingFits) {
-    errs() << job->path << ": error: nothing fits, so there is no plan to "
-           << "emit; run without --emit to see what would fit\n";
-    return kExitNothingFits;
-  }
+  if (repriced)
+    errs() << "swift-plan: --emit " << emitName(emit) << " is priced on backend "
+           << backendName << " (the job's is "
+           << swift::plan::toString(job->backend)
+           << "): " << swift::report::pricedSummary(planned.job) << "\n";
 
   std::string error;
   auto output = mlir::openOutputFile(outputFile, &error);
@@ -171,6 +279,14 @@ int main(int argc, char **argv) {
     return kExitBadInput;
   }
   raw_ostream &os = output->os();
+  // The commands run the plan and name the config, never the file they
+  // are written to.
+  swift::emit::LaunchOptions launchOptions;
+  launchOptions.planPath = planFile;
+  launchOptions.deepSpeedConfigPath =
+      !dsConfigFile.empty() ? dsConfigFile
+      : emit == Emit::DeepSpeed && outputFile != "-" ? outputFile
+                                                     : std::string("ds_config.json");
   std::string emitError;
   mlir::ScopedDiagnosticHandler emitDiagnostics(&context, [&](mlir::Diagnostic &d) {
     emitError += d.str();
@@ -181,12 +297,15 @@ int main(int argc, char **argv) {
   } else if (emit == Emit::Plan) {
     (void)swift::emit::emitPlan(*planned.module, os);
   } else if (emit == Emit::DeepSpeed) {
-    (void)swift::emit::emitDeepSpeedConfig(*planned.module, os);
+    if (succeeded(swift::emit::emitDeepSpeedConfig(*planned.module, os))) {
+      // The config and the Trainer flags it leaves "auto" go together.
+      errs() << "swift-plan: launch it with:\n";
+      (void)swift::emit::emitLaunch(*planned.module, errs(), launchOptions);
+    }
+  } else if (emit == Emit::MsSwift) {
+    (void)swift::emit::emitMsSwift(*planned.module, os, launchOptions);
   } else if (emit == Emit::Launch) {
-    // The commands run the plan, never the file they are written to.
-    swift::emit::LaunchOptions options;
-    options.planPath = planFile;
-    (void)swift::emit::emitLaunch(*planned.module, os, options);
+    (void)swift::emit::emitLaunch(*planned.module, os, launchOptions);
   } else if (jsonReport) {
     std::string jsonError;
     if (!swift::report::printJson(os, *job, planned.job, replanned, jsonError)) {

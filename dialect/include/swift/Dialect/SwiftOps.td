@@ -113,6 +113,9 @@ def Swift_ModelOp : Swift_Op<"model", [Symbol, HasParent<"ModuleOp">,
     micro-batch (`tensor<?xSxi64>`); it ends with the loss. Identical decoder
     layers are one `swift.repeat`. `weights` names the HF model directory
     (safetensors) whose values the parameters start from; absent: random.
+    `source` is where other stacks (HF, ms-swift) load the model from: the
+    HF model directory the job named, or a preset's HF Hub id; absent for a
+    model written inline in the job.
 
     ```mlir
     swift.model @tiny {
@@ -126,7 +129,8 @@ def Swift_ModelOp : Swift_Op<"model", [Symbol, HasParent<"ModuleOp">,
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        StrAttr:$architecture,
-                       OptionalAttr<StrAttr>:$weights);
+                       OptionalAttr<StrAttr>:$weights,
+                       OptionalAttr<StrAttr>:$source);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$sym_name `(` $architecture `)` attr-dict-with-keyword $body";
   let hasRegionVerifier = 1;

@@ -29,6 +29,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
+#include <vector>
 
 namespace swift::emit {
 
@@ -51,14 +52,37 @@ mlir::FailureOr<llvm::json::Object> scheduleJson(mlir::ModuleOp module);
 /// offload, checkpointing, checkpoint_layers, bucket_bytes, prefetch_depth.
 mlir::FailureOr<llvm::json::Object> strategyJson(mlir::ModuleOp module);
 
-/// A DeepSpeed config (ds_config.json) for the same strategy: ZeRO stage,
-/// CPU offload of optimizer/parameters (pinned), batch sizes, bf16/fp16,
-/// bucket sizes in elements, overlap_comm, contiguous_gradients, gradient
-/// clipping. Field names follow DeepSpeed's config-json documentation.
+/// A DeepSpeed config (ds_config.json) for the same strategy, for the HF
+/// Trainer: ZeRO stage, CPU offload of optimizer/parameters (pinned),
+/// bucket sizes in elements of the gradient dtype, ZeRO-3 prefetch,
+/// live-parameter and reuse limits and 16-bit gathering on save, AdamW;
+/// "auto" for every value the Trainer fills from trainerFlags() (batch
+/// sizes, accumulation, clipping, bf16/fp16, AdamW's parameters).
 mlir::FailureOr<llvm::json::Object> deepSpeedConfig(mlir::ModuleOp module);
 /// deepSpeedConfig() pretty-printed, with a trailing newline.
 mlir::LogicalResult emitDeepSpeedConfig(mlir::ModuleOp module,
                                         llvm::raw_ostream &os);
+
+/// A command-line flag, `--name value`.
+struct Flag {
+  std::string name; // without the dashes
+  std::string value;
+  bool list = false; // the value's space-separated words are arguments each
+};
+
+/// The HF Trainer's TrainingArguments that run the strategy with the job's
+/// hyper-parameters: per_device_train_batch_size,
+/// gradient_accumulation_steps, bf16, gradient_checkpointing, max_grad_norm
+/// (0 when the job does not clip), learning_rate, adam_beta1/2,
+/// adam_epsilon, weight_decay, lr_scheduler_type (+ lr_scheduler_kwargs),
+/// warmup_steps and seed. Every value the ds_config leaves "auto" comes
+/// from here. Fails (with a diagnostic) on a schedule HF cannot run.
+mlir::FailureOr<std::vector<Flag>> trainerFlags(mlir::ModuleOp module);
+
+/// Each flag on its own continued line ("\\", newline, `indent`, then
+/// `--name value`), values shell-quoted where a shell would read them.
+std::string commandLine(const std::vector<Flag> &flags,
+                        const std::string &indent);
 
 /// What the launch commands refer to.
 struct LaunchOptions {
@@ -73,9 +97,23 @@ struct LaunchOptions {
 /// and for several nodes a torchrun command per node plus the equivalent
 /// RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE/MASTER_ADDR/MASTER_PORT
 /// environment form; for backends hf and deepspeed, torchrun running the
-/// training script (with `--deepspeed CONFIG` for deepspeed).
+/// HF Trainer script with trainerFlags() (and `--deepspeed CONFIG` for
+/// deepspeed), the peft/bitsandbytes settings of LoRA/QLoRA in comments.
+/// Fails on a job the Trainer cannot run (trainerFlags()).
 mlir::LogicalResult emitLaunch(mlir::ModuleOp module, llvm::raw_ostream &os,
                                const LaunchOptions &options = {});
+
+/// ms-swift's `swift sft` command line for the strategy (comments start
+/// with '#'): --model (the job's HF directory or the preset's hub id),
+/// --tuner_type full|lora (ms-swift >= 4.1's name) with --lora_rank/--lora_alpha/--lora_dropout/
+/// --target_modules, bitsandbytes NF4 flags for qlora, --torch_dtype,
+/// --max_length, --deepspeed CONFIG unless ZeRO-0 without offload, and
+/// trainerFlags(); NPROC_PER_NODE and CUDA_VISIBLE_DEVICES (and NNODES,
+/// NODE_RANK, MASTER_ADDR, MASTER_PORT on several nodes) in its
+/// environment. Flags as test/data/ms-swift/sft_arguments.json records
+/// them. Fails on QLoRA under ZeRO-3, which ms-swift cannot run.
+mlir::LogicalResult emitMsSwift(mlir::ModuleOp module, llvm::raw_ostream &os,
+                                const LaunchOptions &options = {});
 
 } // namespace swift::emit
 

@@ -72,6 +72,10 @@ struct ModelSpec {
   /// An HF model directory whose safetensors the run starts from ("": random
   /// weights); set when `model:` names a directory that holds weights.
   std::string weights;
+  /// Where other stacks (HF, ms-swift) load the model from: the HF model
+  /// directory the job named (the one holding its config.json), or a
+  /// preset's HF Hub id; "" for a model written inline.
+  std::string source;
 };
 
 /// training.lora. `targets` as the job wrote them: "all-linear" or names

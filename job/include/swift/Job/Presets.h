@@ -56,6 +56,10 @@ struct ModelPreset {
   plan::RopeScaling ropeScaling = {}; // config.json rope_scaling
 };
 
+/// The HF Hub id of a model preset: its `source` up to the first space
+/// ("meta-llama/Llama-3.1-8B config.json" -> "meta-llama/Llama-3.1-8B").
+std::string hubId(const ModelPreset &preset);
+
 const std::vector<GpuPreset> &gpuPresets();
 const std::vector<LinkPreset> &linkPresets();
 const std::vector<ModelPreset> &modelPresets();
