@@ -64,7 +64,11 @@ for t in "${TARGETS[@]}"; do
   seeds "$t" | while read -r f; do
     cp "$f" "$corpus/seed-$(echo "$f" | tr '/' '_')"
   done
-  opts=(-timeout=2 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1
+  # Any one input may allocate at most 2 GiB; the process's RSS may grow
+  # past that over a campaign (yaml-cpp's suppressed 2 KiB leak per
+  # invalid-UTF-8 input, the corpus, ASan's quarantine): FUZZ_RSS_LIMIT_MB.
+  opts=(-timeout=2 -malloc_limit_mb=2048 -rss_limit_mb="${FUZZ_RSS_LIMIT_MB:-2048}"
+        -max_len=65536 -print_final_stats=1
         -artifact_prefix="$BUILD/artifacts/$t-" -dict=test/Fuzz/$t.dict)
   [ -f "test/Fuzz/$t.dict" ] || unset 'opts[-1]'
   regressions=test/Fuzz/regressions/$t
