@@ -18,7 +18,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -87,13 +90,14 @@ struct Result {
   }
 };
 
+/// A new, empty directory. mkdtemp, not pid + counter: with pid_max 32768
+/// a later test process reuses an earlier one's pid and found its files
+/// (a copy_file onto an existing file failed Weights tests under load).
 inline std::string freshDir() {
-  static int counter = 0;
-  fs::path d =
-      fs::temp_directory_path() / ("swift-rt-" + std::to_string(getpid()) +
-                                   "-" + std::to_string(counter++));
-  fs::create_directories(d);
-  return d.string();
+  std::string d = (fs::temp_directory_path() / "swift-rt-XXXXXX").string();
+  if (!mkdtemp(d.data()))
+    throw std::runtime_error("mkdtemp " + d + ": " + std::strerror(errno));
+  return d;
 }
 
 inline std::string slurp(const std::string &path) {

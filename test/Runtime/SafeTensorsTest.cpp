@@ -15,7 +15,10 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -25,14 +28,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string freshDir() {
-  static int counter = 0;
-  fs::path d = fs::temp_directory_path() /
-               ("swift-st-" + std::to_string(getpid()) + "-" +
-                std::to_string(counter++));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d.string();
+std::string freshDir() { // unique even when a pid is reused (RunPlan.h)
+  std::string d = (fs::temp_directory_path() / "swift-st-XXXXXX").string();
+  if (!mkdtemp(d.data()))
+    throw std::runtime_error("mkdtemp " + d + ": " + std::strerror(errno));
+  return d;
 }
 
 /// Writes fp32 tensors as `dtype` (converted with the writer's rounding).
