@@ -53,6 +53,16 @@ LogicalResult emitLaunch(ModuleOp module, llvm::raw_ostream &os,
     std::vector<Flag> flags;
     if (backend == Backend::DeepSpeed)
       flags.push_back({"deepspeed", options.deepSpeedConfigPath});
+    // The hf backend shards with FSDP (no ZeRO-1 there): ZeRO-3 is
+    // full_shard, ZeRO-2 shard_grad_op, each decoder layer a unit; offload
+    // moves parameters and optimizer together.
+    const cost::Strategy &s = m->strategy;
+    if (backend == Backend::HF && s.zero > 0) {
+      std::string fsdp = s.zero == 3 ? "full_shard" : "shard_grad_op";
+      if (s.offload == cost::Offload::OptimizerAndParams)
+        fsdp += " offload";
+      flags.push_back({"fsdp", fsdp + " auto_wrap"});
+    }
     flags.insert(flags.end(), trainer->begin(), trainer->end());
     os << "# " << options.trainingScript
        << ": an HF Trainer script (HfArgumentParser over TrainingArguments); "
@@ -81,6 +91,11 @@ LogicalResult emitLaunch(ModuleOp module, llvm::raw_ostream &os,
       os << "# On every node, with MASTER_ADDR set to node 0's address:\n";
     os << torchrun << " " << options.trainingScript
        << commandLine(flags, "    ") << "\n";
+    if (nodes == 1)
+      os << llvm::formatv("# the same script and flags run under `deepspeed "
+                          "--num_gpus={0} {1} ...` or `accelerate launch "
+                          "--num_processes={0} {1} ...`\n",
+                          perNode, options.trainingScript);
     return success();
   }
 

@@ -634,6 +634,23 @@ TEST(Emit, LaunchDeepSpeed) {
       << text;
 }
 
+// The hf backend's Trainer shards with FSDP as the strategy says; no
+// DeepSpeed config.
+TEST(Emit, LaunchHfShardsWithFsdp) {
+  std::string text =
+      launch({"backend=hf", "strategy.zero=3",
+              "strategy.offload=optimizer+params", "strategy.checkpointing=full"});
+  EXPECT_NE(text.find("--fsdp 'full_shard offload auto_wrap' \\\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("--deepspeed"), std::string::npos) << text;
+  text = launch({"backend=hf", "strategy.zero=0", "strategy.offload=none",
+                 "strategy.checkpointing=none"});
+  EXPECT_EQ(text.find("--fsdp"), std::string::npos) << text;
+  EXPECT_NE(text.find("--gradient_checkpointing false"), std::string::npos)
+      << text;
+}
+
 // A module without a materialized schedule is refused, not guessed at.
 TEST(Emit, NeedsMaterializedSchedule) {
   Diagnostic diag;
