@@ -5,6 +5,8 @@
 #
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]     (default 60 s each, all)
 #   RUNS=10000000 bash scripts/fuzz.sh 0 FuzzPlan   (a campaign: N executions)
+#   (FUZZ_MAX_LEN caps an input's bytes, default 65536; FUZZ_RSS_LIMIT_MB the
+#   process's RSS, default 2048)
 #   bash scripts/fuzz.sh --build-only   (FUZZ_NO_BUILD=1 then skips the build:
 #                                        ctest's fuzz.* tests do both)
 #
@@ -68,7 +70,7 @@ for t in "${TARGETS[@]}"; do
   # past that over a campaign (yaml-cpp's suppressed 2 KiB leak per
   # invalid-UTF-8 input, the corpus, ASan's quarantine): FUZZ_RSS_LIMIT_MB.
   opts=(-timeout=2 -malloc_limit_mb=2048 -rss_limit_mb="${FUZZ_RSS_LIMIT_MB:-2048}"
-        -max_len=65536 -print_final_stats=1
+        -max_len="${FUZZ_MAX_LEN:-65536}" -print_final_stats=1
         -artifact_prefix="$BUILD/artifacts/$t-" -dict=test/Fuzz/$t.dict)
   [ -f "test/Fuzz/$t.dict" ] || unset 'opts[-1]'
   regressions=test/Fuzz/regressions/$t
