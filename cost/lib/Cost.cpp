@@ -53,6 +53,11 @@ std::string unsupportedReason(const ModelProfile &model,
         s.checkpointLayers != model.numLayers)
       return "HF models under DeepSpeed checkpoint every layer "
              "(gradient_checkpointing); checkpoint_layers needs swift-run";
+    // Its memory model holds one layer gathered ahead (ds_config's
+    // stage3_prefetch_bucket_size is written from it).
+    if (s.zero == 3 && s.prefetchDepth != 1)
+      return "DeepSpeed is priced with one layer prefetched; prefetch_depth "
+             "needs swift-run";
     break;
   case Backend::SwiftRun:
     break;

@@ -67,8 +67,9 @@ FailureOr<llvm::json::Object> deepSpeedConfig(ModuleOp module) {
   if (s.zero == 3) {
     // The plan gathers a unit, computes, releases it, with `prefetch_depth`
     // decoder layers gathered ahead: at most 1 + depth layers are whole at
-    // once, and a layer's parameters are reused only within it (recompute
-    // then backward), so nothing is kept across layers.
+    // once. A layer's parameters are reused only within its recompute and
+    // backward, whose uses of one parameter DeepSpeed sees up to two
+    // layers' worth of parameters apart; nothing is kept across layers.
     int64_t largestLayer = 0;
     for (UnitOp unit : schedule.getUnits())
       if (unit.getKind() == UnitKind::Decoder)
@@ -76,7 +77,7 @@ FailureOr<llvm::json::Object> deepSpeedConfig(ModuleOp module) {
     const int64_t depth = *schedule.getPrefetchDepth();
     zero["stage3_prefetch_bucket_size"] = depth * largestLayer;
     zero["stage3_max_live_parameters"] = (1 + depth) * largestLayer;
-    zero["stage3_max_reuse_distance"] = largestLayer;
+    zero["stage3_max_reuse_distance"] = 2 * largestLayer;
     // The schedule gathers and releases every unit, small ones included.
     zero["stage3_param_persistence_threshold"] = 0;
     // Without it a ZeRO-3 save writes no usable model (only the shards).

@@ -27,6 +27,13 @@ LogicalResult emitLaunch(ModuleOp module, llvm::raw_ostream &os,
   const int64_t perNode = m->cluster.getGpusPerNode();
   const int64_t world = m->worldSize;
   const Backend backend = m->job.getBackend();
+  // Refused before anything is printed: a job the Trainer cannot run.
+  FailureOr<std::vector<Flag>> trainer;
+  if (backend != Backend::SwiftRun) {
+    trainer = trainerFlags(module);
+    if (failed(trainer))
+      return failure();
+  }
   os << llvm::formatv("# {0} node(s) x {1} GPU(s) = {2} rank(s), backend {3}\n",
                       nodes, perNode, world, ::swift::plan::toString(backend));
 
@@ -47,9 +54,6 @@ LogicalResult emitLaunch(ModuleOp module, llvm::raw_ostream &os,
   if (backend != Backend::SwiftRun) {
     // An HF Trainer script: the flags the ds_config leaves "auto" (and
     // the strategy's batch and checkpointing for FSDP) come from here.
-    FailureOr<std::vector<Flag>> trainer = trainerFlags(module);
-    if (failed(trainer))
-      return failure();
     std::vector<Flag> flags;
     if (backend == Backend::DeepSpeed)
       flags.push_back({"deepspeed", options.deepSpeedConfigPath});
@@ -78,14 +82,27 @@ LogicalResult emitLaunch(ModuleOp module, llvm::raw_ostream &os,
       os << llvm::formatv("# it wraps the model in peft's LoraConfig(r={0}, "
                           "lora_alpha={1}, lora_dropout={2}, "
                           "target_modules={3})\n",
-                          lora.getRank(), lora.getAlpha().convertToDouble(),
-                          lora.getDropout().convertToDouble(),
+                          lora.getRank(),
+                          exactNumber(lora.getAlpha().convertToDouble()),
+                          exactNumber(lora.getDropout().convertToDouble()),
                           targets == "\"all-linear\"" ? targets
                                                       : "[" + targets + "]");
-      if (job.getMethod() == Method::QLora)
+      if (job.getMethod() == Method::QLora) {
+        const char *dtype = job.getPrecision() == Precision::Fp32
+                                ? "torch.float32"
+                                : "torch.bfloat16";
+        // Sharding 4-bit weights (ZeRO-3, FSDP) needs them stored in a
+        // float dtype the shards can be flat views of.
+        const bool sharded =
+            (backend == Backend::DeepSpeed && m->strategy.zero == 3) ||
+            (backend == Backend::HF && m->strategy.zero > 0);
         os << "# after loading the base with BitsAndBytesConfig(load_in_4bit="
               "True, bnb_4bit_quant_type=\"nf4\", bnb_4bit_use_double_quant="
-              "True, bnb_4bit_compute_dtype=torch.bfloat16)\n";
+              "True, bnb_4bit_compute_dtype="
+           << dtype
+           << (sharded ? std::string(", bnb_4bit_quant_storage=") + dtype : "")
+           << ")\n";
+      }
     }
     if (nodes > 1)
       os << "# On every node, with MASTER_ADDR set to node 0's address:\n";

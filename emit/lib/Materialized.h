@@ -23,6 +23,9 @@ struct Materialized {
 /// Finds them or emits an error saying what is missing.
 mlir::FailureOr<Materialized> findMaterialized(mlir::ModuleOp module);
 
+/// The shortest text that reads back as `x` ("0.0001", "1e-08", "32").
+std::string exactNumber(double x);
+
 /// The job's AdamW settings, lr schedule, clipping and seed into `t`
 /// (plan.json's defaults where the job has no #swift.adamw; max_grad_norm
 /// stays unset for no clipping).

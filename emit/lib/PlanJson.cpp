@@ -14,6 +14,9 @@
 
 #include "mlir/Pass/PassManager.h"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace swift::emit {
 using namespace mlir;
 using namespace mlir::swift;
@@ -56,6 +59,16 @@ FailureOr<Materialized> findMaterialized(ModuleOp module) {
   if (failed(verify.run(module)))
     return failure();
   return m;
+}
+
+std::string exactNumber(double x) {
+  char text[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof(text), "%.*g", digits, x);
+    if (std::strtod(text, nullptr) == x)
+      break;
+  }
+  return text;
 }
 
 void readOptimizerSettings(JobOp job, ::swift::plan::TrainingConfig &t) {

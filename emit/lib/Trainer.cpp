@@ -30,16 +30,7 @@ using namespace mlir::swift;
 
 namespace {
 
-/// Shortest text that reads back as `x` ("0.0001", "1e-08", "0.95").
-std::string exact(double x) {
-  char text[32];
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::snprintf(text, sizeof(text), "%.*g", digits, x);
-    if (std::strtod(text, nullptr) == x)
-      break;
-  }
-  return text;
-}
+std::string exact(double x) { return exactNumber(x); }
 
 const char *boolean(bool b) { return b ? "true" : "false"; }
 
@@ -121,6 +112,11 @@ FailureOr<std::vector<Flag>> trainerFlags(ModuleOp module) {
   if (failed(schedule))
     return failure();
   flags.insert(flags.end(), schedule->begin(), schedule->end());
+  // HF's set_seed seeds numpy, which takes 32 bits.
+  if (t.seed > 0xffffffffull)
+    return m->job.emitError("training.seed: the HF Trainer's seed is at most "
+                            "4294967295 (numpy's), and the job's is ")
+           << t.seed;
   flags.push_back({"seed", std::to_string(t.seed)});
   return flags;
 }
@@ -198,23 +194,36 @@ LogicalResult emitMsSwift(ModuleOp module, llvm::raw_ostream &os,
     flags.push_back({"quant_bits", "4"});
     flags.push_back({"bnb_4bit_quant_type", "nf4"});
     flags.push_back({"bnb_4bit_use_double_quant", "true"});
-    flags.push_back({"bnb_4bit_compute_dtype", "bfloat16"});
+    flags.push_back({"bnb_4bit_compute_dtype",
+                     job.getPrecision() == Precision::Fp32 ? "float32"
+                                                           : "bfloat16"});
   }
   flags.push_back({"torch_dtype", job.getPrecision() == Precision::Fp32
                                       ? "float32"
                                       : "bfloat16"});
   flags.push_back({"max_length", std::to_string(job.getSequenceLength())});
-  // ZeRO-0 without offload is data parallelism: plain DDP, no DeepSpeed.
-  if (s.zero > 0 || s.offload != cost::Offload::None)
-    flags.push_back({"deepspeed", options.deepSpeedConfigPath});
+  // Samples packed into windows of max_length, as planned (ms-swift packs
+  // with flash attention only).
+  if (job.getPacking()) {
+    flags.push_back({"packing", "true"});
+    flags.push_back({"attn_impl", "flash_attn"});
+  }
+  // Always DeepSpeed, also at ZeRO-0: that is what was priced (fp32 master
+  // weights under bf16); without it ms-swift would train plain DDP.
+  flags.push_back({"deepspeed", options.deepSpeedConfigPath});
   flags.insert(flags.end(), trainer->begin(), trainer->end());
 
   os << llvm::formatv("# ms-swift: {0} node(s) x {1} GPU(s), {2}\n", nodes,
                       perNode, cost::describe(s));
-  if (s.zero > 0 || s.offload != cost::Offload::None)
-    os << "# " << options.deepSpeedConfigPath
-       << ": swift-plan JOB --emit deepspeed -o " << options.deepSpeedConfigPath
-       << "\n";
+  // The config of this very strategy: --emit deepspeed with its decisions
+  // pinned, so it cannot choose another (e.g. ZeRO-3 for QLoRA).
+  os << "# " << options.deepSpeedConfigPath
+     << ": swift-plan JOB --emit deepspeed -o " << options.deepSpeedConfigPath
+     << " --set strategy.zero=" << s.zero << " --set strategy.offload="
+     << plan::toString(s.offload) << " --set strategy.checkpointing="
+     << plan::toString(s.checkpointing) << " --set training.micro_batch_size="
+     << s.microBatchSize << " --set strategy.bucket_mib="
+     << exact(double(*m->schedule.getBucketBytes()) / (1 << 20)) << "\n";
   os << "# DATASET: your data (a hub id or a local JSONL file); add --max_steps "
         "N or --num_train_epochs N\n";
   if (!source)

@@ -799,8 +799,7 @@ ModelSpec readModel(const Reader &r, const YAML::Node &node) {
     try {
       ModelSpec m = readHFConfigFile(candidate.string());
       m.weights = weights;
-      m.source =
-          fs::absolute(candidate).lexically_normal().parent_path().string();
+      m.source = weights; // a directory another stack can load; else none
       // Warnings about config.json fields name it like its errors do.
       for (std::optional<UnmodeledValue> *v :
            {&m.maxPositionEmbeddings, &m.slidingWindow})

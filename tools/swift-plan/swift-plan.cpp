@@ -201,28 +201,44 @@ int main(int argc, char **argv) {
     if (!job->strategy.zero)
       zeroStages = {0, 1, 2};
   }
+  // Probes (the stages tried, the job's own backend) dump no phases.
+  mlir::swift::PlanningOptions probe = options;
+  probe.dumpDir.clear();
   mlir::swift::PlannedJob planned;
   if (zeroStages.empty()) {
     planned = mlir::swift::planJob(priced, context, options);
   } else {
-    // The best over the stages allowed: fitting first, then faster.
+    // The best over the stages allowed, ordered as the search orders
+    // strategies: fitting first, faster; else the one needing least.
     auto rank = [](mlir::swift::PlannedJob &p) {
       mlir::swift::EstimateAttr e = p.job ? p.job.getEstimateAttr() : nullptr;
-      return std::make_pair(p.error.empty() && p.fits(),
-                            e ? e.getTokensPerSecond().convertToDouble() : 0.0);
+      if (!p.error.empty() || !e)
+        return std::make_pair(0, 0.0);
+      return p.fits() ? std::make_pair(2, e.getTokensPerSecond().convertToDouble())
+                      : std::make_pair(1, -double(e.getPeakBytes()));
     };
+    std::optional<int> best;
     for (int zero : zeroStages) {
       swift::job::JobSpec stage = priced;
       stage.strategy.zero = zero;
-      mlir::swift::PlannedJob p = mlir::swift::planJob(stage, context, options);
-      if (!planned.module ||
-          (p.error.empty() && (!planned.error.empty() || rank(p) > rank(planned))))
+      stage.origins["strategy.zero"] = swift::job::Diagnostic{
+          "--emit ms-swift (QLoRA at ZeRO " + std::to_string(zero) +
+          "; ms-swift runs QLoRA at ZeRO 0-2 only)"};
+      mlir::swift::PlannedJob p = mlir::swift::planJob(stage, context, probe);
+      if (!planned.module || rank(p) > rank(planned)) {
         planned = std::move(p);
+        best = zero;
+      }
+    }
+    if (!options.dumpDir.empty() && best) { // the chosen one, dumped
+      swift::job::JobSpec stage = priced;
+      stage.strategy.zero = *best;
+      planned = mlir::swift::planJob(stage, context, options);
     }
   }
   if (!planned.error.empty()) {
     if (repriced && !planned.internal &&
-        mlir::swift::planJob(*job, context, options).error.empty()) {
+        mlir::swift::planJob(*job, context, probe).error.empty()) {
       // The job is fine on its own backend; the target stack cannot run
       // what it fixes.
       errs() << swift::job::diagnoseJob(priced, planned.error).str()
@@ -283,10 +299,10 @@ int main(int argc, char **argv) {
   // are written to.
   swift::emit::LaunchOptions launchOptions;
   launchOptions.planPath = planFile;
-  launchOptions.deepSpeedConfigPath =
-      !dsConfigFile.empty() ? dsConfigFile
-      : emit == Emit::DeepSpeed && outputFile != "-" ? outputFile
-                                                     : std::string("ds_config.json");
+  if (!dsConfigFile.empty())
+    launchOptions.deepSpeedConfigPath = dsConfigFile;
+  else if (emit == Emit::DeepSpeed && outputFile != "-")
+    launchOptions.deepSpeedConfigPath = outputFile;
   std::string emitError;
   mlir::ScopedDiagnosticHandler emitDiagnostics(&context, [&](mlir::Diagnostic &d) {
     emitError += d.str();
@@ -297,7 +313,9 @@ int main(int argc, char **argv) {
   } else if (emit == Emit::Plan) {
     (void)swift::emit::emitPlan(*planned.module, os);
   } else if (emit == Emit::DeepSpeed) {
-    if (succeeded(swift::emit::emitDeepSpeedConfig(*planned.module, os))) {
+    // The config only with the Trainer flags it leaves "auto".
+    if (succeeded(swift::emit::trainerFlags(*planned.module)) &&
+        succeeded(swift::emit::emitDeepSpeedConfig(*planned.module, os))) {
       // The config and the Trainer flags it leaves "auto" go together.
       errs() << "swift-plan: launch it with:\n";
       (void)swift::emit::emitLaunch(*planned.module, errs(), launchOptions);
@@ -316,8 +334,16 @@ int main(int argc, char **argv) {
   } else
     swift::report::printReport(os, *job, planned.job, replanned, explain);
   if (!emitError.empty()) {
-    errs() << job->path << ": error: " << emitError << "\n";
-    return kExitBadInput;
+    // An artifact for another stack that the stack cannot run (a schedule
+    // the HF Trainer has no name for, ...) is like a strategy it cannot
+    // run: exit 3; on the job's own backend it is bad input.
+    errs() << job->path << ": error: " << emitError
+           << (repriced ? " (the job's own backend, " +
+                              std::string(swift::plan::toString(job->backend)) +
+                              ", can run it)"
+                        : std::string())
+           << "\n";
+    return repriced ? kExitNothingFits : kExitBadInput;
   }
   output->keep();
   return nothingFits ? kExitNothingFits : 0;

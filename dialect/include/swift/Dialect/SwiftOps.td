@@ -114,8 +114,9 @@ def Swift_ModelOp : Swift_Op<"model", [Symbol, HasParent<"ModuleOp">,
     layers are one `swift.repeat`. `weights` names the HF model directory
     (safetensors) whose values the parameters start from; absent: random.
     `source` is where other stacks (HF, ms-swift) load the model from: the
-    HF model directory the job named, or a preset's HF Hub id; absent for a
-    model written inline in the job.
+    HF model directory the job named when it holds weights, or a preset's
+    HF Hub id; absent otherwise (a bare config.json, a model written
+    inline).
 
     ```mlir
     swift.model @tiny {

@@ -73,8 +73,8 @@ struct ModelSpec {
   /// weights); set when `model:` names a directory that holds weights.
   std::string weights;
   /// Where other stacks (HF, ms-swift) load the model from: the HF model
-  /// directory the job named (the one holding its config.json), or a
-  /// preset's HF Hub id; "" for a model written inline.
+  /// directory the job named when it holds weights, or a preset's HF Hub
+  /// id; "" otherwise (a bare config.json, a model written inline).
   std::string source;
 };
 
