@@ -27,8 +27,8 @@ Exec execution(const TrainingSetup &setup, const Strategy &strategy) {
     return Exec::Fused;
   // FSDP2 (ZeRO-2/3 on HF) and DeepSpeed compute with bf16 parameters;
   // plain HF bf16-mixed keeps fp32 parameters and autocasts.
-  if (setup.precision == Precision::Bf16 || strategy.zero >= 2 ||
-      setup.backend == Backend::DeepSpeed)
+  if (plan::storagePrecision(setup.precision) == Precision::Bf16 ||
+      strategy.zero >= 2 || setup.backend == Backend::DeepSpeed)
     return Exec::Bf16;
   return Exec::Autocast;
 }
@@ -41,8 +41,9 @@ namespace {
 
 class Rules {
 public:
-  Rules(int64_t seq, Exec exec, const TrainingSetup &setup)
-      : seq(seq), exec(exec), rank(setup.loraRank), dropout(setup.loraDropout) {}
+  Rules(int64_t seq, Exec exec, const TrainingSetup &setup, bool fp8)
+      : seq(seq), exec(exec), rank(setup.loraRank), dropout(setup.loraDropout),
+        fp8(fp8 && exec == Exec::Fused) {}
 
   void add(const OpProfile &op) {
     switch (op.kind) {
@@ -127,7 +128,9 @@ private:
         keep(op.inputValue, 2 * in);
       return;
     }
-    keep(op.inputValue, (exec == Exec::Fp32 ? 4 : 2) * in);
+    // FP8 GEMMs keep x^T's e4m3 codes for the weight gradient, unless an
+    // earlier op keeps x anyway (attention's output: o_proj's input).
+    keep(op.inputValue, (exec == Exec::Fp32 ? 4 : fp8 ? 1 : 2) * in);
   }
 
   void attention(const OpProfile &op) {
@@ -170,6 +173,7 @@ private:
   Exec exec;
   int64_t rank;
   double dropout;
+  bool fp8;
   SavedBytes bytes;
   std::set<int> saved;
 };
@@ -177,8 +181,8 @@ private:
 } // namespace
 
 SavedBytes savedBytes(const std::vector<OpProfile> &ops, int64_t seq,
-                      Exec exec, const TrainingSetup &setup) {
-  Rules rules(seq, exec, setup);
+                      Exec exec, const TrainingSetup &setup, bool fp8) {
+  Rules rules(seq, exec, setup, fp8);
   for (const OpProfile &op : ops)
     rules.add(op);
   return rules.result();

@@ -2,7 +2,41 @@
 
 #include "Detail.h"
 
+#include <set>
+
 namespace swift::cost {
+
+namespace detail {
+
+int64_t stackedOutFeatures(const std::vector<OpProfile> &ops, const OpProfile &op) {
+  if (op.inputValue < 0)
+    return op.outFeatures;
+  int64_t n = 0;
+  for (const OpProfile &o : ops)
+    if (o.kind == OpKind::Linear && o.inputValue == op.inputValue)
+      n += o.outFeatures;
+  return n;
+}
+
+std::vector<Gemm> decoderGemms(const ModelProfile &m) {
+  std::vector<Gemm> gemms;
+  std::set<int> inputs; // values a stacked GEMM already reads
+  for (const OpProfile &op : m.layer)
+    if (op.kind == OpKind::Linear &&
+        (op.inputValue < 0 || inputs.insert(op.inputValue).second))
+      gemms.push_back({double(stackedOutFeatures(m.layer, op)),
+                       double(op.inFeatures),
+                       op.inputProducer == OpKind::Attention});
+  return gemms;
+}
+
+bool fp8Linears(const TrainingSetup &setup, const Hardware &hw) {
+  return plan::fp8Gemms(setup.precision) &&
+         setup.backend == Backend::SwiftRun && setup.method == Method::Full &&
+         hw.fp8Tflops > 0;
+}
+
+} // namespace detail
 
 std::string PeakLocation::str() const {
   std::string s = phase;

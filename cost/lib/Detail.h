@@ -24,8 +24,10 @@ struct SavedBytes {
   double weightCopies = 0; // autocast's bf16 copies of fp32 weights, bytes
 };
 
+/// `fp8`: the decoder linears run FP8 GEMMs (fp8Linears): a linear whose
+/// input nothing else keeps keeps its e4m3 codes (1 B per element) instead.
 SavedBytes savedBytes(const std::vector<OpProfile> &ops, int64_t seq,
-                      Exec exec, const TrainingSetup &setup);
+                      Exec exec, const TrainingSetup &setup, bool fp8 = false);
 
 /// Bytes per element of the residual stream.
 int activationBytes(Exec exec);
@@ -37,6 +39,27 @@ MemoryEstimate memoryFor(const ModelProfile &m, const TrainingSetup &setup,
 /// The time of one step under the setup's backend.
 TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
                      const Hardware &hw, const Strategy &s);
+
+/// One GEMM of a decoder layer as swift-run runs it: the linears that read
+/// one value (q/k/v, gate/up) stacked into one, with a weight of
+/// `outFeatures` x `inFeatures` elements.
+struct Gemm {
+  double outFeatures = 0, inFeatures = 0;
+  bool inputKept = false; // another op keeps its input (attention's output)
+};
+
+/// The output width of the GEMM swift-run runs linear `op` of `ops` in: the
+/// sum over the linears of `ops` that read its input.
+int64_t stackedOutFeatures(const std::vector<OpProfile> &ops, const OpProfile &op);
+
+/// The GEMMs of one decoder layer as swift-run runs them, in layer order.
+std::vector<Gemm> decoderGemms(const ModelProfile &m);
+
+/// Whether the setup's decoder linears run FP8 GEMMs (fp8-mixed, fp8-bf16 on
+/// swift-run, a GPU with FP8). The job reader refuses FP8 on any other
+/// backend, under LoRA/QLoRA and on a GPU without FP8; the cost model prices
+/// such a setup as its storage twin, so it never divides by a zero peak.
+bool fp8Linears(const TrainingSetup &setup, const Hardware &hw);
 
 /// NF4, QLoRA's storage of the frozen decoder linears (bitsandbytes'
 /// scheme): a 4-bit code per element, one 8-bit absmax per block of 64

@@ -87,6 +87,9 @@ struct Activations {
   // QLoRA: bf16 weights dequantized from NF4 while a layer computes (in
   // forward and again in backward).
   double dequantized = 0;
+  // fp8-mixed / fp8-bf16: the FP8 copies of the largest decoder GEMM's
+  // operands while it runs (in forward and again in backward).
+  double fp8Copies = 0;
 };
 
 /// Bytes per token selective checkpointing does not keep: the attention
@@ -115,11 +118,12 @@ int64_t kvWidth(const ModelProfile &m) {
 }
 
 Activations hfActivations(const ModelProfile &m, const TrainingSetup &setup,
-                          const Strategy &s, Exec exec) {
+                          const Hardware &hw, const Strategy &s, Exec exec) {
   Activations a;
   double T = tokens(m, s);
   int act = activationBytes(exec);
-  SavedBytes layer = savedBytes(m.layer, m.sequenceLength, exec, setup);
+  SavedBytes layer = savedBytes(m.layer, m.sequenceLength, exec, setup,
+                                fp8Linears(setup, hw));
   SavedBytes head = savedBytes(m.head, m.sequenceLength, exec, setup);
   int64_t L = m.numLayers;
   int64_t checkpointed = s.checkpointedLayers(L);
@@ -182,6 +186,16 @@ Activations hfActivations(const ModelProfile &m, const TrainingSetup &setup,
     a.dequantized = exec == Exec::Lora ? 2 * largest
                                        : computeBytes * m.layerParameters;
   }
+  // FP8 GEMMs (swift-run) cast their operands per GEMM and free the copies
+  // after it: while one decoder GEMM runs, its weight in e4m3 in both
+  // layouts (2 N K bytes), the input and its transpose (2 T K) and the
+  // output gradient in e5m2 in both layouts (2 T N; backward). Stored
+  // bytes are the storage twin's (storagePrecision()).
+  if (fp8Linears(setup, hw))
+    for (const Gemm &g : decoderGemms(m))
+      a.fp8Copies = std::max(a.fp8Copies, 2 * g.outFeatures * g.inFeatures +
+                                              2 * T * g.inFeatures +
+                                              2 * T * g.outFeatures);
   // HF turns the KV cache off only when checkpointing; under autocast the
   // cache holds fp32 k/v of its own, otherwise the very tensors SDPA saved.
   if (!checkpointed) {
@@ -235,15 +249,16 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
        {"gathered_parameters", sharded.forward}});
   candidates.push_back(fwd);
 
-  // QLoRA: the last layer's forward, with its dequantized weights, before
-  // the head's temporaries exist.
-  if (a.dequantized > 0) {
+  // QLoRA, FP8 GEMMs: the last layer's forward, with its dequantized
+  // weights or FP8 copies, before the head's temporaries exist.
+  if (a.dequantized > 0 || a.fp8Copies > 0) {
     Candidate layer{{"forward", L - 1, "decoder layer"}, base};
     layer.parts.insert(layer.parts.end(),
                        {{"previous_outputs", outHeld + a.lateExtra},
                         {"activations", a.layers},
                         {"gathered_parameters", sharded.forward},
                         {"dequantized_weights", a.dequantized},
+                        {"fp8_copies", a.fp8Copies},
                         {"workspace", a.workspace}});
     candidates.push_back(layer);
   }
@@ -277,6 +292,7 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
          {"backward_temporaries", mlpBackward},
          {"gathered_parameters", sharded.layerBackward(done)},
          {"dequantized_weights", a.dequantized},
+         {"fp8_copies", a.fp8Copies},
          {"workspace", a.workspace}});
     if (c.total() > worstTotal) {
       worstTotal = c.total();
@@ -351,7 +367,7 @@ MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
   double N = hw.worldSize();
   int64_t L = m.numLayers;
   bool offload = s.offload != Offload::None;
-  Activations a = hfActivations(m, setup, s, exec);
+  Activations a = hfActivations(m, setup, hw, s, exec);
   States st;
   Sharding sharded;
   double headGrad = 0, layerGrad = 0;
@@ -491,7 +507,7 @@ MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup
   // The contiguous gradient bucket ZeRO-1/2 reduces through.
   if (s.zero == 1 || s.zero == 2)
     st.gradientBuffers = std::min<double>(s.bucketBytes, 2 * P);
-  Activations a = hfActivations(m, setup, s, exec);
+  Activations a = hfActivations(m, setup, hw, s, exec);
   double headGrad = s.zero < 2 && !lora ? 2 * headGradientElements(m) : 0;
   double layerGrad = (st.gradients - headGrad) / m.numLayers;
   MemoryEstimate mem = walkHF(m, st, a, Sharding{}, headGrad, layerGrad, s, exec);
@@ -512,7 +528,7 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
                               const Hardware &hw, const Strategy &s, Exec exec) {
   double W = hw.worldSize();
   bool lora = setup.method != Method::Full;
-  bool pureBf16 = setup.precision == Precision::Bf16;
+  bool pureBf16 = plan::storagePrecision(setup.precision) == Precision::Bf16;
   double e = setup.precision == Precision::Fp32 ? 4 : 2; // compute bytes
   double g = pureBf16 ? 2 : 4;                            // gradient bytes
   FrozenBase base = frozenBase(m, setup.method, e); // zero for full jobs
@@ -557,7 +573,7 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
   // micro-batch gradient in flight to its reduce-scatter.
   st.persistentGradients = (s.zero <= 1 ? g * P : 0) + (s.zero >= 1 ? g * P / W : 0);
   st.gradients = s.zero >= 2 ? g * unit : 0;
-  Activations a = hfActivations(m, setup, s, exec);
+  Activations a = hfActivations(m, setup, hw, s, exec);
   a.holdsOutputs = false;
   a.kvCache = 0;
   MemoryEstimate mem = walkHF(m, st, a, sharded, 0, 0, s, exec);

@@ -1,8 +1,10 @@
 //===- Time.cpp - step time: compute, communication, offload --------------===//
 //
 // Compute is priced per op class: GEMMs and attention at an achieved
-// fraction of the GPU's bf16 peak, memory-bound kernels as the bytes they
-// move over an achieved fraction of HBM bandwidth, and host dispatch of every
+// fraction of the GPU's bf16 peak (the decoder linears' GEMMs of fp8-mixed
+// and fp8-bf16 at a fraction of its FP8 peak, plus the bytes of their
+// casts), memory-bound kernels as the bytes they move over an achieved
+// fraction of HBM bandwidth, and host dispatch of every
 // autograd node overlapped with the GPU's work. Collectives are ring algorithms: latency per step plus bytes x
 // (n-1)/n (x2 for all-reduce) over the slowest link they cross, overlapped
 // with the compute they can hide under. The efficiencies were measured on an
@@ -35,6 +37,29 @@ constexpr double kMemoryEfficiency = 0.625;
 // runs). Relative factors on the rates above, so measured profiles carry.
 constexpr double kFusedMatmulGain = 0.71 / kMatmulEfficiency;
 constexpr double kFusedMemoryGain = 0.75 / kMemoryEfficiency;
+// The achieved fraction of the FP8 datasheet peak (dense) of swift-run's
+// FP8 GEMMs (cuBLASLt through at::_scaled_mm, per-tensor scales, fast
+// accumulation) for the decoder linears under fp8-mixed / fp8-bf16. Fitted
+// on the H200 (benchmarks/runtime/RESULTS.md, 2026-12-04): Llama-3.2-1B B4
+// S2048 and 3B B2 S4096 fp8-mixed, Llama-3.1-8B B1 S4096 fp8-bf16, no
+// checkpointing; predictions within +1.6%, +0.6%, -2.4% of the measured
+// tokens/s. The same token and width factors as the bf16 rate apply; no
+// measured profile rate replaces it.
+constexpr double kFp8MatmulEfficiency = 0.63;
+// HBM bytes of the casts that feed one FP8 GEMM of a decoder linear with
+// weight W (N x K), input x (T x K) and output gradient dy (T x N), moved at
+// the fused elementwise rate (runtime/lib/Fp8.cpp). Forward, per element of
+// W: the amax (read 2 B) and the cast (read 2 B, write 1 B); per element of
+// x: the amax and the cast into both layouts (write 1 B each), x^T's codes
+// kept for the weight gradient (keepCodes) -- or one layout when x is kept
+// anyway (attention's output), which the backward casts again (read 2 B,
+// write 1 B). Backward, per element of W: a transposed copy with the
+// forward's scale (read 2 B, write 1 B); per element of dy: its amax and
+// the cast into both layouts. A recomputed forward casts again.
+constexpr double kFp8ForwardBytesPerWeight = 5;
+constexpr double kFp8ForwardBytesPerKeptInput = 6, kFp8ForwardBytesPerInput = 5;
+constexpr double kFp8BackwardBytesPerWeight = 3, kFp8BackwardBytesPerInput = 3;
+constexpr double kFp8BackwardBytesPerOutputGradient = 6;
 // Fused attention kernels run slower per FLOP at a small head dim (more
 // softmax work and K/V traffic per FLOP): the rate ~ D / (D + 150),
 // relative to D = 128. Measured with cuDNN SDPA forward+backward on the
@@ -222,19 +247,21 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
   double mm = rates.matmul * small * (fusedExec ? kFusedMatmulGain : 1.0),
          attn = rates.attention,
          hbm = rates.elementwise * (fusedExec ? kFusedMemoryGain : 1.0);
+  // fp8-mixed / fp8-bf16: the decoder linears' GEMMs (forward, input and
+  // weight gradients, recomputed forwards) at the FP8 rate; the lm_head,
+  // attention and the rest keep theirs.
+  const bool fp8 = fp8Linears(setup, hw);
+  double mm8 = hw.fp8Tflops * 1e12 * kFp8MatmulEfficiency * small;
   bool frozen = setup.method != Method::Full;
   // swift-run stacks the linears that read one value (q/k/v, gate/up) into
   // one GEMM: a narrow k/v projection runs at the stacked width.
   auto gemmOutFeatures = [&](const std::vector<OpProfile> &ops, const OpProfile &op) {
-    if (exec != Exec::Fused || op.inputValue < 0)
-      return op.outFeatures;
-    int64_t n = 0;
-    for (const OpProfile &o : ops)
-      if (o.kind == OpKind::Linear && o.inputValue == op.inputValue)
-        n += o.outFeatures;
-    return n;
+    return exec == Exec::Fused ? stackedOutFeatures(ops, op) : op.outFeatures;
   };
-  auto opSeconds = [&](const std::vector<OpProfile> &ops, bool forward) {
+  // `decoder`: the ops are (part of) a decoder layer.
+  auto opSeconds = [&](const std::vector<OpProfile> &ops, bool forward,
+                       bool decoder) {
+    double linearRate = decoder && fp8 ? mm8 : mm;
     double t = 0;
     for (const OpProfile &op : ops) {
       double flops = forward ? op.forwardFlops
@@ -244,7 +271,7 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
         double narrow = std::min(1.0, (width / (width + kHalfEfficiencyWidth)) /
                                           (kReferenceWidth /
                                            (kReferenceWidth + kHalfEfficiencyWidth)));
-        t += flops / (mm * narrow);
+        t += flops / (linearRate * narrow);
       }
       else if (op.kind == OpKind::Attention)
         t += flops / (attn * headDimFactor(op, exec));
@@ -258,15 +285,35 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
                                                 setup.loraDropout) +
                        elementwiseBytesPerToken(m.embed, m.sequenceLength, exec,
                                                 setup.loraDropout)) / hbm;
+  // The casts feeding one layer's FP8 GEMMs, forward and backward; the
+  // last GEMM's forward casts, which a recompute skips with the GEMM.
+  double castsForward = 0, castsBackward = 0, castsLast = 0;
+  if (fp8)
+    for (const Gemm &g : decoderGemms(m)) {
+      double w = g.outFeatures * g.inFeatures, x = T * g.inFeatures,
+             dy = T * g.outFeatures;
+      castsForward += kFp8ForwardBytesPerWeight * w +
+                      (g.inputKept ? kFp8ForwardBytesPerInput
+                                   : kFp8ForwardBytesPerKeptInput) * x;
+      castsBackward += kFp8BackwardBytesPerWeight * w +
+                       (g.inputKept ? kFp8BackwardBytesPerInput : 0) * x +
+                       kFp8BackwardBytesPerOutputGradient * dy;
+      // What a recompute without the output skips: the weight's cast and
+      // x's row-major codes (the amaxes and x^T's codes are still made).
+      castsLast = (kFp8ForwardBytesPerWeight - 2) * w + 1 * x;
+    }
   Compute c;
-  double layerFwd = opSeconds(m.layer, true), layerBwd = opSeconds(m.layer, false);
-  c.forward = L * layerFwd + opSeconds(m.head, true) + opSeconds(m.embed, true) +
-              (L * layerEw + headEw) / 3;
-  c.backward = L * layerBwd + opSeconds(m.head, false) + opSeconds(m.embed, false) +
-               2 * (L * layerEw + headEw) / 3;
+  double layerFwd = opSeconds(m.layer, true, true),
+         layerBwd = opSeconds(m.layer, false, true);
+  c.forward = L * layerFwd + opSeconds(m.head, true, false) +
+              opSeconds(m.embed, true, false) + (L * layerEw + headEw) / 3 +
+              L * castsForward / hbm;
+  c.backward = L * layerBwd + opSeconds(m.head, false, false) +
+               opSeconds(m.embed, false, false) + 2 * (L * layerEw + headEw) / 3 +
+               L * castsBackward / hbm;
   // Recompute: the whole layer's forward, or under selective checkpointing
   // only the attention core and the SwiGLU product.
-  double recomputePerLayer = layerFwd + layerEw / 3;
+  double recomputePerLayer = layerFwd + layerEw / 3 + castsForward / hbm;
   if (exec == Exec::Fused) {
     // swift-run recomputes a layer only to differentiate it: the last GEMM
     // (down_proj), whose output backward never reads, is skipped.
@@ -274,7 +321,7 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
       return op.kind == OpKind::Linear;
     });
     if (last != m.layer.rend())
-      recomputePerLayer -= opSeconds({*last}, true);
+      recomputePerLayer -= opSeconds({*last}, true, true) + castsLast / hbm;
   }
   if (s.checkpointing == Checkpointing::Selective) {
     recomputePerLayer = 0;
@@ -357,7 +404,8 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
   double trainable = frozen ? m.adapterParameters : P;
   // peft's adapters are fp32 but their gradients are reduced in bf16;
   // swift-run's follow the precision like full parameters.
-  double gradBytes = (setup.precision == Precision::Bf16 || (frozen && !swiftRun) ? 2 : 4);
+  const bool pureBf16 = plan::storagePrecision(setup.precision) == Precision::Bf16;
+  double gradBytes = (pureBf16 || (frozen && !swiftRun) ? 2 : 4);
   if (setup.backend == Backend::DeepSpeed)
     gradBytes = 2;
   // What ZeRO-3 gathers per pass: bf16 parameters, or the frozen base as
@@ -439,8 +487,7 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
   double shard = s.zero == 0 ? trainable : trainable / W;
   if (s.offload == Offload::None) {
     // peft's adapters are fp32 whatever the precision; swift-run's follow it.
-    double bytesPerParam =
-        setup.precision == Precision::Bf16 && (!frozen || swiftRun) ? 14 : 28;
+    double bytesPerParam = pureBf16 && (!frozen || swiftRun) ? 14 : 28;
     // autocast's weight casts (fp32 -> bf16 each forward, gradient upcasts).
     double casts = exec == Exec::Autocast ? 12.0 * P : 0;
     t.optimizerSeconds = (bytesPerParam * shard + casts) / hbm;

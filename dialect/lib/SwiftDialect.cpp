@@ -55,8 +55,9 @@ std::string mlir::swift::formatReal(const APFloat &value) {
 
 LogicalResult GpuAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                               StringRef name, int64_t memoryBytes,
-                              APFloat bf16Tflops, APFloat hbmGbps,
-                              APFloat hostLinkGbps, APFloat nvlinkGbps) {
+                              APFloat bf16Tflops, APFloat fp8Tflops,
+                              APFloat hbmGbps, APFloat hostLinkGbps,
+                              APFloat nvlinkGbps) {
   if (memoryBytes <= 0)
     return emitError() << "gpu '" << name << "': memory_bytes must be positive";
   auto positive = [](const APFloat &x) { return x.convertToDouble() > 0; };
@@ -64,6 +65,10 @@ LogicalResult GpuAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "gpu '" << name
                        << "': bf16_tflops, hbm_gbps and host_link_gbps must "
                           "be positive";
+  // Not `< 0`: NaN is refused too.
+  if (!(fp8Tflops.convertToDouble() >= 0))
+    return emitError() << "gpu '" << name
+                       << "': fp8_tflops must be >= 0 (0: no FP8 tensor cores)";
   if (nvlinkGbps.convertToDouble() < 0)
     return emitError() << "gpu '" << name
                        << "': nvlink_gbps must be >= 0 (0: no NVLink)";

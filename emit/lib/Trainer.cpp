@@ -30,8 +30,6 @@ using namespace mlir::swift;
 
 namespace {
 
-std::string exact(double x) { return exactNumber(x); }
-
 const char *boolean(bool b) { return b ? "true" : "false"; }
 
 /// HF's scheduler for the job's schedule (transformers' SchedulerType), or
@@ -50,7 +48,7 @@ FailureOr<std::vector<Flag>> scheduleFlags(JobOp job,
       return job.emitError(
           "training.lr_schedule: the HF Trainer decays linearly to 0 only; "
           "linear decay to min_lr_ratio ")
-             << exact(lr.minLrRatio)
+             << exactNumber(lr.minLrRatio)
              << " has no HF schedule (use decay cosine, which HF's "
                 "cosine_with_min_lr floors, or min_lr_ratio 0)";
     flags.push_back({"lr_scheduler_type", "linear"});
@@ -59,7 +57,7 @@ FailureOr<std::vector<Flag>> scheduleFlags(JobOp job,
     if (lr.minLrRatio > 0) {
       flags.push_back({"lr_scheduler_type", "cosine_with_min_lr"});
       flags.push_back({"lr_scheduler_kwargs",
-                       "{\"min_lr_rate\": " + exact(lr.minLrRatio) + "}"});
+                       "{\"min_lr_rate\": " + exactNumber(lr.minLrRatio) + "}"});
     } else {
       flags.push_back({"lr_scheduler_type", "cosine"});
     }
@@ -101,12 +99,12 @@ FailureOr<std::vector<Flag>> trainerFlags(ModuleOp module) {
       {"gradient_checkpointing",
        boolean(s.checkpointing != cost::Checkpointing::None)},
       // The job's clipping; none is 0 (HF's default would clip at 1.0).
-      {"max_grad_norm", exact(t.maxGradNorm.value_or(0.0))},
-      {"learning_rate", exact(t.optimizer.lr)},
-      {"adam_beta1", exact(t.optimizer.beta1)},
-      {"adam_beta2", exact(t.optimizer.beta2)},
-      {"adam_epsilon", exact(t.optimizer.eps)},
-      {"weight_decay", exact(t.optimizer.weightDecay)},
+      {"max_grad_norm", exactNumber(t.maxGradNorm.value_or(0.0))},
+      {"learning_rate", exactNumber(t.optimizer.lr)},
+      {"adam_beta1", exactNumber(t.optimizer.beta1)},
+      {"adam_beta2", exactNumber(t.optimizer.beta2)},
+      {"adam_epsilon", exactNumber(t.optimizer.eps)},
+      {"weight_decay", exactNumber(t.optimizer.weightDecay)},
   };
   FailureOr<std::vector<Flag>> schedule = scheduleFlags(m->job, t.lrSchedule);
   if (failed(schedule))
@@ -147,11 +145,9 @@ LogicalResult emitMsSwift(ModuleOp module, llvm::raw_ostream &os,
     return failure();
   JobOp job = m->job;
   const cost::Strategy &s = m->strategy;
-  if (job.getMethod() == Method::QLora && s.zero == 3)
-    return job.emitError(
-        "ms-swift cannot run QLoRA under ZeRO-3 (bitsandbytes 4-bit "
-        "weights are not partitioned there; modelscope/ms-swift#8267); use "
-        "strategy.zero 0-2");
+  if (s.zero > msSwiftMaxZero(job.getMethod()))
+    return job.emitError(msSwiftZeroLimit(job.getMethod()))
+           << "; use strategy.zero 0-" << msSwiftMaxZero(job.getMethod());
   const int64_t nodes = m->cluster.getNodes();
   const int64_t perNode = m->cluster.getGpusPerNode();
 
@@ -172,11 +168,11 @@ LogicalResult emitMsSwift(ModuleOp module, llvm::raw_ostream &os,
     if (alpha != std::floor(alpha))
       return job.emitError("training.lora.alpha: ms-swift's --lora_alpha is "
                            "an integer, and the job's is ")
-             << exact(alpha);
+             << exactNumber(alpha);
     flags.push_back({"lora_rank", std::to_string(lora.getRank())});
-    flags.push_back({"lora_alpha", exact(alpha)});
+    flags.push_back({"lora_alpha", exactNumber(alpha)});
     flags.push_back(
-        {"lora_dropout", exact(lora.getDropout().convertToDouble())});
+        {"lora_dropout", exactNumber(lora.getDropout().convertToDouble())});
     std::string targets;
     if (lora.targets("all-linear")) {
       targets = "all-linear";
@@ -223,7 +219,7 @@ LogicalResult emitMsSwift(ModuleOp module, llvm::raw_ostream &os,
      << plan::toString(s.offload) << " --set strategy.checkpointing="
      << plan::toString(s.checkpointing) << " --set training.micro_batch_size="
      << s.microBatchSize << " --set strategy.bucket_mib="
-     << exact(double(*m->schedule.getBucketBytes()) / (1 << 20)) << "\n";
+     << exactNumber(double(*m->schedule.getBucketBytes()) / (1 << 20)) << "\n";
   os << "# DATASET: your data (a hub id or a local JSONL file); add --max_steps "
         "N or --num_train_epochs N\n";
   if (!source)
@@ -245,6 +241,15 @@ LogicalResult emitMsSwift(ModuleOp module, llvm::raw_ostream &os,
   }
   os << env << " swift sft" << commandLine(flags, "  ") << "\n";
   return success();
+}
+
+int msSwiftMaxZero(Method method) { return method == Method::QLora ? 2 : 3; }
+
+std::string msSwiftZeroLimit(Method method) {
+  return msSwiftMaxZero(method) == 3
+             ? ""
+             : "ms-swift cannot run QLoRA under ZeRO-3 (bitsandbytes 4-bit "
+               "weights are not partitioned there; modelscope/ms-swift#8267)";
 }
 
 } // namespace swift::emit

@@ -135,8 +135,8 @@ const std::map<std::string, std::vector<std::string>> &schema() {
       {"cluster",
        {"gpu", "gpus_per_node", "nodes", "interconnect", "host", "profile"}},
       {"cluster.gpu",
-       {"preset", "name", "memory_gib", "bf16_tflops", "hbm_gbps",
-        "host_link_gbps", "nvlink_gbps"}},
+       {"preset", "name", "memory_gib", "bf16_tflops", "fp8_tflops",
+        "hbm_gbps", "host_link_gbps", "nvlink_gbps"}},
       {"cluster.interconnect", {"intra_node", "inter_node"}},
       {"cluster.interconnect.intra_node",
        {"preset", "name", "bandwidth_gbps", "latency_us"}},
@@ -978,7 +978,7 @@ GpuSpec readGpu(const Reader &r, const YAML::Node &node) {
   };
   auto fromPreset = [](const GpuPreset &p) {
     return GpuSpec{p.name, p.memoryGiB, p.bf16Tflops, p.hbmGBps,
-                   p.hostLinkGBps, p.nvlinkGBps};
+                   p.hostLinkGBps, p.nvlinkGBps, p.fp8Tflops};
   };
   if (!node || node.IsNull())
     r.fail(node, field,
@@ -992,7 +992,7 @@ GpuSpec readGpu(const Reader &r, const YAML::Node &node) {
     return fromPreset(*p);
   }
   r.checkKeys(node, field, *allowedKeys(field));
-  GpuSpec g{"custom", 0, 0, 0, 32, 0};
+  GpuSpec g{"custom", 0, 0, 0, 32, 0, 0};
   if (YAML::Node preset = node["preset"]) {
     const GpuPreset *p = findGpuPreset(r.scalar(preset, field + ".preset"));
     if (!p)
@@ -1013,6 +1013,7 @@ GpuSpec readGpu(const Reader &r, const YAML::Node &node) {
   number("hbm_gbps", g.hbmGBps, false);
   number("host_link_gbps", g.hostLinkGBps, false);
   number("nvlink_gbps", g.nvlinkGBps, true);
+  number("fp8_tflops", g.fp8Tflops, true); // 0: no FP8 tensor cores
   return g;
 }
 
@@ -1332,6 +1333,45 @@ std::vector<Diagnostic> unmodeledWarnings(const JobSpec &job) {
 
 } // namespace
 
+std::string unsupportedPrecision(const JobSpec &job) {
+  const plan::Precision p = job.training.precision;
+  if (!plan::fp8Gemms(p))
+    return "";
+  const std::string name = plan::toString(p);
+  const std::string twin = plan::toString(plan::storagePrecision(p));
+  const GpuSpec &gpu = job.cluster.gpu;
+  if (!(gpu.fp8Tflops > 0)) {
+    std::vector<std::string> fp8;
+    for (const GpuPreset &preset : gpuPresets())
+      if (preset.fp8Tflops > 0)
+        fp8.push_back(preset.name);
+    return "training.precision, cluster.gpu: precision " + name +
+           " runs FP8 GEMMs, and cluster.gpu " + gpu.name +
+           " has no FP8 tensor cores (FP8 needs Ada or Hopper: " +
+           joinList(fp8) + "; a custom gpu gives fp8_tflops); use precision " +
+           twin;
+  }
+  if (job.training.method != plan::Method::Full) {
+    const std::string method = plan::toString(job.training.method);
+    return "training.precision, training.method: precision " + name +
+           " is for full fine-tuning: swift-run's " + method +
+           " adapters run bf16 GEMMs; use precision " + twin + " with method " +
+           method;
+  }
+  if (job.backend != plan::Backend::SwiftRun) {
+    const std::string backend = plan::toString(job.backend);
+    return "training.precision, backend: precision " + name +
+           " runs in swift-run only: backend " + backend +
+           " trains with bf16 GEMMs" +
+           (job.backend == plan::Backend::DeepSpeed
+                ? ", and DeepSpeed and ms-swift artifacts are not emitted for "
+                  "FP8"
+                : "") +
+           "; use backend swift-run, or precision " + twin + " on " + backend;
+  }
+  return "";
+}
+
 Diagnostic diagnoseJob(const JobSpec &job, const std::string &error) {
   // The leading "FIELD[, FIELD]...: ", each field a key of the job.
   std::vector<std::string> fields;
@@ -1405,6 +1445,8 @@ std::optional<JobSpec> loadJob(const std::string &path,
       job.backend = r.oneOf<plan::Backend>(root["backend"], "backend");
     job.strategy = readStrategy(r, root, job.model);
     job.origins = origins(r, root);
+    if (std::string why = unsupportedPrecision(job); !why.empty())
+      throw JobError{diagnoseJob(job, why)};
     job.warnings = unmodeledWarnings(job);
     return job;
   } catch (const JobError &e) {

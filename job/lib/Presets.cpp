@@ -10,29 +10,33 @@ namespace swift::job {
 // one direction, which is what a ring collective's step moves.
 const std::vector<GpuPreset> &gpuPresets() {
   static const std::vector<GpuPreset> table = {
-      {"a10", 24, 125.0, 600, 32, 0, "pcie4", "ib-100g",
-       "NVIDIA A10 datasheet: 24 GB GDDR6, BF16 125 TF (250 sparse), "
-       "600 GB/s, PCIe Gen4 64 GB/s"},
-      {"a40", 48, 149.7, 696, 32, 56.25, "pcie4", "ib-100g",
+      {"a10", 24, 125.0, 0, 600, 32, 0, "pcie4", "ib-100g",
+       "NVIDIA A10 datasheet: 24 GB GDDR6, BF16 125 TF (250 sparse), no FP8 "
+       "(Ampere), 600 GB/s, PCIe Gen4 64 GB/s"},
+      {"a40", 48, 149.7, 0, 696, 32, 56.25, "pcie4", "ib-100g",
        "NVIDIA A40 datasheet: 48 GB GDDR6, BF16 149.7 TF (299.4 sparse), "
-       "696 GB/s, PCIe Gen4 64 GB/s, NVLink bridge 112.5 GB/s (pairs)"},
-      {"l40s", 48, 362.05, 864, 32, 0, "pcie4", "ib-100g",
+       "no FP8 (Ampere), 696 GB/s, PCIe Gen4 64 GB/s, NVLink bridge "
+       "112.5 GB/s (pairs)"},
+      {"l40s", 48, 362.05, 733, 864, 32, 0, "pcie4", "ib-100g",
        "NVIDIA L40S datasheet: 48 GB GDDR6, BF16 362.05 TF (733 sparse), "
-       "864 GB/s, PCIe Gen4 64 GB/s"},
-      {"rtx4090", 24, 165.2, 1008, 32, 0, "pcie4", "ib-100g",
+       "FP8 733 TF (1466 sparse), 864 GB/s, PCIe Gen4 64 GB/s"},
+      {"rtx4090", 24, 165.2, 330.3, 1008, 32, 0, "pcie4", "ib-100g",
        "NVIDIA Ada GPU architecture whitepaper (RTX 4090): 24 GB GDDR6X, "
-       "BF16 w/ FP32 accumulate 165.2 TF dense, 1008 GB/s, PCIe Gen4"},
-      {"a100-40g", 40, 312.0, 1555, 32, 300, "nvlink3", "ib-200g",
-       "NVIDIA A100 datasheet (SXM 40GB): BF16 312 TF (624 sparse), "
-       "1555 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s"},
-      {"a100-80g", 80, 312.0, 2039, 32, 300, "nvlink3", "ib-200g",
-       "NVIDIA A100 datasheet (SXM 80GB): BF16 312 TF (624 sparse), "
-       "2039 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s"},
-      {"h100", 80, 989.4, 3350, 64, 450, "nvlink4", "ib-400g",
+       "BF16 w/ FP32 accumulate 165.2 TF dense, FP8 w/ FP32 accumulate "
+       "330.3 TF dense, 1008 GB/s, PCIe Gen4"},
+      {"a100-40g", 40, 312.0, 0, 1555, 32, 300, "nvlink3", "ib-200g",
+       "NVIDIA A100 datasheet (SXM 40GB): BF16 312 TF (624 sparse), no FP8 "
+       "(Ampere), 1555 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s"},
+      {"a100-80g", 80, 312.0, 0, 2039, 32, 300, "nvlink3", "ib-200g",
+       "NVIDIA A100 datasheet (SXM 80GB): BF16 312 TF (624 sparse), no FP8 "
+       "(Ampere), 2039 GB/s, NVLink 600 GB/s, PCIe Gen4 64 GB/s"},
+      {"h100", 80, 989.4, 1978.9, 3350, 64, 450, "nvlink4", "ib-400g",
        "NVIDIA H100 datasheet (SXM): BF16 1979 TF sparse = 989.4 dense, "
+       "FP8 3958 TF sparse = 1978.9 dense, "
        "80 GB HBM3 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s"},
-      {"h200", 141, 989.4, 4800, 64, 450, "nvlink4", "ib-400g",
+      {"h200", 141, 989.4, 1978.9, 4800, 64, 450, "nvlink4", "ib-400g",
        "NVIDIA H200 datasheet (SXM): BF16 1979 TF sparse = 989.4 dense, "
+       "FP8 3958 TF sparse = 1978.9 dense, "
        "141 GB HBM3e 4.8 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s"},
   };
   return table;

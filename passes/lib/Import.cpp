@@ -142,8 +142,9 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
   const ClusterSpec &c = job.cluster;
   auto gpu = GpuAttr::get(
       &context, c.gpu.name, static_cast<int64_t>(c.gpu.memoryGiB * (1ll << 30)),
-      llvm::APFloat(c.gpu.bf16Tflops), llvm::APFloat(c.gpu.hbmGBps),
-      llvm::APFloat(c.gpu.hostLinkGBps), llvm::APFloat(c.gpu.nvlinkGBps));
+      llvm::APFloat(c.gpu.bf16Tflops), llvm::APFloat(c.gpu.fp8Tflops),
+      llvm::APFloat(c.gpu.hbmGBps), llvm::APFloat(c.gpu.hostLinkGBps),
+      llvm::APFloat(c.gpu.nvlinkGBps));
   auto link = [&](const LinkSpec &l) {
     return LinkAttr::get(&context, l.name, llvm::APFloat(l.bandwidthGBps),
                          llvm::APFloat(l.latencyUs));

@@ -133,6 +133,9 @@ namespace {
 std::optional<WhatIf> planWhatIf(std::string change, const job::JobSpec &spec,
                                  MLIRContext &context,
                                  const PlanningOptions &options) {
+  // A change the job could not make (method lora on an fp8 job, ...).
+  if (!job::unsupportedPrecision(spec).empty())
+    return std::nullopt;
   PlanningOptions estimate = options;
   estimate.last = Phase::Estimate;
   estimate.dumpDir.clear();
@@ -182,17 +185,22 @@ std::vector<WhatIf> mlir::swift::changesThatFit(const job::JobSpec &job,
                        "the micro-batch",
                        opened(job));
   // Pure bf16 (bf16 masters and moments: 8 B per parameter instead of 16)
-  // for a bf16-mixed job, with the strategy left open.
-  if (job.training.precision == plan::Precision::Bf16Mixed) {
+  // for a job that stores as bf16-mixed (fp8-mixed: fp8-bf16, which keeps
+  // the FP8 GEMMs), with the strategy left open.
+  const plan::Precision precision = job.training.precision;
+  if (plan::storagePrecision(precision) == plan::Precision::Bf16Mixed) {
     JobSpec bf16 = opened(job);
-    bf16.training.precision = plan::Precision::Bf16;
+    bf16.training.precision = plan::fp8Gemms(precision) ? plan::Precision::Fp8Bf16
+                                                        : plan::Precision::Bf16;
     tries.emplace_back(PureBf16,
-                       "training.precision bf16 (bf16 master weights and "
-                       "AdamW states)",
+                       std::string("training.precision ") +
+                           plan::toString(bf16.training.precision) +
+                           " (bf16 master weights and AdamW states)",
                        bf16);
   }
   // Adapters: LoRA then QLoRA for a full job, QLoRA for a LoRA one (every
-  // backend trains both), with the strategy left open.
+  // backend trains both), with the strategy left open. The adapters run
+  // bf16 GEMMs: an fp8 job's go with its storage twin (bf16-mixed, bf16).
   std::vector<plan::Method> lighter;
   if (job.training.method == plan::Method::Full)
     lighter = {plan::Method::Lora, plan::Method::QLora};
@@ -201,9 +209,13 @@ std::vector<WhatIf> mlir::swift::changesThatFit(const job::JobSpec &job,
   for (plan::Method method : lighter) {
     JobSpec adapters = opened(job);
     adapters.training.method = method;
-    tries.emplace_back(Adapters,
-                       std::string("training.method ") + plan::toString(method),
-                       adapters);
+    std::string change = std::string("training.method ") + plan::toString(method);
+    if (plan::fp8Gemms(precision)) {
+      adapters.training.precision = plan::storagePrecision(precision);
+      change += std::string(" with training.precision ") +
+                plan::toString(adapters.training.precision);
+    }
+    tries.emplace_back(Adapters, change, adapters);
   }
   for (int64_t seq = job.training.sequenceLength / 2; seq >= 512; seq /= 2) {
     JobSpec shorter = job;
@@ -256,6 +268,30 @@ std::optional<WhatIf> mlir::swift::fasterIfOpen(const job::JobSpec &job,
   std::optional<WhatIf> faster = planWhatIf(change, open, context, options);
   if (!faster || faster->estimate.getTokensPerSecond().convertToDouble() <
                      1.05 * pinnedTokensPerSecond)
+    return std::nullopt;
+  return faster;
+}
+
+std::optional<WhatIf> mlir::swift::fasterWithFp8(const job::JobSpec &job,
+                                                 double tokensPerSecond,
+                                                 MLIRContext &context,
+                                                 const PlanningOptions &options) {
+  // Only a precision that has an FP8 twin; only where the twin can run
+  // (planWhatIf() asks job::unsupportedPrecision(): swift-run, full
+  // fine-tuning, a GPU with FP8).
+  const plan::Precision precision = job.training.precision;
+  const std::optional<plan::Precision> twin = plan::fp8Twin(precision);
+  if (tokensPerSecond <= 0 || !twin)
+    return std::nullopt;
+  ::swift::job::JobSpec fp8 = job;
+  fp8.training.precision = *twin;
+  std::optional<WhatIf> faster = planWhatIf(
+      std::string("training.precision ") + plan::toString(fp8.training.precision) +
+          " (the decoder linears' GEMMs in FP8, stored as " +
+          plan::toString(precision) + ")",
+      fp8, context, options);
+  if (!faster || faster->estimate.getTokensPerSecond().convertToDouble() <
+                     1.05 * tokensPerSecond)
     return std::nullopt;
   return faster;
 }

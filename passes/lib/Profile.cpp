@@ -256,6 +256,7 @@ cost::Hardware mlir::swift::hardware(ClusterOp cluster) {
   hw.gpu = gpu.getName().str();
   hw.memoryBytes = gpu.getMemoryBytes();
   hw.bf16Tflops = gpu.getBf16Tflops().convertToDouble();
+  hw.fp8Tflops = gpu.getFp8Tflops().convertToDouble();
   hw.hbmGBps = gpu.getHbmGbps().convertToDouble();
   hw.hostLinkGBps = gpu.getHostLinkGbps().convertToDouble();
   hw.gpusPerNode = cluster.getGpusPerNode();

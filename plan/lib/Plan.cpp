@@ -224,6 +224,11 @@ TrainingConfig parseTraining(const Node &n) {
   t.seed = n.has("seed") ? uint64_t(n.at("seed").integer(0, kBig)) : 0;
   t.packing = !n.has("packing") || n.at("packing").boolean();
   t.method = n.has("method") ? n.at("method").choice<Method>() : Method::Full;
+  if (t.method != Method::Full && fp8Gemms(t.precision))
+    n.at("precision").fail(std::string(toString(t.precision)) +
+                           " runs full fine-tuning only: LoRA/QLoRA "
+                           "adapters run bf16 GEMMs (use " +
+                           toString(storagePrecision(t.precision)) + ")");
   if (t.method != Method::Full) {
     Node l = n.at("lora");
     l.object().onlyKeys({"rank", "alpha", "dropout", "targets"});

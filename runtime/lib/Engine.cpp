@@ -220,8 +220,9 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
   const int W = comm.worldSize(), rank = comm.rank();
   const bool offload = st.offload != Offload::None;
   computeDtype_ = computeDtypeOf(plan.training.precision);
-  gradDtype_ =
-      plan.training.precision == Precision::Bf16 ? at::kBFloat16 : at::kFloat;
+  // fp8-* stores as its bf16 twin (Enums.h storagePrecision).
+  const Precision storage = plan::storagePrecision(plan.training.precision);
+  gradDtype_ = storage == Precision::Bf16 ? at::kBFloat16 : at::kFloat;
   auto onDevice = at::TensorOptions().device(device_);
   const int numUnits = int(m_.numLayers) + 2;
   backwardIndex_.resize(numUnits);
@@ -323,7 +324,7 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
       if (computeDtype_ == at::kBFloat16)
         U->hostParamOut = hostEmpty(U->optLen, at::kBFloat16, device_);
     } else {
-      if (plan.training.precision == Precision::Bf16)
+      if (storage == Precision::Bf16)
         // Pure bf16: the optimizer updates the compute-dtype parameters in
         // place; there is no separate master copy.
         U->master = st.zero == 3 ? U->shard
@@ -563,10 +564,10 @@ at::Tensor Engine::computeUnit(int u, const at::Tensor &x,
     return headLoss(m_, x, leaves[0], leaves[1], mb.targets,
                     grads ? makeSinks(u)[1] : GradSink(), mb.masked,
                     mb.divisor);
-  return decoderForward(
-      m_,
-      bindDecoder(m_, leaves, grads ? makeSinks(u) : std::vector<GradSink>()),
-      x, rope, selective, forBackward, mb.packing);
+  DecoderWeights w =
+      bindDecoder(m_, leaves, grads ? makeSinks(u) : std::vector<GradSink>());
+  w.fp8 = plan::fp8Gemms(plan_.training.precision);
+  return decoderForward(m_, w, x, rope, selective, forBackward, mb.packing);
 }
 
 at::Tensor Engine::unitForward(int u, const at::Tensor &x, MicroBatch &mb) {

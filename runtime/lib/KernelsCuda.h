@@ -87,4 +87,17 @@ int nf4Dequantize(const uint8_t *packed, const uint8_t *absmaxQ,
                   const float *code16, void *out, int64_t nbytes, bool bf16,
                   void *stream);
 
+/// amax[0] = max |x_i| over n bf16 or fp32 elements (NaNs ignored); the
+/// launcher zeroes it first.
+int fp8Amax(const void *x, int64_t n, float *amax, bool bf16, void *stream);
+
+/// FP8 codes (e4m3, or e5m2 when `e5m2`) of x (rows, cols) times
+/// scale = fmax / max(*amax, 1e-12), rounded to nearest even and saturated
+/// to +-fmax (Fp8.h): into out (rows, cols) and/or its transpose outT
+/// (cols, rows) (null: not written); scaleInv, when not null, gets 1 /
+/// scale. rows and cols multiples of 16, x 16-byte aligned.
+int fp8Cast(const void *x, int64_t rows, int64_t cols, const float *amax,
+            bool e5m2, void *out, void *outT, float *scaleInv, bool bf16,
+            void *stream);
+
 } // namespace swift::rt::cuda

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "swift/Runtime/Model.h"
+#include "swift/Runtime/Fp8.h"
 #include "swift/Runtime/Autograd.h"
 #include "swift/Runtime/Check.h"
 #include "swift/Runtime/Kernels.h"
@@ -372,9 +373,25 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
     return lora(g) ? adapterOp(in, w, bias, g, group, {}, true)
                    : linear(in, w, bias, sink);
   };
+  // The base model's GEMMs: bf16 (residual adds in the epilogues, addmm,
+  // where there is no bias) or FP8 (Fp8.h); adapters run bf16 only.
+  SWIFT_ASSERT(!(w.fp8 && adapters), "FP8 GEMMs with LoRA adapters");
+  auto dense = [&](const at::Tensor &in, const at::Tensor &wt,
+                   const at::Tensor &bias, const GradSink &sink) {
+    return w.fp8 ? fp8Linear(in, wt, bias, sink) : linear(in, wt, bias, sink);
+  };
+  // `inputKept`: something else saves `in` for backward (attention its
+  // output), so FP8 keeps it rather than its codes (Fp8.h keepCodes).
+  auto residualDense = [&](const at::Tensor &res, const at::Tensor &in,
+                           const at::Tensor &wt, const at::Tensor &bias,
+                           const GradSink &sink, bool value, bool inputKept) {
+    return w.fp8 ? fp8Linear(in, wt, bias, sink, res, value, !inputKept)
+           : bias.defined() ? res + linear(in, wt, bias, sink)
+                            : residualLinear(res, in, wt, value, sink);
+  };
   at::Tensor qkv = adapters ? adapted(h, w.qkv, w.qkvBias, w.qkvSink,
                                       adapters->qkv, 0)
-                            : linear(h, w.qkv, w.qkvBias, w.qkvSink);
+                            : dense(h, w.qkv, w.qkvBias, w.qkvSink);
 
   // Attention core: q/k norm, rotary, softmax(QK^T)V. Under selective
   // checkpointing only the packed projection is kept; its internals (rotated
@@ -424,24 +441,23 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
     coreIn.push_back(w.kNorm);
   }
   at::Tensor attn = selective ? recompute(core, coreIn)[0] : core(coreIn)[0];
-  // Residual adds in the GEMMs' epilogues (addmm) where there is no bias.
-  at::Tensor x1 =
-      adapters && lora(adapters->o)
-          ? adapterOp(attn, w.o, w.oBias, adapters->o, 1, x, true)
-      : w.oBias.defined() ? x + linear(attn, w.o, w.oBias, w.oSink)
-                          : residualLinear(x, attn, w.o, true, w.oSink);
+  at::Tensor x1 = adapters && lora(adapters->o)
+                     ? adapterOp(attn, w.o, w.oBias, adapters->o, 1, x, true)
+                     : residualDense(x, attn, w.o, w.oBias, w.oSink, true,
+                                     /*inputKept=*/true);
 
   h = rmsNorm(x1, w.postNorm, m.rmsNormEps);
   at::Tensor gateUp = // (B, S, 2 I)
       adapters ? adapted(h, w.gateUp, {}, w.gateUpSink, adapters->gateUp, 2)
-               : linear(h, w.gateUp, {}, w.gateUpSink);
+               : dense(h, w.gateUp, {}, w.gateUpSink);
   TensorFn act = [](const std::vector<at::Tensor> &in) {
     return std::vector<at::Tensor>{swiglu(in[0])};
   };
   at::Tensor a = selective ? recompute(act, {gateUp})[0] : act({gateUp})[0];
   if (adapters && lora(adapters->down))
     return adapterOp(a, w.down, {}, adapters->down, 3, x1, !forBackward);
-  return residualLinear(x1, a, w.down, /*value=*/!forBackward, w.downSink);
+  return residualDense(x1, a, w.down, {}, w.downSink, /*value=*/!forBackward,
+                       /*inputKept=*/false);
 }
 
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids) {

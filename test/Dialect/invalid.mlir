@@ -112,6 +112,12 @@ swift.cluster @c nodes 1 x 8 gpu #swift.gpu<name = "x", memory_bytes = 0, bf16_t
 
 // -----
 
+// An FP8 peak is 0 (no FP8 tensor cores) or positive.
+// expected-error @+1 {{gpu 'x': fp8_tflops must be >= 0 (0: no FP8 tensor cores)}}
+swift.cluster @c nodes 1 x 8 gpu #swift.gpu<name = "x", memory_bytes = 1, bf16_tflops = 125.0, fp8_tflops = -1.0, hbm_gbps = 600.0, host_link_gbps = 32.0, nvlink_gbps = 0.0> intra_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> inter_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> host_memory 1
+
+// -----
+
 // checkpoint_layers is meaningless without checkpointing.
 // expected-error @+1 {{checkpoint_layers needs checkpointing selective or full, not none}}
 func.func @f() attributes {s = #swift.strategy<checkpointing = none, checkpoint_layers = 2>} {

@@ -2,12 +2,13 @@
 // Proves every op and attribute prints and parses back to the same IR.
 
 // CHECK-LABEL: swift.cluster @cluster nodes 2 x 8
-// CHECK-SAME: gpu <name = "h100", memory_bytes = 85899345920, bf16_tflops = 989.4, hbm_gbps = 3350.0, host_link_gbps = 64.0, nvlink_gbps = 450.0>
+// CHECK-SAME: gpu <name = "h100", memory_bytes = 85899345920, bf16_tflops = 989.4, fp8_tflops = 1978.9, hbm_gbps = 3350.0, host_link_gbps = 64.0, nvlink_gbps = 450.0>
 // CHECK-SAME: intra_node <name = "nvlink4", bandwidth_gbps = 450.0, latency_us = 5.0>
 // CHECK-SAME: host_memory 549755813888
 swift.cluster @cluster nodes 2 x 8
     gpu #swift.gpu<name = "h100", memory_bytes = 85899345920, bf16_tflops = 989.4,
-                   hbm_gbps = 3350.0, host_link_gbps = 64.0, nvlink_gbps = 450.0>
+                   fp8_tflops = 1978.9, hbm_gbps = 3350.0, host_link_gbps = 64.0,
+                   nvlink_gbps = 450.0>
     intra_node #swift.link<name = "nvlink4", bandwidth_gbps = 450.0, latency_us = 5.0>
     inter_node #swift.link<name = "ib-400g", bandwidth_gbps = 50.0, latency_us = 15.0>
     host_memory 549755813888

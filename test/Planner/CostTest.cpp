@@ -316,4 +316,95 @@ TEST(Cost, SwiftRunLoraTime) {
   EXPECT_EQ(part(loraCkpt, "dequantized_weights"), 0);
 }
 
+// fp8-mixed / fp8-bf16 on swift-run: the decoder linears' GEMMs at the FP8
+// rate plus the bytes of their casts; model states as the storage twin
+// (bf16-mixed / bf16) stores them; activations as the twin's but for the
+// inputs of q/k/v, gate/up and down, kept as e4m3 codes (1 B, not 2; o's
+// input is attention's output, kept anyway); plus the FP8 copies of one
+// GEMM's operands while it runs. MFU stays against the bf16 peak: the same
+// model FLOPs.
+TEST(Cost, Fp8GemmsRunFasterAndStoreAsTheirTwin) {
+  const std::pair<const char *, const char *> twins[] = {{"fp8-mixed", "bf16-mixed"},
+                                                         {"fp8-bf16", "bf16"}};
+  bool copiesAtPeak = false;
+  for (auto [fp8, twin] : twins)
+    for (const char *checkpointing : {"none", "full"})
+      for (int zero : {0, 3}) {
+        std::vector<std::string> sets = {
+            "model=llama3.1-8b", "cluster.gpu=h200", "cluster.gpus_per_node=8",
+            "training.global_batch_size=16", "training.micro_batch_size=2",
+            "strategy.zero=" + std::to_string(zero), "strategy.offload=none",
+            std::string("strategy.checkpointing=") + checkpointing,
+            std::string("training.precision=") + twin};
+        std::string what = std::string(fp8) + ", checkpointing " +
+                           checkpointing + ", zero " + std::to_string(zero);
+        Priced b = price(sets);
+        sets.back() = std::string("training.precision=") + fp8;
+        Priced a = price(sets);
+        const cost::TimeEstimate &ta = a.estimate.time, &tb = b.estimate.time;
+        EXPECT_LT(ta.stepSeconds, 0.95 * tb.stepSeconds) << what;
+        EXPECT_GT(ta.stepSeconds, 0.5 * tb.stepSeconds) << what;
+        EXPECT_LT(ta.computeSeconds, tb.computeSeconds) << what;
+        if (std::string(checkpointing) == "full")
+          EXPECT_LT(ta.recomputeSeconds, tb.recomputeSeconds) << what;
+        EXPECT_NEAR(ta.mfu / tb.mfu, tb.stepSeconds / ta.stepSeconds, 1e-9) << what;
+        // What is stored and sent is the twin's.
+        EXPECT_EQ(ta.optimizerSeconds, tb.optimizerSeconds) << what;
+        EXPECT_EQ(ta.communicationSeconds, tb.communicationSeconds) << what;
+        const cost::MemoryEstimate &ma = a.estimate.memory, &mb = b.estimate.memory;
+        EXPECT_EQ(ma.modelStateBytes, mb.modelStateBytes) << what;
+        EXPECT_EQ(ma.hostBytes, mb.hostBytes) << what;
+        // The largest GEMM, stacked gate/up (N 2 x 14336, K 4096) at T =
+        // 2 x 2048 tokens: W and W^T, x and x^T, dy and dy^T in one byte.
+        double T = 2 * 2048, N = 2 * 14336, K = 4096, I = 14336;
+        double copies = 2 * N * K + 2 * T * K + 2 * T * N;
+        // One byte less per element of the inputs of q/k/v (K), gate/up (K)
+        // and down (I), per layer; under full checkpointing the one layer
+        // being recomputed holds them.
+        double codes = T * (K + K + I);
+        EXPECT_EQ(mb.layerActivationBytes - ma.layerActivationBytes, codes) << what;
+        const double layers = std::string(checkpointing) == "full" ? 1 : 32;
+        for (auto [fa, fb] : {std::pair{ma.peakBytes, mb.peakBytes},
+                              {ma.backwardPeakBytes, mb.backwardPeakBytes},
+                              {ma.forwardPeakBytes, mb.forwardPeakBytes}}) {
+          EXPECT_GE(fa, fb - layers * codes) << what;
+          EXPECT_LE(fa, fb + copies) << what;
+        }
+        // A peak inside a decoder layer holds the copies.
+        if (ma.peak.op == "decoder layer") {
+          EXPECT_TRUE(near(part(a, "fp8_copies"), copies)) << what;
+          copiesAtPeak = true;
+        }
+        EXPECT_EQ(part(b, "fp8_copies"), 0) << what;
+      }
+  EXPECT_TRUE(copiesAtPeak);
+}
+
+// Where FP8 cannot run (the job reader refuses it: an Ampere GPU, another
+// backend, adapters) the cost model prices the storage twin rather than
+// divide by a zero FP8 peak.
+TEST(Cost, Fp8IsPricedOnlyWhereItRuns) {
+  Diagnostic diag;
+  EXPECT_FALSE(loadJob(writeTemp(kBaseJob),
+                       {"training.precision=fp8-mixed", "cluster.gpu=a100-80g"},
+                       diag));
+  EXPECT_EQ(diag.field, "training.precision");
+  std::vector<std::string> sets = {"cluster.gpu=a100-80g", "strategy.zero=0",
+                                   "strategy.offload=none",
+                                   "strategy.checkpointing=none",
+                                   "training.micro_batch_size=1"};
+  Priced a100 = price(sets);
+  for (cost::Precision p : {cost::Precision::Fp8Mixed, cost::Precision::Fp8Bf16}) {
+    cost::TrainingSetup setup = a100.setup;
+    setup.precision = p;
+    cost::TrainingSetup twin = a100.setup;
+    twin.precision = swift::plan::storagePrecision(p);
+    cost::Estimate e = cost::estimate(a100.profile, setup, a100.hw, a100.strategy);
+    cost::Estimate t = cost::estimate(a100.profile, twin, a100.hw, a100.strategy);
+    EXPECT_TRUE(std::isfinite(e.time.stepSeconds));
+    EXPECT_EQ(e.time.stepSeconds, t.time.stepSeconds);
+    EXPECT_EQ(e.memory.peakBytes, t.memory.peakBytes);
+  }
+}
+
 } // namespace

@@ -120,6 +120,100 @@ cluster:
   EXPECT_DOUBLE_EQ(job.cluster.intraNode.latencyUs, 3);
 }
 
+TEST(Job, Fp8PeakOfPresetsAndCustomGpus) {
+  // Hopper and Ada have FP8 tensor cores; Ampere has none.
+  EXPECT_DOUBLE_EQ(load(kBaseJob).cluster.gpu.fp8Tflops, 1978.9);
+  EXPECT_DOUBLE_EQ(load(kBaseJob, {"cluster.gpu=h200"}).cluster.gpu.fp8Tflops,
+                   1978.9);
+  EXPECT_DOUBLE_EQ(load(kBaseJob, {"cluster.gpu=l40s"}).cluster.gpu.fp8Tflops, 733);
+  EXPECT_DOUBLE_EQ(load(kBaseJob, {"cluster.gpu=rtx4090"}).cluster.gpu.fp8Tflops,
+                   330.3);
+  for (const char *ampere : {"a10", "a40", "a100-40g", "a100-80g"})
+    EXPECT_EQ(load(kBaseJob, {std::string("cluster.gpu=") + ampere})
+                  .cluster.gpu.fp8Tflops,
+              0)
+        << ampere;
+  // A custom GPU: none unless it says; a preset's field can be overridden.
+  const std::string custom = R"(model: llama3.2-1b
+training: {sequence_length: 2048, global_batch_size: 8}
+cluster:
+  gpu: {name: mi-x, memory_gib: 64, bf16_tflops: 400, hbm_gbps: 2000}
+)";
+  EXPECT_EQ(load(custom).cluster.gpu.fp8Tflops, 0);
+  EXPECT_DOUBLE_EQ(
+      load(custom, {"cluster.gpu.fp8_tflops=800"}).cluster.gpu.fp8Tflops, 800);
+  EXPECT_DOUBLE_EQ(load(kBaseJob, {"cluster.gpu.fp8_tflops=0"}).cluster.gpu.fp8Tflops,
+                   0);
+  for (const char *bad : {"-1", "nan", ".inf", "1e7", "fast"}) {
+    Diagnostic d = fail(custom, {std::string("cluster.gpu.fp8_tflops=") + bad});
+    EXPECT_EQ(d.field, "cluster.gpu.fp8_tflops") << bad << ": " << d.str();
+  }
+  EXPECT_EQ(fail(custom, {"cluster.gpu.fp8_tflops=-1"}).message,
+            "must be >= 0, got -1");
+}
+
+TEST(Job, Fp8PrecisionsParse) {
+  JobSpec mixed = load(kBaseJob, {"training.precision=fp8-mixed"});
+  EXPECT_EQ(mixed.training.precision, swift::plan::Precision::Fp8Mixed);
+  EXPECT_EQ(unsupportedPrecision(mixed), "");
+  JobSpec pure = load(kBaseJob, {"training.precision=fp8-bf16", "cluster.gpu=l40s"});
+  EXPECT_EQ(pure.training.precision, swift::plan::Precision::Fp8Bf16);
+  // A custom GPU that gives its FP8 peak.
+  load(kBaseJob, {"training.precision=fp8-mixed", "cluster.gpu.preset=a100-80g",
+                  "cluster.gpu.fp8_tflops=600"});
+}
+
+TEST(JobErrors, Fp8NeedsAnFp8GpuFullFineTuningAndSwiftRun) {
+  // Located at training.precision, naming where the other key was set.
+  Diagnostic gpu = fail(R"(model: llama3.2-1b
+training: {sequence_length: 2048, global_batch_size: 8, precision: fp8-mixed}
+cluster: {gpu: a100-80g}
+)");
+  EXPECT_EQ(gpu.field, "training.precision");
+  EXPECT_EQ(gpu.line, 2);
+  EXPECT_EQ(gpu.message,
+            "precision fp8-mixed runs FP8 GEMMs, and cluster.gpu a100-80g has "
+            "no FP8 tensor cores (FP8 needs Ada or Hopper: l40s, rtx4090, h100, "
+            "h200; a custom gpu gives fp8_tflops); use precision bf16-mixed");
+  EXPECT_NE(fail(kBaseJob, {"training.precision=fp8-bf16", "cluster.gpu=a10"})
+                .message.find("cluster.gpu a10 has no FP8 tensor cores"),
+            std::string::npos);
+  EXPECT_NE(fail(kBaseJob, {"training.precision=fp8-mixed",
+                            "cluster.gpu.fp8_tflops=0"})
+                .message.find("has no FP8 tensor cores"),
+            std::string::npos);
+
+  for (const char *method : {"lora", "qlora"}) {
+    Diagnostic d = fail(kBaseJob, {"training.precision=fp8-bf16",
+                                   std::string("training.method=") + method});
+    EXPECT_EQ(d.field, "training.precision") << method;
+    EXPECT_EQ(d.message, std::string("precision fp8-bf16 is for full "
+                                     "fine-tuning: swift-run's ") +
+                             method + " adapters run bf16 GEMMs; use precision "
+                             "bf16 with method " + method +
+                             "; training.method set by --set training.method=" +
+                             method);
+  }
+
+  Diagnostic hf = fail(kBaseJob, {"training.precision=fp8-mixed", "backend=hf"});
+  EXPECT_EQ(hf.field, "training.precision");
+  EXPECT_EQ(hf.message, "precision fp8-mixed runs in swift-run only: backend hf "
+                        "trains with bf16 GEMMs; use backend swift-run, or "
+                        "precision bf16-mixed on hf; backend set by --set "
+                        "backend=hf");
+  Diagnostic ds = fail(kBaseJob, {"backend=deepspeed", "training.precision=fp8-mixed"});
+  EXPECT_EQ(ds.field, "training.precision");
+  EXPECT_NE(ds.message.find("backend deepspeed trains with bf16 GEMMs, and "
+                            "DeepSpeed and ms-swift artifacts are not emitted "
+                            "for FP8"),
+            std::string::npos)
+      << ds.str();
+  // The storage twins run anywhere.
+  for (const char *p : {"bf16-mixed", "bf16"})
+    load(kBaseJob, {std::string("training.precision=") + p, "cluster.gpu=a10",
+                    "training.method=lora", "backend=hf"});
+}
+
 TEST(Job, LoraSettings) {
   JobSpec job = load(std::string(kBaseJob),
                      {"training.method=qlora", "training.lora.rank=64",
@@ -411,6 +505,9 @@ TEST(Presets, TablesAreConsistent) {
   for (const GpuPreset &g : gpuPresets()) {
     EXPECT_GT(g.memoryGiB, 0) << g.name;
     EXPECT_GT(g.bf16Tflops, 0) << g.name;
+    // FP8 (where there is any) doubles the bf16 rate, dense, fp32 accumulate.
+    EXPECT_TRUE(g.fp8Tflops == 0 || g.fp8Tflops >= 2 * g.bf16Tflops - 1)
+        << g.name;
     EXPECT_NE(findLinkPreset(g.intraNode), nullptr) << g.name;
     EXPECT_NE(findLinkPreset(g.interNode), nullptr) << g.name;
     EXPECT_GT(std::string(g.source).size(), 10u) << g.name;

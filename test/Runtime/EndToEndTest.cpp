@@ -399,6 +399,34 @@ TEST(BadInput, PlanForMoreRanksThanStarted) {
   EXPECT_EQ(single.exitCode, 2) << single.output;
 }
 
+TEST(BadInput, Fp8PlansAreRefusedWhereThereAreNoFp8Gemms) {
+  // precision fp8-*: FP8 tensor cores (CUDA, compute capability 8.9+) only;
+  // on the CPU one line naming the field, why and the precision to use.
+  json p = tinyPlan(0, 1);
+  p["training"]["precision"] = "fp8-bf16";
+  Result r = runPlan(p, "--steps 1 --device cpu");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("plan: training.precision fp8-bf16: FP8 GEMMs need "
+                          "an NVIDIA GPU with FP8 tensor cores"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("plan it with precision bf16 instead"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("step 1/"), std::string::npos) << r.output;
+  // Adapters run bf16 GEMMs: a LoRA plan with fp8 is refused at the reader.
+  json l = tinyPlan(0, 1);
+  l["training"]["precision"] = "fp8-mixed";
+  l["training"]["method"] = "lora";
+  l["training"]["lora"] = {{"rank", 4}, {"alpha", 8}, {"targets", {"q_proj"}}};
+  Result rl = runPlan(l, "--steps 1 --device cpu");
+  EXPECT_EQ(rl.exitCode, 2) << rl.output;
+  EXPECT_NE(rl.output.find("training.precision: fp8-mixed runs full "
+                           "fine-tuning only"),
+            std::string::npos)
+      << rl.output;
+}
+
 TEST(BadInput, UnwritableOutputsAreRefusedBeforeTheFirstStep) {
   // --metrics and --save-params are written as the run goes / at its end:
   // a path that cannot be written exits 2 before any step, naming the flag.

@@ -156,8 +156,10 @@ void printJob(raw_ostream &os, const job::JobSpec &job, const Counts &facts) {
   os << "cluster   " << c.nodes << " node" << (c.nodes > 1 ? "s" : "") << " x "
      << c.gpusPerNode << " " << c.gpu.name << " = " << c.numGpus()
      << " GPUs; " << llvm::format("%g", c.gpu.memoryGiB) << " GiB, "
-     << llvm::format("%g", c.gpu.bf16Tflops) << " TFLOP/s bf16, "
-     << llvm::format("%g", c.gpu.hbmGBps) << " GB/s each\n";
+     << llvm::format("%g", c.gpu.bf16Tflops) << " TFLOP/s bf16, ";
+  if (c.gpu.fp8Tflops > 0)
+    os << llvm::format("%g", c.gpu.fp8Tflops) << " fp8, ";
+  os << llvm::format("%g", c.gpu.hbmGBps) << " GB/s each\n";
   os << "          intra-node " << c.intraNode.name << " ("
      << llvm::format("%g", c.intraNode.bandwidthGBps) << " GB/s)";
   if (c.nodes > 1)
@@ -281,20 +283,30 @@ void printReport(raw_ostream &os, const job::JobSpec &spec, JobOp job,
   double tokensPerSecond = real(e.getTokensPerSecond());
   os << "throughput " << grouped(int64_t(tokensPerSecond)) << " tokens/s ("
      << grouped(int64_t(tokensPerSecond / gpus)) << " per GPU), MFU "
-     << llvm::format("%.1f", 100 * real(e.getMfu())) << "%\n";
+     << llvm::format("%.1f", 100 * real(e.getMfu())) << "%";
+  // MFU counts against the bf16 peak whatever the GEMMs run in (as the
+  // benchmarks count it).
+  if (plan::fp8Gemms(job.getPrecision()))
+    os << " of the bf16 peak; the decoder linears' GEMMs run FP8";
+  os << "\n";
   SmallVector<CandidateAttr> alternatives = decision.getAlternativeCandidates();
   if (!alternatives.empty()) {
     os << "alternatives\n";
     for (CandidateAttr a : alternatives)
       os << "  - " << describe(a) << ": " << a.getVerdict() << "\n";
   }
-  if (const std::optional<WhatIf> &f = replanned.fasterIfOpen) {
+  // A faster change: "LABEL     CHANGE: STRATEGY, N tokens/s (1.22x), peak".
+  auto printFaster = [&](const char *label, const std::optional<WhatIf> &f) {
+    if (!f)
+      return;
     double faster = real(f->estimate.getTokensPerSecond());
-    os << "faster    " << f->change << ": " << describe(f->strategy) << ", "
-       << grouped(int64_t(faster)) << " tokens/s ("
-       << llvm::format("%.2f", faster / tokensPerSecond) << "x), peak "
-       << gib(f->estimate.getPeakBytes()) << "\n";
-  }
+    os << llvm::format("%-10s", label) << f->change << ": "
+       << describe(f->strategy) << ", " << grouped(int64_t(faster))
+       << " tokens/s (" << llvm::format("%.2f", faster / tokensPerSecond)
+       << "x), peak " << gib(f->estimate.getPeakBytes()) << "\n";
+  };
+  printFaster("faster", replanned.fasterIfOpen);
+  printFaster("fp8", replanned.fasterWithFp8);
   if (!decision.getFits()) {
     // The closest strategy may fit the GPU and fail on the host's memory
     // (its ranks and what they offload): then there is no GPU shortfall to
@@ -474,6 +486,8 @@ static void writeJson(raw_ostream &os, const job::JobSpec &spec, JobOp job,
     };
     if (const std::optional<WhatIf> &f = replanned.fasterIfOpen)
       j.attributeObject("faster_if_open", [&] { writeWhatIf(*f); });
+    if (const std::optional<WhatIf> &f = replanned.fasterWithFp8)
+      j.attributeObject("faster_with_fp8", [&] { writeWhatIf(*f); });
     j.attributeObject("search", [&] {
       j.attribute("evaluated", decision.getEvaluated());
       j.attribute("considered", decision.getConsidered());

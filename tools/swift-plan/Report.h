@@ -24,6 +24,7 @@ namespace swift::report {
 struct Replanned {
   std::vector<mlir::swift::WhatIf> changesThatFit; // when nothing fits
   std::optional<mlir::swift::WhatIf> fasterIfOpen;
+  std::optional<mlir::swift::WhatIf> fasterWithFp8;
 };
 
 /// The readable report: the job, then (when planned) the strategy, memory,

@@ -116,19 +116,14 @@ std::optional<swift::plan::Backend> artifactBackend(Emit e) {
   }
 }
 
-const char *emitName(Emit e) {
-  switch (e) {
-  case Emit::Plan:
-    return "plan";
-  case Emit::DeepSpeed:
-    return "deepspeed";
-  case Emit::MsSwift:
-    return "ms-swift";
-  case Emit::Launch:
-    return "launch";
-  default:
-    return "summary";
-  }
+/// The spelling of `e` on the command line: the --emit option's own table.
+std::string emitName(Emit e) {
+  const auto &values = emit.getParser();
+  for (unsigned i = 0; i < values.getNumOptions(); ++i)
+    if (static_cast<const cl::OptionValue<Emit> &>(values.getOptionValue(i))
+            .getValue() == e)
+      return values.getOption(i).str();
+  return "summary";
 }
 
 constexpr int kExitInternal = 1;
@@ -188,18 +183,30 @@ int main(int argc, char **argv) {
         std::string("--emit ") + emitName(emit)};
   }
   const std::string backendName = swift::plan::toString(priced.backend);
-  // ms-swift cannot run QLoRA under ZeRO-3 (its bitsandbytes weights are
-  // not partitioned; modelscope/ms-swift#8267): choose among ZeRO 0-2.
+  // The stack an artifact is for may not train the job's precision (FP8
+  // runs in swift-run only) though the job's own backend does.
+  if (std::string why = swift::job::unsupportedPrecision(priced);
+      repriced && !why.empty()) {
+    errs() << swift::job::diagnoseJob(priced, why).str()
+           << " (the job's own backend, "
+           << swift::plan::toString(job->backend) << ", can run it)\n";
+    return kExitNothingFits;
+  }
+  // ms-swift runs some methods at low ZeRO stages only
+  // (swift::emit::msSwiftMaxZero): choose among those.
   std::vector<int> zeroStages;
-  if (emit == Emit::MsSwift && job->training.method == swift::plan::Method::QLora) {
-    if (job->strategy.zero == 3) {
-      errs() << job->path << ": error: strategy.zero: ms-swift cannot run "
-             << "QLoRA under ZeRO-3 (modelscope/ms-swift#8267); leave it "
-                "open or set 0-2\n";
+  if (emit == Emit::MsSwift) {
+    const int maxZero = swift::emit::msSwiftMaxZero(job->training.method);
+    if (job->strategy.zero && *job->strategy.zero > maxZero) {
+      errs() << job->path << ": error: strategy.zero: "
+             << swift::emit::msSwiftZeroLimit(job->training.method)
+             << "; leave it open or set 0-" << maxZero << "\n";
       return kExitNothingFits;
     }
-    if (!job->strategy.zero)
-      zeroStages = {0, 1, 2};
+    if (!job->strategy.zero && maxZero < 3) {
+      for (int zero = 0; zero <= maxZero; ++zero)
+        zeroStages.push_back(zero);
+    }
   }
   // Probes (the stages tried, the job's own backend) dump no phases.
   mlir::swift::PlanningOptions probe = options;
@@ -223,7 +230,8 @@ int main(int argc, char **argv) {
       stage.strategy.zero = zero;
       stage.origins["strategy.zero"] = swift::job::Diagnostic{
           "--emit ms-swift (QLoRA at ZeRO " + std::to_string(zero) +
-          "; ms-swift runs QLoRA at ZeRO 0-2 only)"};
+          "; " + swift::emit::msSwiftZeroLimit(priced.training.method) +
+          ")"};
       mlir::swift::PlannedJob p = mlir::swift::planJob(stage, context, probe);
       if (!planned.module || rank(p) > rank(planned)) {
         planned = std::move(p);
@@ -267,9 +275,11 @@ int main(int argc, char **argv) {
     errs() << job->path << ": error: nothing fits on backend " << backendName
            << ", so there is nothing to emit: the closest strategy, "
            << swift::report::pricedSummary(planned.job)
-           << (zeroStages.empty() ? ""
-                                  : " (ZeRO 0-2 only: ms-swift cannot run QLoRA "
-                                    "under ZeRO-3)")
+           << (zeroStages.empty()
+                   ? ""
+                   : "; ZeRO 0-" + std::to_string(zeroStages.back()) +
+                         " only: " +
+                         swift::emit::msSwiftZeroLimit(priced.training.method))
            << "; run without --emit"
            << (repriced ? " and with --set backend=" + backendName : "")
            << " to see what would fit\n";
@@ -279,9 +289,15 @@ int main(int argc, char **argv) {
   if (nothingFits && !noSuggestions)
     replanned.changesThatFit = mlir::swift::changesThatFit(*job, context, options);
   mlir::swift::EstimateAttr estimate = planned.job.getEstimateAttr();
-  if (emit == Emit::Summary && !nothingFits && *last >= Phase::Estimate && estimate)
-    replanned.fasterIfOpen = mlir::swift::fasterIfOpen(
-        *job, estimate.getTokensPerSecond().convertToDouble(), context, options);
+  if (emit == Emit::Summary && !nothingFits && *last >= Phase::Estimate &&
+      estimate) {
+    double tokensPerSecond = estimate.getTokensPerSecond().convertToDouble();
+    replanned.fasterIfOpen =
+        mlir::swift::fasterIfOpen(*job, tokensPerSecond, context, options);
+    // FP8 is never chosen for a job; the report suggests it.
+    replanned.fasterWithFp8 =
+        mlir::swift::fasterWithFp8(*job, tokensPerSecond, context, options);
+  }
   if (repriced)
     errs() << "swift-plan: --emit " << emitName(emit) << " is priced on backend "
            << backendName << " (the job's is "

@@ -6,10 +6,13 @@
 // reference value: 2e-2 in bf16, 1e-4 in fp32).
 //
 //===----------------------------------------------------------------------===//
+#include "swift/Runtime/Fp8.h"
 #include "swift/Runtime/Kernels.h"
 
 #include <cstdio>
 #include <string>
+
+using swift::rt::fp8Unsupported;
 
 int main(int argc, char **argv) {
   std::string dev = argc > 1 ? argv[1] : "cuda";
@@ -24,6 +27,22 @@ int main(int argc, char **argv) {
                   c.name.c_str(), dt == at::kFloat ? "fp32" : "bf16",
                   c.maxAbsDiff, c.maxAbsRef, pass ? "ok" : "FAIL");
     }
+  }
+  // FP8 (Fp8.h): codes equal the emulation's exactly; the GEMMs within
+  // bf16 output rounding (fp32 accumulation in another order).
+  const at::Device device(dev);
+  if (fp8Unsupported(device).empty() || device.is_cpu()) {
+    for (const auto &c : swift::rt::checkFp8(device)) {
+      const bool codes = c.name.find("_codes") != std::string::npos;
+      const bool pass = codes ? c.maxAbsDiff == 0
+                              : c.maxAbsDiff <= 1e-2 * std::max(1.0, c.maxAbsRef);
+      ok = ok && pass;
+      std::printf("kernel-check %-30s %-5s max|diff| %.3e  max|ref| %.3e  %s\n",
+                  c.name.c_str(), "fp8", c.maxAbsDiff, c.maxAbsRef,
+                  pass ? "ok" : "FAIL");
+    }
+  } else {
+    std::printf("kernel-check fp8 skipped: %s\n", fp8Unsupported(device).c_str());
   }
   return ok ? 0 : 1;
 }

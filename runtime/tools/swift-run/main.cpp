@@ -17,6 +17,7 @@
 #include "swift/Runtime/Data.h"
 #include "swift/Runtime/Device.h"
 #include "swift/Runtime/Engine.h"
+#include "swift/Runtime/Fp8.h"
 #include "swift/Runtime/Launch.h"
 #include "swift/Runtime/PlanTypes.h"
 #include "swift/Runtime/Trace.h"
@@ -287,6 +288,28 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
                 cudaDeviceCount() == 0 ? " (or this build has no CUDA)" : "");
     setCudaDevice(env.localRank);
     device = at::Device(at::kCUDA, c10::DeviceIndex(env.localRank));
+  }
+  if (swift::plan::fp8Gemms(plan.training.precision)) {
+    const std::string why = fp8Unsupported(device);
+    SWIFT_CHECK(why.empty(), "plan: training.precision ",
+                toString(plan.training.precision), ": ", why,
+                "; plan it with precision ",
+                toString(swift::plan::storagePrecision(plan.training.precision)),
+                " instead");
+    // FP8 tensor cores take K (and cuBLASLt's leading dimensions) in
+    // multiples of 16: the widths of the decoder linears and the tokens of
+    // a micro-batch (the weight gradient's K).
+    const ModelConfig &m = plan.model;
+    const int64_t tokens =
+        plan.training.microBatchSize * plan.training.sequenceLength;
+    for (auto [what, n] : {std::pair<const char *, int64_t>{"hidden_size", m.hiddenSize},
+                           {"intermediate_size", m.intermediateSize},
+                           {"num_attention_heads x head_dim", m.numHeads * m.headDim},
+                           {"num_key_value_heads x head_dim", m.numKvHeads * m.headDim},
+                           {"micro_batch_size x sequence_length", tokens}})
+      SWIFT_CHECK(n % 16 == 0, "plan: training.precision ",
+                  toString(plan.training.precision), ": FP8 GEMMs need ",
+                  what, " to be a multiple of 16 (it is ", n, ")");
   }
   const double timeout = a.timeout > 0      ? a.timeout
                          : device.is_cuda() ? 600

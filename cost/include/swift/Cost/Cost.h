@@ -131,6 +131,7 @@ struct Hardware {
   std::string gpu;
   int64_t memoryBytes = 0;
   double bf16Tflops = 0;
+  double fp8Tflops = 0; // dense FP8 peak (0: no FP8 tensor cores)
   double hbmGBps = 0;
   double hostLinkGBps = 0;
   int64_t gpusPerNode = 1;

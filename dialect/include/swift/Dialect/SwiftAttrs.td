@@ -40,6 +40,16 @@ def Swift_OptionalDoubleParameter
                       (!$_lhs || $_lhs->bitwiseIsEqual(*$_rhs)) }];
 }
 
+// A real number that is 0 unless given (left out of the printed struct when
+// 0).
+def Swift_ZeroDefaultDoubleParameter
+    : DefaultValuedParameter<"::llvm::APFloat", "::llvm::APFloat(0.0)",
+                             "a real number, 0 when absent"> {
+  let parser = Swift_DoubleParameter.parser;
+  let printer = Swift_DoubleParameter.printer;
+  let comparator = Swift_DoubleParameter.comparator;
+}
+
 // A yes/no answer, printed `true` / `false`.
 def Swift_BoolParameter : AttrParameter<"bool", "true or false"> {
   let parser = [{ [&]() -> ::mlir::FailureOr<bool> {
@@ -63,17 +73,22 @@ def Swift_GpuAttr : Swift_Attr<"Gpu", "gpu"> {
   let summary = "one accelerator's capacity and speed";
   let description = [{
     Datasheet (or measured) numbers of one GPU. Bandwidths are GB/s (1e9
-    bytes/s) in one direction.
+    bytes/s) in one direction. `fp8_tflops` is the dense FP8 tensor-core
+    peak (fp32 accumulation, no sparsity); absent or 0: the GPU has no FP8
+    (Ampere and older), and a job cannot train in fp8-mixed or fp8-bf16 on
+    it.
 
     ```mlir
     #swift.gpu<name = "h100", memory_bytes = 85899345920, bf16_tflops = 989.4,
-               hbm_gbps = 3350.0, host_link_gbps = 64.0, nvlink_gbps = 450.0>
+               fp8_tflops = 1978.9, hbm_gbps = 3350.0, host_link_gbps = 64.0,
+               nvlink_gbps = 450.0>
     ```
   }];
   let parameters = (ins
     StringRefParameter<"preset or user name">:$name,
     "int64_t":$memory_bytes,
     Swift_DoubleParameter:$bf16_tflops,
+    Swift_ZeroDefaultDoubleParameter:$fp8_tflops,
     Swift_DoubleParameter:$hbm_gbps,
     Swift_DoubleParameter:$host_link_gbps,
     Swift_DoubleParameter:$nvlink_gbps);

@@ -24,9 +24,13 @@
 #ifndef SWIFT_EMIT_EMIT_H
 #define SWIFT_EMIT_EMIT_H
 
+#include "swift/Plan/Enums.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <string>
 
 #include <string>
 #include <vector>
@@ -114,6 +118,14 @@ mlir::LogicalResult emitLaunch(mlir::ModuleOp module, llvm::raw_ostream &os,
 /// them. Fails on QLoRA under ZeRO-3, which ms-swift cannot run.
 mlir::LogicalResult emitMsSwift(mlir::ModuleOp module, llvm::raw_ostream &os,
                                 const LaunchOptions &options = {});
+
+/// The highest ZeRO stage ms-swift runs `method` at: QLoRA's bitsandbytes
+/// 4-bit weights are not partitioned under ZeRO-3 (modelscope/ms-swift#8267),
+/// so 2 for qlora, else 3. emitMsSwift refuses above it; swift-plan chooses
+/// among the stages up to it.
+int msSwiftMaxZero(swift::plan::Method method);
+/// Why msSwiftMaxZero(method) is below 3 ("" when it is 3).
+std::string msSwiftZeroLimit(swift::plan::Method method);
 
 } // namespace swift::emit
 

@@ -118,6 +118,7 @@ struct GpuSpec {
   double hbmGBps = 0;
   double hostLinkGBps = 0;
   double nvlinkGBps = 0;
+  double fp8Tflops = 0; // dense FP8 tensor-core peak (0: no FP8)
 };
 
 struct LinkSpec {
@@ -182,6 +183,16 @@ std::optional<JobSpec> loadJob(const std::string &path,
 /// first field was set, naming the `--set`s that set the others. Any other
 /// text stays a message about the job file.
 Diagnostic diagnoseJob(const JobSpec &job, const std::string &error);
+
+/// Why the job cannot train in its precision, as "FIELD[, FIELD]...:
+/// message" (diagnoseJob()'s form); empty when it can. The FP8 precisions
+/// (plan::fp8Gemms(): fp8-mixed, fp8-bf16) need a GPU with FP8 tensor cores
+/// (`fp8_tflops` > 0), full fine-tuning (swift-run's LoRA/QLoRA adapters run
+/// bf16 GEMMs) and backend swift-run (HF and DeepSpeed train with bf16
+/// GEMMs here). loadJob() refuses such a job; swift-plan asks again for the
+/// stack an artifact is priced on (--emit deepspeed, ms-swift), and the
+/// what-if re-planning for each changed copy.
+std::string unsupportedPrecision(const JobSpec &job);
 
 /// Reads an HF config.json into a ModelSpec.
 std::optional<ModelSpec> loadHFConfig(const std::string &path,

@@ -21,6 +21,8 @@ struct GpuPreset {
   const char *name;
   double memoryGiB;      // device memory, as sold (HBM/GDDR capacity)
   double bf16Tflops;     // dense bf16 tensor-core peak (no sparsity)
+  double fp8Tflops;      // dense FP8 tensor-core peak, fp32 accumulation,
+                         // no sparsity (0: no FP8 tensor cores)
   double hbmGBps;        // device memory bandwidth
   double hostLinkGBps;   // PCIe to the host, one direction
   double nvlinkGBps;     // NVLink per GPU, one direction (0: none)

@@ -8,8 +8,8 @@
 //   estimate  memory and time of that strategy                  swift-estimate-cost
 //   schedule  the strategy spelled out as a verified swift.schedule
 // and what-if re-planning plans changed copies of a job for real (more GPUs,
-// strategy keys left open, adapters, shorter sequences) to say what would
-// fit or run faster.
+// strategy keys left open, adapters, shorter sequences, FP8 GEMMs) to say
+// what would fit or run faster.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,6 +96,16 @@ std::optional<WhatIf> fasterIfOpen(const ::swift::job::JobSpec &job,
                                    double pinnedTokensPerSecond,
                                    MLIRContext &context,
                                    const PlanningOptions &options);
+
+/// The job in its FP8 twin (bf16-mixed -> fp8-mixed, bf16 -> fp8-bf16: the
+/// decoder linears' GEMMs in FP8, everything stored as before), planned
+/// again with the same fixed keys: returned when the twin can run (a full
+/// fine-tuning swift-run job on a GPU with FP8), fits and is at least 5%
+/// faster than `tokensPerSecond`. swift-plan never switches a job to FP8 by
+/// itself; the report suggests it.
+std::optional<WhatIf> fasterWithFp8(const ::swift::job::JobSpec &job,
+                                    double tokensPerSecond, MLIRContext &context,
+                                    const PlanningOptions &options);
 
 } // namespace mlir::swift
 

@@ -27,7 +27,35 @@ enum class Precision : uint8_t {
   Bf16Mixed, // bf16 compute, fp32 master weights and optimizer states
   Bf16,      // parameters, gradients and optimizer states all bf16
   Fp32,
+  // The decoder linears' GEMMs in FP8 (e4m3 weights and inputs, e5m2
+  // output gradients, per-tensor scales from the current amax); everything
+  // else, and what is stored, as in bf16-mixed (Fp8Mixed) or bf16 (Fp8Bf16).
+  Fp8Mixed,
+  Fp8Bf16,
 };
+
+/// Whether the decoder linears run FP8 GEMMs.
+constexpr bool fp8Gemms(Precision p) {
+  return p == Precision::Fp8Mixed || p == Precision::Fp8Bf16;
+}
+
+/// The precision that stores as `p` does with bf16 GEMMs (fp8-mixed ->
+/// bf16-mixed, fp8-bf16 -> bf16): what `p` is in everything but its GEMMs.
+constexpr Precision storagePrecision(Precision p) {
+  return p == Precision::Fp8Mixed  ? Precision::Bf16Mixed
+         : p == Precision::Fp8Bf16 ? Precision::Bf16
+                                   : p;
+}
+
+/// The precision that stores as `p` does with FP8 GEMMs (bf16-mixed ->
+/// fp8-mixed, bf16 -> fp8-bf16), if any: storagePrecision's inverse.
+constexpr std::optional<Precision> fp8Twin(Precision p) {
+  if (p == Precision::Bf16Mixed)
+    return Precision::Fp8Mixed;
+  if (p == Precision::Bf16)
+    return Precision::Fp8Bf16;
+  return std::nullopt;
+}
 
 enum class Optimizer : uint8_t { AdamW };
 
@@ -98,7 +126,9 @@ template <typename E> struct EnumTraits;
     static constexpr EnumSpelling<E> kSpellings[] = {__VA_ARGS__};             \
   };
 SWIFT_PLAN_ENUM(Precision, "precision", {Precision::Bf16Mixed, "bf16-mixed"},
-                {Precision::Bf16, "bf16"}, {Precision::Fp32, "fp32"})
+                {Precision::Bf16, "bf16"}, {Precision::Fp32, "fp32"},
+                {Precision::Fp8Mixed, "fp8-mixed"},
+                {Precision::Fp8Bf16, "fp8-bf16"})
 SWIFT_PLAN_ENUM(Optimizer, "optimizer", {Optimizer::AdamW, "adamw"})
 SWIFT_PLAN_ENUM(LrDecay, "lr decay", {LrDecay::Constant, "constant"},
                 {LrDecay::Linear, "linear"}, {LrDecay::Cosine, "cosine"})

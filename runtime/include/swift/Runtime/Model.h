@@ -109,6 +109,8 @@ struct DecoderWeights {
   // Where the four GEMM weights' gradients go (Kernels.h); empty: returned
   // through autograd.
   GradSink qkvSink, oSink, gateUpSink, downSink;
+  // The four GEMMs in FP8 (precision fp8-*, Fp8.h): fp8Linear for each.
+  bool fp8 = false;
 };
 /// Binds `views` (one per LeafDesc, in order) to names, and `sinks` (empty,
 /// or one per LeafDesc) to the GEMM weights.
