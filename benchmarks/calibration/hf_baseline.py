@@ -4,7 +4,10 @@ memory at world size N is real on one GPU). Output: JSON lines.
 Usage: python3 hf_baseline.py WORLD OUTFILE [case-filter | new]
 Extended from shared/calibration/hf_baseline.py (same row format; extra keys:
 peak_fwd / alloc_after_fwd / peak_bwd / alloc_after_bwd / peak_opt of the steady
-step with the highest peak, and peak_phase). "new" skips the public cases."""
+step with the highest peak, and peak_phase). "new" skips the public cases.
+A case with compile=True runs torch.compile(model) (default mode) and
+warmup=W (default 1) leaves its first W steps (compilation) out of the steady
+numbers; such rows also carry compile_s (the warm-up steps' seconds)."""
 import os, sys, json, time, gc, traceback, math
 import torch
 import torch.distributed as dist
@@ -94,6 +97,9 @@ def run_case(c):
     base_alloc = torch.cuda.memory_allocated()
     t0 = time.time()
     model, opt, cfg, autocast = build_model(c)
+    if c.get("compile"):  # what a user who wants speed types (the optimizer stays eager)
+        torch._dynamo.reset()
+        model = torch.compile(model)
     n_params = sum((p.numel() if not hasattr(p, "full_tensor") else p.numel()) for p in model.parameters())
     n_train = sum(p.numel() for p in model.parameters() if p.requires_grad)
     torch.cuda.synchronize()
@@ -125,19 +131,28 @@ def run_case(c):
             static_after_step1 = torch.cuda.memory_allocated() - base_alloc
         if time.time() > DEADLINE:
             break
-    st = sorted(times[1:]) or times
+    # steps left out of the steady numbers: the first (warmup 1, every case but
+    # compiled ones), at least one steady step remaining
+    w = max(0, min(c.get("warmup", 1), len(times) - 1))
+    st = sorted(times[w:]) or times
     med = st[len(st) // 2]
     res = dict(c, world=WORLD, n_params_local=n_params, n_trainable_local=n_train,
                static_after_init=static_after_init, static_after_step1=static_after_step1,
-               peak_alloc_first=peaks[0], peak_alloc_steady=max(peaks[1:]) if len(peaks) > 1 else peaks[0],
+               peak_alloc_first=peaks[0], peak_alloc_steady=max(peaks[w:]) if len(peaks) > 1 else peaks[0],
                peak_reserved=max(peaks_res), step_s_median=med, step_s_all=times,
                tokens_per_s=B * S / med, setup_s=round(time.time() - t0 - sum(times), 2),
                loss=float(out.loss))
     # phase breakdown of the steady step with the highest peak
-    ist = max(range(1, len(peaks)), key=lambda i: peaks[i]) if len(peaks) > 1 else 0
+    ist = max(range(w, len(peaks)), key=lambda i: peaks[i]) if len(peaks) > 1 else 0
     res.update(phases[ist]); res["peak_phase"] = max(("fwd", "bwd", "opt"), key=lambda k: phases[ist]["peak_" + k])
+    if c.get("compile"):
+        res["compile_s"] = round(sum(times[:w]), 2)
+        res["steady_steps"] = len(times) - w
     del model, opt, out, ids
-    gc.collect(); torch.cuda.empty_cache()
+    gc.collect()
+    if c.get("compile"):
+        torch._dynamo.reset()  # the compiled graphs and their guards go with the model
+    torch.cuda.empty_cache()
     return res
 
 D = dict
