@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 14's measurements on one H200, in one device call:
 #   bash benchmarks/lora/h200.sh OUT [PART...]
-# builds swift-run (build-gpu) unless built, checks the CUDA kernels against
+# builds swift-run (benchmarks/build_gpu.sh), checks the CUDA kernels against
 # their op chains, runs the three plans of benchmarks/lora/plans (LoRA B4
 # side by side with HF + peft; LoRA and QLoRA B1 with full checkpointing),
 # checks that peft loads swift-run's exported adapter, and measures host
@@ -15,15 +15,7 @@ PARTS=${*:-kernels 8b peft host}
 want() { [[ " $PARTS " == *" $1 "* ]]; }
 cd "$(dirname "$0")/../.."
 mkdir -p "$OUT/lora"
-if [ ! -x build-gpu/bin/swift-run ]; then
-  start=$(date +%s)
-  cmake -G Ninja -S . -B build-gpu -DSWIFT_BUILD_COMPILER=OFF -DSWIFT_BUILD_TESTS=OFF \
-    -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')" \
-    -DCMAKE_CUDA_ARCHITECTURES=90 > "$OUT/lora/cmake.log" 2>&1 &&
-    ninja -C build-gpu swift-run swift-kernel-check > "$OUT/lora/build.log" 2>&1 ||
-    { tail -50 "$OUT/lora/build.log" "$OUT/lora/cmake.log"; exit 1; }
-  echo "build: $(( $(date +%s) - start )) s"
-fi
+bash benchmarks/build_gpu.sh "$OUT/lora" || exit 1
 step() { echo "== $*"; "$@" 2>&1 | tee -a "$OUT/lora/log.txt" | tail -4; }
 want kernels && step build-gpu/bin/swift-kernel-check
 if want 8b; then

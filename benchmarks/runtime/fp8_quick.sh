@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# FP8 first look on one H200, one device call (~5 min): builds swift-run
-# (build-gpu) unless built, checks the kernels (the FP8 casts' codes against
+# FP8 on one H200, one device call (~1-3 min): builds swift-run
+# (benchmarks/build_gpu.sh), checks the kernels (the FP8 casts' codes against
 # the CPU emulation, fp8Linear against its emulation), then runs Llama-3.1-8B
 # B1 S4096 without checkpointing in bf16 and fp8-bf16 (the same plan but
 # for the precision), 8 steps each, and traces one fp8 step.
@@ -12,25 +12,10 @@ cd "$(dirname "$0")/../.."
 D=$OUT/fp8-quick
 mkdir -p "$D"
 export NCCL_NVLS_ENABLE=0
-if [ ! -x build-gpu/bin/swift-run ]; then
-  start=$(date +%s)
-  cmake -G Ninja -S . -B build-gpu -DSWIFT_BUILD_COMPILER=OFF -DSWIFT_BUILD_TESTS=OFF \
-    -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')" \
-    -DCMAKE_CUDA_ARCHITECTURES=90 > "$D/cmake.log" 2>&1 &&
-    ninja -C build-gpu swift-run swift-kernel-check > "$D/build.log" 2>&1 ||
-    { grep -E "error|FAILED" -A3 "$D/build.log" | head -60; tail -20 "$D/cmake.log"; exit 1; }
-  echo "build: $(( $(date +%s) - start )) s"
-fi
+bash benchmarks/build_gpu.sh "$D" || exit 1
 timeout 180 build-gpu/bin/swift-kernel-check cuda 2>&1 | tee "$D/kernels.txt" | grep -E "fp8|FAIL"
 BF=benchmarks/runtime/plans/llama3.1-8b-bf16-B1-S4096-none.json
 FP=benchmarks/runtime/plans/llama3.1-8b-fp8-B1-S4096-none.json
-if [ ! -f "$FP" ]; then # the bf16 plan with the precision changed
-  FP=/tmp/llama3.1-8b-fp8-B1-S4096-none.json
-  python3 -c "
-import json, sys
-p = json.load(open('$BF')); p['training']['precision'] = 'fp8-bf16'
-json.dump(p, open('$FP', 'w'), indent=1)"
-fi
 run() { # name plan [args...]
   local name=$1 plan=$2; shift 2
   echo "== $name"

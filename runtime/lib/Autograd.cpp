@@ -6,6 +6,8 @@
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include <algorithm>
+
 namespace swift::rt {
 namespace {
 
@@ -66,6 +68,13 @@ std::vector<at::Tensor> differentiate(const std::vector<at::Tensor> &outputs,
   for (size_t i = 0; i < where.size(); ++i)
     result[where[i]] = g[i];
   return result;
+}
+
+bool needsBackward(const std::vector<at::Tensor> &inputs) {
+  return at::GradMode::is_enabled() &&
+         std::any_of(inputs.begin(), inputs.end(), [](const at::Tensor &t) {
+           return t.defined() && t.requires_grad();
+         });
 }
 
 std::vector<at::Tensor> recompute(const TensorFn &fn,

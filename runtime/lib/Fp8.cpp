@@ -269,9 +269,7 @@ at::Tensor fp8Linear(const at::Tensor &x, const at::Tensor &w,
     in.push_back(bias);
   if (residual.defined())
     in.push_back(residual);
-  if (!at::GradMode::is_enabled() ||
-      std::none_of(in.begin(), in.end(),
-                   [](const at::Tensor &t) { return t.requires_grad(); }))
+  if (!needsBackward(in))
     return outs[0];
   attachBackward(
       in, outs,

@@ -379,10 +379,7 @@ std::vector<at::Tensor> fusedQkvRope(const at::Tensor &qkv,
 
 at::Tensor linear(const at::Tensor &x, const at::Tensor &w,
                   const at::Tensor &bias, const GradSink &sink) {
-  const bool grad =
-      at::GradMode::is_enabled() && (x.requires_grad() || w.requires_grad() ||
-                                     (bias.defined() && bias.requires_grad()));
-  if (!sink || !grad)
+  if (!sink || !needsBackward({x, w, bias}))
     return at::linear(x, w, bias);
   std::vector<at::Tensor> outs;
   {
@@ -420,8 +417,7 @@ at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
     outs.push_back(value ? at::addmm(rows(x), rows(a), w.t()).view(x.sizes())
                          : at::empty(x.sizes(), x.options()));
   }
-  if (!at::GradMode::is_enabled() ||
-      !(x.requires_grad() || a.requires_grad() || w.requires_grad()))
+  if (!needsBackward({x, a, w}))
     return outs[0];
   attachBackward(
       {x, a, w}, outs,
@@ -478,9 +474,7 @@ at::Tensor loraLinear(const at::Tensor &x, const at::Tensor &xd,
   in.push_back(bd);
   if (residual.defined())
     in.push_back(residual);
-  if (!at::GradMode::is_enabled() ||
-      std::none_of(in.begin(), in.end(),
-                   [](const at::Tensor &t) { return t.requires_grad(); }))
+  if (!needsBackward(in))
     return outs[0];
   attachBackward(
       in, outs,

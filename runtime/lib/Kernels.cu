@@ -919,43 +919,34 @@ int nf4Dequantize(const uint8_t *packed, const uint8_t *absmaxQ,
 
 namespace {
 
-// FP8 casts (Fp8.h). The amax is a non-negative float, so its bits order
-// as integers do: one atomicMax on them per block.
+// FP8 casts (Fp8.h). Both kernels read 8 adjacent elements per thread
+// (one 16-byte load of bf16, two of float).
+__device__ __forceinline__ void load8(const float *p, float (&f)[8]) {
+  const float4 a = reinterpret_cast<const float4 *>(p)[0],
+               b = reinterpret_cast<const float4 *>(p)[1];
+  f[0] = a.x, f[1] = a.y, f[2] = a.z, f[3] = a.w;
+  f[4] = b.x, f[5] = b.y, f[6] = b.z, f[7] = b.w;
+}
+
+// The amax is a non-negative float, so its bits order as integers do: one
+// atomicMax on them per block. `vec`: n % 8 == 0 and x 16-byte aligned.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    fp8AmaxKernel(const T *x, int64_t n, float *amax) {
+    fp8AmaxKernel(const T *x, int64_t n, float *amax, bool vec) {
   float m = 0.f;
-  const int64_t stride = int64_t(gridDim.x) * kThreads;
-  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
-       i += stride)
-    m = fmaxf(m, fabsf(ld(x, i)));
-  for (int o = 16; o > 0; o >>= 1)
-    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-  __shared__ float warpMax[kThreads / 32];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0)
-    warpMax[warp] = m;
-  __syncthreads();
-  if (warp == 0) {
-    m = lane < kThreads / 32 ? warpMax[lane] : 0.f;
-    for (int o = 16; o > 0; o >>= 1)
-      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    if (lane == 0)
-      atomicMax(reinterpret_cast<int *>(amax), __float_as_int(m));
-  }
-}
-
-__global__ void __launch_bounds__(kThreads)
-    fp8AmaxBf8(const __nv_bfloat16 *x, int64_t n8, float *amax) {
-  float m = 0.f;
-  const int64_t stride = int64_t(gridDim.x) * kThreads;
-  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n8;
-       i += stride) {
-    float f[8];
-    load8(x + 8 * i, f);
+  const int64_t stride = int64_t(gridDim.x) * kThreads,
+                first = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+  if (vec) {
+    for (int64_t i = first; i < n / 8; i += stride) {
+      float f[8];
+      load8(x + 8 * i, f);
 #pragma unroll
-    for (int j = 0; j < 8; ++j)
-      m = fmaxf(m, fabsf(f[j]));
+      for (int j = 0; j < 8; ++j)
+        m = fmaxf(m, fabsf(f[j]));
+    }
+  } else {
+    for (int64_t i = first; i < n; i += stride)
+      m = fmaxf(m, fabsf(ld(x, i)));
   }
   for (int o = 16; o > 0; o >>= 1)
     m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
@@ -973,10 +964,11 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// A tile of 32 rows x 128 columns per block of 32 x 8 threads: each thread
-// reads 4 adjacent elements of 4 rows and writes their 4 codes as one word;
-// the transpose goes through shared memory, 8 threads per 32-byte row of it.
-constexpr int kFp8TileRows = 32, kFp8TileCols = 128;
+// A tile of 32 rows x 256 columns per block of 32 x 8 threads: each thread
+// converts 8 adjacent elements of 4 rows (one 8-byte store of codes per
+// row); the transpose goes through shared memory, 8 threads per 32-byte row
+// of it (4 source rows per 4-byte store).
+constexpr int kFp8TileRows = 32, kFp8TileCols = 256;
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
@@ -990,62 +982,6 @@ __global__ void __launch_bounds__(kThreads)
     *scaleInv = __fdiv_rn(1.f, scale);
   const int64_t r0 = int64_t(blockIdx.y) * kFp8TileRows,
                 c0 = int64_t(blockIdx.x) * kFp8TileCols;
-  const int64_t c = c0 + 4 * threadIdx.x;
-  for (int i = 0; i < kFp8TileRows / 8; ++i) {
-    const int tr = threadIdx.y + 8 * i;
-    const int64_t r = r0 + tr;
-    uint32_t word = 0;
-    if (r < rows && c < cols) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const float v = __fmul_rn(ld(x, r * cols + c + j), scale);
-        word |= uint32_t(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, kind))
-                << (8 * j);
-      }
-      if (out)
-        *reinterpret_cast<uint32_t *>(out + r * cols + c) = word;
-    }
-    tile[tr][threadIdx.x] = word;
-  }
-  if (!outT)
-    return;
-  __syncthreads();
-  // outT row = a column of the tile (128 of them), 32 bytes = 8 words each.
-  const int t = threadIdx.y * 32 + threadIdx.x;
-  const int part = t % 8; // which 4 source rows
-  for (int k = 0; k < kFp8TileCols / 32; ++k) {
-    const int tc = t / 8 + 32 * k; // tile column = outT row
-    const int64_t oc = c0 + tc;
-    const int64_t orow = r0 + 4 * part;
-    if (oc >= cols || orow >= rows)
-      continue;
-    uint32_t word = 0;
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint32_t src = tile[4 * part + j][tc / 4];
-      word |= ((src >> (8 * (tc % 4))) & 0xffu) << (8 * j);
-    }
-    *reinterpret_cast<uint32_t *>(outT + oc * rows + orow) = word;
-  }
-}
-
-// The bf16 path, 16-byte loads: 32 rows x 256 columns per block, each
-// thread 8 adjacent elements of 4 rows (one 16-byte load, one 8-byte store
-// per row); the transpose through shared memory as above, 8 threads per
-// 32-byte row of it.
-constexpr int kFp8VecCols = 256;
-
-__global__ void __launch_bounds__(kThreads)
-    fp8CastBf8(const __nv_bfloat16 *x, int64_t rows, int64_t cols,
-               const float *amax, float fmax, __nv_fp8_interpretation_t kind,
-               uint8_t *out, uint8_t *outT, float *scaleInv) {
-  __shared__ uint32_t tile[kFp8TileRows][kFp8VecCols / 4 + 1];
-  const float scale = __fdiv_rn(fmax, fmaxf(*amax, 1e-12f));
-  if (scaleInv && blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0 &&
-      threadIdx.y == 0)
-    *scaleInv = __fdiv_rn(1.f, scale);
-  const int64_t r0 = int64_t(blockIdx.y) * kFp8TileRows,
-                c0 = int64_t(blockIdx.x) * kFp8VecCols;
   const int64_t c = c0 + 8 * threadIdx.x;
   for (int i = 0; i < kFp8TileRows / 8; ++i) {
     const int tr = threadIdx.y + 8 * i;
@@ -1073,9 +1009,9 @@ __global__ void __launch_bounds__(kThreads)
     return;
   __syncthreads();
   const int t = threadIdx.y * 32 + threadIdx.x;
-  const int part = t % 8;
-  for (int k = 0; k < kFp8VecCols / 32; ++k) {
-    const int tc = t / 8 + 32 * k;
+  const int part = t % 8; // which 4 source rows
+  for (int k = 0; k < kFp8TileCols / 32; ++k) {
+    const int tc = t / 8 + 32 * k; // tile column = outT row
     const int64_t oc = c0 + tc, orow = r0 + 4 * part;
     if (oc >= cols || orow >= rows)
       continue;
@@ -1095,15 +1031,14 @@ int fp8Amax(const void *x, int64_t n, float *amax, bool bf16, void *stream) {
   cudaError_t e = cudaMemsetAsync(amax, 0, sizeof(float), s);
   if (e != cudaSuccess || n == 0)
     return int(e);
-  if (bf16 && n % 8 == 0 && aligned16(x))
-    fp8AmaxBf8<<<gridFor(n / 8, kThreads), kThreads, 0, s>>>(
-        static_cast<const bf *>(x), n / 8, amax);
-  else if (bf16)
-    fp8AmaxKernel<bf><<<gridFor(n, kThreads), kThreads, 0, s>>>(
-        static_cast<const bf *>(x), n, amax);
+  const bool vec = n % 8 == 0 && aligned16(x);
+  const int grid = gridFor(vec ? n / 8 : n, kThreads);
+  if (bf16)
+    fp8AmaxKernel<bf><<<grid, kThreads, 0, s>>>(static_cast<const bf *>(x), n,
+                                                amax, vec);
   else
-    fp8AmaxKernel<float><<<gridFor(n, kThreads), kThreads, 0, s>>>(
-        static_cast<const float *>(x), n, amax);
+    fp8AmaxKernel<float><<<grid, kThreads, 0, s>>>(
+        static_cast<const float *>(x), n, amax, vec);
   return done();
 }
 
@@ -1123,12 +1058,11 @@ int fp8Cast(const void *x, int64_t rows, int64_t cols, const float *amax,
   const dim3 block(32, 8);
   const float fmax = e5m2 ? 57344.f : 448.f;
   const auto kind = e5m2 ? __NV_E5M2 : __NV_E4M3;
-  if (bf16) {
-    const dim3 vgrid(unsigned((cols + kFp8VecCols - 1) / kFp8VecCols), grid.y);
-    fp8CastBf8<<<vgrid, block, 0, s>>>(
+  if (bf16)
+    fp8CastKernel<bf><<<grid, block, 0, s>>>(
         static_cast<const bf *>(x), rows, cols, amax, fmax, kind,
         static_cast<uint8_t *>(out), static_cast<uint8_t *>(outT), scaleInv);
-  } else
+  else
     fp8CastKernel<float><<<grid, block, 0, s>>>(
         static_cast<const float *>(x), rows, cols, amax, fmax, kind,
         static_cast<uint8_t *>(out), static_cast<uint8_t *>(outT), scaleInv);

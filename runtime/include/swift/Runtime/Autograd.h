@@ -34,6 +34,10 @@ void attachBackward(const std::vector<at::Tensor> &inputs,
                     std::vector<at::Tensor> &outputs, BackwardFn backward,
                     const char *name);
 
+/// Whether a node over `inputs` would get a backward: grad mode is on and
+/// an input requires grad (undefined inputs never do).
+bool needsBackward(const std::vector<at::Tensor> &inputs);
+
 /// Activation checkpointing of one region: runs fn(inputs) without saving
 /// its internals; in backward runs it again with autograd and
 /// differentiates it. `fn` must be deterministic and free of side effects.
