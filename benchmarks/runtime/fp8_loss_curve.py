@@ -168,6 +168,33 @@ def report(args):
                       f, indent=1)
 
 
+def seeds(args):
+    """Per seed, FP8's mean loss of the last N steps against bf16's of the
+    same seed, and their mean over seeds; the spread of bf16 across seeds is
+    printed beside it as the scale the difference has to be read against."""
+    import glob, re
+    pairs = {}
+    for path in glob.glob(os.path.join(args.dir, "*-s*-metrics.jsonl")):
+        m = re.match(r"(fp8|bf16)-s(\d+)-metrics\.jsonl$", os.path.basename(path))
+        if m:
+            rows = [r for r in load(path) if r.get("loss") is not None]
+            if len(rows) >= args.last:
+                pairs.setdefault(int(m.group(2)), {})[m.group(1)] = statistics.fmean(
+                    r["loss"] for r in rows[-args.last:])
+    rels = []
+    for seed in sorted(pairs):
+        p = pairs[seed]
+        if "fp8" in p and "bf16" in p:
+            rels.append((p["fp8"] - p["bf16"]) / p["bf16"])
+            print(f"seed {seed}: last {args.last} fp8 {p['fp8']:.4f} bf16 {p['bf16']:.4f} "
+                  f"{100 * rels[-1]:+.2f}%")
+    if rels:
+        bf = [pairs[s]["bf16"] for s in pairs if "bf16" in pairs[s]]
+        spread = (max(bf) - min(bf)) / statistics.fmean(bf) if len(bf) > 1 else float("nan")
+        print(f"over {len(rels)} seed(s): fp8 vs bf16 {100 * statistics.fmean(rels):+.2f}% "
+              f"(target within 1%); bf16 across seeds spans {100 * spread:.2f}%")
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -183,8 +210,11 @@ def main():
     r.add_argument("bf16")
     r.add_argument("--last", type=int, default=20)
     r.add_argument("--json", default="")
+    sd = sub.add_parser("seeds")
+    sd.add_argument("dir")
+    sd.add_argument("--last", type=int, default=20)
     args = ap.parse_args()
-    build(args) if args.cmd == "data" else report(args)
+    {"data": build, "report": report, "seeds": seeds}[args.cmd](args)
 
 
 if __name__ == "__main__":

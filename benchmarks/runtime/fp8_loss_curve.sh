@@ -9,9 +9,10 @@
 # of the last 20 steps of each, their relative difference (target: within
 # 1%), and the median tokens/s of each.
 # Usage (repo root, on the device): benchmarks/runtime/fp8_loss_curve.sh OUTDIR
-# OUTDIR gets: build.log, data.txt, fp8.log, bf16.log, fp8-metrics.jsonl,
-# bf16-metrics.jsonl, summary.txt (+ summary.json).
-# FLC_STEPS (300), FLC_FP8 / FLC_BF16 (the two configurations of
+# OUTDIR gets: build.log, data.txt, per seed fp8-sN.log, bf16-sN.log and
+# their -metrics.jsonl, summary.txt (+ summary.json).
+# FLC_SEEDS ("0"; e.g. "0 1 2": a pair of runs per seed), FLC_STEPS (300),
+# FLC_FP8 / FLC_BF16 (the two configurations of
 # side_by_side.py), FLC_BUDGET_S (570: seconds after which nothing new
 # starts; each run gets its share).
 set -uo pipefail
@@ -63,21 +64,36 @@ python3 $HERE/fp8_loss_curve.py data $DATA --plan "$PLANS/${runs[0]}.json" --ste
   2>&1 | tee -a "$OUT/data.txt" || exit 1
 echo "data: $((SECONDS - T0)) s"
 
-n=${#runs[@]}
-for cfg in "${runs[@]}"; do
-  label=bf16; [[ $cfg == "$FP8" ]] && label=fp8
-  lim=$(( ($(left) - 15) / n )); n=$((n - 1))
-  (( lim > 400 )) && lim=400
-  if (( lim < 60 )); then echo "$label: skipped, $(left) s left"; continue; fi
-  echo "== $label: $cfg, $STEPS steps (limit $lim s)"
-  T0=$SECONDS
-  rm -f "$OUT/$label-metrics.jsonl"
-  timeout $lim build-gpu/bin/swift-run $PLANS/$cfg.json --device cuda --steps $STEPS \
-    --data $DATA --metrics "$OUT/$label-metrics.jsonl" >"$OUT/$label.log" 2>&1 ||
-    echo "   exit $? (see $label.log)"
-  grep -m1 'model states' "$OUT/$label.log"
-  tail -2 "$OUT/$label.log"
-  echo "$label: $((SECONDS - T0)) s"
+# Paired runs: for each seed (the plans' training.seed: the initial weights)
+# both precisions, same data. One pair cannot separate FP8 from the
+# run-to-run spread of CUDA (not bit-deterministic; three bf16 runs of seed
+# 0 ended 3.4% apart): FLC_SEEDS="0 1 2" runs more pairs.
+SEEDS=${FLC_SEEDS:-0}
+n=$(( ${#runs[@]} * $(echo $SEEDS | wc -w) ))
+for seed in $SEEDS; do
+  for cfg in "${runs[@]}"; do
+    label=bf16; [[ $cfg == "$FP8" ]] && label=fp8
+    lim=$(( ($(left) - 15) / n )); n=$((n - 1))
+    (( lim > 400 )) && lim=400
+    if (( lim < 60 )); then echo "$label seed $seed: skipped, $(left) s left"; continue; fi
+    echo "== $label: $cfg, seed $seed, $STEPS steps (limit $lim s)"
+    T0=$SECONDS
+    plan=/tmp/flc/$cfg-s$seed.json
+    python3 -c "
+import json, sys
+p = json.load(open('$PLANS/$cfg.json')); p['training']['seed'] = $seed
+json.dump(p, open('$plan', 'w'), indent=1)"
+    m="$OUT/$label-s$seed-metrics.jsonl"
+    rm -f "$m"
+    timeout $lim build-gpu/bin/swift-run $plan --device cuda --steps $STEPS \
+      --data $DATA --metrics "$m" >"$OUT/$label-s$seed.log" 2>&1 ||
+      echo "   exit $? (see $label-s$seed.log)"
+    grep -m1 'model states' "$OUT/$label-s$seed.log"
+    tail -2 "$OUT/$label-s$seed.log"
+    echo "$label seed $seed: $((SECONDS - T0)) s"
+  done
 done
-python3 $HERE/fp8_loss_curve.py report "$OUT/fp8-metrics.jsonl" "$OUT/bf16-metrics.jsonl" \
-  --json "$OUT/summary.json" | tee "$OUT/summary.txt"
+first=$(echo $SEEDS | awk '{print $1}')
+python3 $HERE/fp8_loss_curve.py report "$OUT/fp8-s$first-metrics.jsonl" \
+  "$OUT/bf16-s$first-metrics.jsonl" --json "$OUT/summary.json" | tee "$OUT/summary.txt"
+python3 $HERE/fp8_loss_curve.py seeds "$OUT" | tee -a "$OUT/summary.txt"
