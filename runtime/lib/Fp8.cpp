@@ -92,18 +92,18 @@ float fp8Scale(float amax, Fp8Format f) {
 
 namespace {
 
-at::Tensor rows2d(const at::Tensor &t) {
-  return t.reshape({-1, t.size(-1)}).contiguous();
-}
-
-/// The decoded values of every code of `f`, fp32, on `device`.
-at::Tensor decodeTable(Fp8Format f, const at::Device &device) {
+/// The fp32 values of `codes` (uint8, any shape) in format `f`, on their
+/// device.
+at::Tensor decodeCodes(const at::Tensor &codes, Fp8Format f) {
   std::array<float, 256> v;
   for (int i = 0; i < 256; ++i)
     v[i] = decodeFp8(uint8_t(i), f);
-  return at::from_blob(v.data(), {256}, at::TensorOptions().dtype(at::kFloat))
-      .clone()
-      .to(device);
+  at::Tensor table =
+      at::from_blob(v.data(), {256}, at::TensorOptions().dtype(at::kFloat))
+          .clone()
+          .to(codes.device());
+  return table.index_select(0, codes.reshape({-1}).to(at::kLong))
+      .view(codes.sizes());
 }
 
 #ifdef SWIFT_FP8_GEMMS
@@ -139,9 +139,8 @@ at::Tensor scaledMm(const at::Tensor &a, Fp8Format fa, const at::Tensor &aInv,
   }
 #endif
   (void)fastAccum;
-  at::Tensor av = decodeTable(fa, a.device()).index_select(0, a.reshape({-1}).to(at::kLong)).view(a.sizes());
-  at::Tensor bv = decodeTable(fb, b.device()).index_select(0, b.reshape({-1}).to(at::kLong)).view(b.sizes());
-  at::Tensor y = at::mm(av, bv.t()).mul_(aInv * bInv);
+  at::Tensor y =
+      at::mm(decodeCodes(a, fa), decodeCodes(b, fb).t()).mul_(aInv * bInv);
   if (bias.defined())
     y.add_(bias.to(at::kFloat));
   if (out.defined()) {
@@ -225,10 +224,7 @@ at::Tensor dequantizeFp8(const Fp8Tensor &q, Fp8Format f) {
   if (onGpu(codes))
     codes = codes.view(at::kByte);
 #endif
-  return decodeTable(f, codes.device())
-      .index_select(0, codes.reshape({-1}).to(at::kLong))
-      .view(codes.sizes())
-      .mul_(q.scaleInv);
+  return decodeCodes(codes, f).mul_(q.scaleInv);
 }
 
 at::Tensor fp8Linear(const at::Tensor &x, const at::Tensor &w,

@@ -291,10 +291,6 @@ void weightGradInto(at::Tensor dst, bool accumulate, const at::Tensor &dy,
   }
 }
 
-at::Tensor rows(const at::Tensor &t) {
-  return t.reshape({-1, t.size(-1)}).contiguous();
-}
-
 /// The input's and the weight's gradients of y = a w^T; the weight's only
 /// when `needW` (a frozen weight, LoRA's base, needs none), into the sink
 /// when there is one.
@@ -303,18 +299,22 @@ std::pair<at::Tensor, at::Tensor> linearGrads(const at::Tensor &dyIn,
                                               const at::Tensor &w,
                                               const GradSink &sink,
                                               bool needW = true) {
-  at::Tensor dy = rows(dyIn.to(a.scalar_type()));
+  at::Tensor dy = rows2d(dyIn.to(a.scalar_type()));
   at::Tensor da = at::mm(dy, w).view(a.sizes());
   if (!needW)
     return {da, at::Tensor()};
   if (!sink)
-    return {da, at::mm(dy.t(), rows(a))};
+    return {da, at::mm(dy.t(), rows2d(a))};
   auto [dst, accumulate] = sink();
-  weightGradInto(dst, accumulate, dy, rows(a));
+  weightGradInto(dst, accumulate, dy, rows2d(a));
   return {da, at::Tensor()};
 }
 
 } // namespace
+
+at::Tensor rows2d(const at::Tensor &t) {
+  return t.reshape({-1, t.size(-1)}).contiguous();
+}
 
 bool kernelSwitchOn(const char *op) {
   static const std::string env = [] {
@@ -397,7 +397,7 @@ at::Tensor linear(const at::Tensor &x, const at::Tensor &w,
         if (grads[0].defined()) {
           std::tie(r[0], r[1]) = linearGrads(grads[0], xd, wd, sink);
           if (hasBias)
-            r[2] = rows(grads[0])
+            r[2] = rows2d(grads[0])
                        .sum({0}, /*keepdim=*/false, at::kFloat)
                        .to(wd.dtype());
         }
@@ -414,7 +414,7 @@ at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
   std::vector<at::Tensor> outs;
   {
     at::NoGradGuard noGrad;
-    outs.push_back(value ? at::addmm(rows(x), rows(a), w.t()).view(x.sizes())
+    outs.push_back(value ? at::addmm(rows2d(x), rows2d(a), w.t()).view(x.sizes())
                          : at::empty(x.sizes(), x.options()));
   }
   if (!needsBackward({x, a, w}))
@@ -443,7 +443,7 @@ at::Tensor loraLinear(const at::Tensor &x, const at::Tensor &xd,
                    !(bias.defined() && bias.requires_grad()),
                "loraLinear: the base is frozen");
   const bool dropped = xd.defined();
-  at::Tensor x2 = rows(x), xd2 = dropped ? rows(xd) : x2;
+  at::Tensor x2 = rows2d(x), xd2 = dropped ? rows2d(xd) : x2;
   std::vector<int64_t> shape = x.sizes().vec();
   shape.back() = w.size(0);
   std::vector<at::Tensor> outs;
@@ -454,7 +454,7 @@ at::Tensor loraLinear(const at::Tensor &x, const at::Tensor &xd,
     at::addmm_out(xa, xa, xd2, a.t(), /*beta=*/0, /*alpha=*/scale);
     at::Tensor y;
     if (residual.defined()) {
-      y = value ? at::addmm(rows(residual), x2, w.t())
+      y = value ? at::addmm(rows2d(residual), x2, w.t())
                 : at::empty({x2.size(0), w.size(0)}, x2.options());
       if (value)
         y.addmm_(xa, bd.t());
@@ -488,7 +488,7 @@ at::Tensor loraLinear(const at::Tensor &x, const at::Tensor &xd,
           r.resize(4 + dropped + hasResidual);
           return r;
         }
-        at::Tensor dy = rows(dyIn.to(wd.scalar_type()));
+        at::Tensor dy = rows2d(dyIn.to(wd.scalar_type()));
         at::Tensor dxa = at::mm(dy, bdd); // (N, group rank)
         at::Tensor dx = at::mm(dy, wd);   // the base's part
         at::Tensor dxd;

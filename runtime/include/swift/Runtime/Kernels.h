@@ -47,6 +47,9 @@ std::vector<at::Tensor> fusedQkvRope(const at::Tensor &qkv,
                                      const at::Tensor &sin, int64_t nh,
                                      int64_t nkv);
 
+/// t as a contiguous (rows, last dim) matrix: the GEMMs' view of activations.
+at::Tensor rows2d(const at::Tensor &t);
+
 /// Where a weight's gradient goes when the GEMM that computes it writes it
 /// in place: a view of the flat gradient buffer in the weight's shape (its
 /// dtype: fp32 in bf16-mixed) and whether to add to what it holds (else
