@@ -237,6 +237,11 @@ def run_hf(outfile):
     fresh child."""
     deadline = float(os.environ.get("SBS_DEADLINE", "inf"))
     cases = [c["name"] for c in selected() if c["hf"]]
+    # SBS_HF_ONLY=SUB[,SUB...]: the HF side of only these (e.g. the ones an
+    # earlier call has not measured yet), the swift side of all selected.
+    hf_only = [s for s in os.environ.get("SBS_HF_ONLY", "").split(",") if s]
+    if hf_only:
+        cases = [n for n in cases if any(s in n for s in hf_only)]
     modes = [m for m in MODES if not os.environ.get(f"SBS_SKIP_{m.upper()}")]
     progress = f"/tmp/sbs-hf-progress-{os.getpid()}"
     import signal

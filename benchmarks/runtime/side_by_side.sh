@@ -11,6 +11,7 @@
 # SBS_ONLY=SUB[,SUB...] runs the configurations whose name holds one of the
 # substrings (an FP8 one brings its bf16 twin); SBS_SKIP_HF=1 skips the HF
 # side, SBS_SKIP_EAGER=1 its eager runs, SBS_SKIP_COMPILE=1 its compiled ones;
+# SBS_HF_ONLY=SUB[,SUB...] runs the HF side of only those configurations;
 # SBS_NO_VARIANTS=1 skips the per-kernel switches at the end; SBS_HF_TIMEOUT=S
 # ends the HF side after S seconds at the latest.
 # SBS_BUDGET_S (default 570): seconds from the start after which nothing new

@@ -557,14 +557,19 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
   }
   // On the device, AdamW's exp_avg and exp_avg_sq in the parameters' dtype
   // plus an fp32 master: pure bf16 keeps bf16 moments and updates the bf16
-  // parameters in place (4 B per element), bf16-mixed fp32 master and
-  // moments (12 B). Offloaded, swift-run's Engine keeps per element of its
+  // parameters in place (4 B per element), bf16-mixed fp32 moments and the
+  // master's 16 low bits, its high half being the compute copy (10 B;
+  // plan::masterInComputeCopy), fp32 a separate master (12 B). Offloaded, swift-run's Engine keeps per element of its
   // optimizer partition, pinned on the host: the fp32 master and two
   // moments (12 B), the fp32 gradient it downloads (4 B) and, for a bf16
   // compute copy, the bf16 values it uploads (2 B); with the parameters
   // offloaded (ZeRO-3) also its parameter shard and the frozen base's.
   if (s.offload == Offload::None)
-    st.optimizer = (pureBf16 ? 4 : 12) * optimizerElems;
+    st.optimizer = (pureBf16 ? 4
+                    : plan::masterInComputeCopy(setup.precision, s.offload)
+                        ? 10
+                        : 12) *
+                   optimizerElems;
   else
     st.host = (16 + (e == 2 ? 2 : 0)) * optimizerElems +
               (s.zero == 3 && paramsOffloaded ? (e * P + base.total) / W : 0);

@@ -47,6 +47,10 @@ struct Engine::Unit {
   Pending gatherPending;
   at::Tensor shard;                    // (shardLen) ZeRO-3 params
   at::Tensor master, expAvg, expAvgSq; // (optLen); bf16 states in pure bf16
+  // bf16-mixed (plan::masterInComputeCopy): `master` is undefined; the fp32
+  // master is the compute copy's partition (computePart) as its high bits
+  // plus these low bits (Kernels.h splitMaster).
+  at::Tensor masterLow; // (optLen) int16
   at::Tensor stepTensor;               // fused AdamW's step counter
   at::Tensor grad;                     // (padded) ZeRO 0/1
   at::Tensor gradShard;                // (shardLen) ZeRO 1-3
@@ -223,6 +227,8 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
   // fp8-* stores as its bf16 twin (Enums.h storagePrecision).
   const Precision storage = plan::storagePrecision(plan.training.precision);
   gradDtype_ = storage == Precision::Bf16 ? at::kBFloat16 : at::kFloat;
+  masterInCompute_ =
+      plan::masterInComputeCopy(plan.training.precision, plan.strategy.offload);
   auto onDevice = at::TensorOptions().device(device_);
   const int numUnits = int(m_.numLayers) + 2;
   backwardIndex_.resize(numUnits);
@@ -300,7 +306,16 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
     at::Tensor init =
         initialRange(U->layout, U->padded, keepBegin, keepLen, initial,
                      lora_ ? seed + (1ull << 40) : seed, device_);
-    at::Tensor compute = init.to(computeDtype_);
+    at::Tensor compute, low;
+    if (masterInCompute_) {
+      // Every rank's whole compute copy rounds as the optimizer's split does
+      // (ties away from zero), also outside its own partition.
+      compute = at::empty({keepLen}, onDevice.dtype(computeDtype_));
+      low = at::empty({keepLen}, onDevice.dtype(at::kShort));
+      splitMaster(init, compute, low);
+    } else {
+      compute = init.to(computeDtype_);
+    }
     if (st.zero < 3) {
       U->full = compute;
       U->resident = true;
@@ -324,17 +339,23 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
       if (computeDtype_ == at::kBFloat16)
         U->hostParamOut = hostEmpty(U->optLen, at::kBFloat16, device_);
     } else {
-      if (storage == Precision::Bf16)
+      at::ScalarType masterDtype = at::kFloat;
+      if (storage == Precision::Bf16) {
         // Pure bf16: the optimizer updates the compute-dtype parameters in
         // place; there is no separate master copy.
-        U->master = st.zero == 3 ? U->shard
-                                 : U->full.narrow(0, U->optOffset, U->optLen);
-      else
+        U->master = computePart(*U);
+        masterDtype = U->master.scalar_type();
+      } else if (masterInCompute_) {
+        // The compute copy holds the master's high bits (rounded), masterLow
+        // the rest: the same fp32 values in 2 bytes more, not 4.
+        U->masterLow = low.narrow(0, U->optOffset - keepBegin, U->optLen).clone();
+      } else {
         U->master = part.clone();
+      }
       // AdamW's moments in the parameters' dtype: fp32 in bf16-mixed and
       // fp32, bf16 in pure bf16 (as torch.optim.AdamW keeps them there).
-      U->expAvg = at::zeros({U->optLen}, onDevice.dtype(U->master.dtype()));
-      U->expAvgSq = at::zeros({U->optLen}, onDevice.dtype(U->master.dtype()));
+      U->expAvg = at::zeros({U->optLen}, onDevice.dtype(masterDtype));
+      U->expAvgSq = at::zeros({U->optLen}, onDevice.dtype(masterDtype));
       U->stepTensor = at::zeros({}, onDevice.dtype(at::kFloat));
     }
     if (initial && initial->step() > 0) { // resumed: the moments and step
@@ -708,15 +729,19 @@ void Engine::finishPending() {
   pending_.clear();
 }
 
+at::Tensor Engine::computePart(Unit &U) {
+  return plan_.strategy.zero == 3 ? U.shard
+                                  : U.full.narrow(0, U.optOffset, U.optLen);
+}
+
 void Engine::publish(Unit &U, bool written) {
   if (U.padded == 0)
     return;
   // The updated partition, in the compute dtype, to where forward reads it.
   const int zero = plan_.strategy.zero;
   at::Tensor src = U.hostParamOut.defined() ? U.hostParamOut : U.master;
-  at::Tensor dst =
-      zero == 3 ? U.shard : U.full.narrow(0, U.optOffset, U.optLen);
-  if (!written && src.data_ptr() != dst.data_ptr())
+  at::Tensor dst = computePart(U);
+  if (!written && !U.masterLow.defined() && src.data_ptr() != dst.data_ptr())
     dst.copy_(src, /*non_blocking=*/true);
   if (zero == 1 || zero == 2)
     pending_.push_back(comm_.allGather(dst, U.full));
@@ -796,14 +821,35 @@ void Engine::optimizerStep() {
       publish(U);
     }
   } else {
-    // bf16-mixed on CUDA: one kernel per unit does AdamW and writes the bf16
-    // copy forward reads (no separate publish pass).
     bool fused = false;
-    if (useFusedAdamW())
+    if (masterInCompute_) {
+      // bf16-mixed on CUDA: one kernel per unit updates the master in the
+      // compute copy (its high bits) and its low bits. Elsewhere (CPU, or
+      // SWIFT_KERNELS=-adamw) the masters are joined into fp32 tensors for
+      // the paths below and split again after them.
       for (size_t i = 0; i < units_.size(); ++i) {
         Unit &U = *units_[i];
-        at::Tensor dst =
-            zero == 3 ? U.shard : U.full.narrow(0, U.optOffset, U.optLen);
+        at::Tensor hi = computePart(U);
+        fused = useFusedAdamW() &&
+                fusedAdamwSplit(hi, U.masterLow, gradOf(U), U.expAvg,
+                                U.expAvgSq, o.lr, o.beta1, o.beta2, o.eps,
+                                o.weightDecay, scale, bc1, bc2);
+        SWIFT_ASSERT(fused || i == 0, "fused AdamW took unit 0 but not ", i);
+        if (!fused)
+          break;
+        written[i] = true;
+      }
+      if (!fused)
+        for (auto &U : units_)
+          U->master = joinMaster(computePart(*U), U->masterLow);
+    }
+    // bf16-mixed on CUDA with a separate master: one kernel per unit does
+    // AdamW and writes the bf16 copy forward reads (no separate publish
+    // pass).
+    if (useFusedAdamW() && !fused && !masterInCompute_)
+      for (size_t i = 0; i < units_.size(); ++i) {
+        Unit &U = *units_[i];
+        at::Tensor dst = computePart(U);
         const bool toDst = dst.scalar_type() == at::kBFloat16 &&
                            dst.device() == U.master.device();
         fused = fusedAdamwFp32(U.master, gradOf(U), U.expAvg, U.expAvgSq,
@@ -864,6 +910,14 @@ void Engine::optimizerStep() {
         p.addcdiv_(m, denom, -o.lr / bc1);
         if (!p.is_same(U->master))
           U->master.copy_(p);
+      }
+    if (masterInCompute_ && !written[0]) // the joined masters, split again
+      for (size_t i = 0; i < units_.size(); ++i) {
+        Unit &U = *units_[i];
+        at::Tensor hi = computePart(U);
+        splitMaster(U.master, hi, U.masterLow);
+        U.master = at::Tensor();
+        written[i] = true;
       }
   }
 
@@ -972,6 +1026,7 @@ Engine::StateBytes Engine::stateBytes() const {
     add(b.gradients, U->grad);
     add(b.gradients, U->gradShard);
     add(b.optimizer, U->master); // no-op where it is the parameters
+    add(b.optimizer, U->masterLow);
     add(b.optimizer, U->expAvg);
     add(b.optimizer, U->expAvgSq);
     add(b.host, U->hostGrad);
@@ -982,6 +1037,8 @@ Engine::StateBytes Engine::stateBytes() const {
 
 at::ScalarType Engine::stateDtype(StateKind kind) const {
   const Unit &U = *units_[0];
+  if (kind == StateKind::Master && U.masterLow.defined())
+    return at::kFloat;
   return (kind == StateKind::Master   ? U.master
           : kind == StateKind::ExpAvg ? U.expAvg
                                       : U.expAvgSq)
@@ -990,9 +1047,12 @@ at::ScalarType Engine::stateDtype(StateKind kind) const {
 
 at::Tensor Engine::stateUnit(int u, StateKind kind) {
   Unit &U = *units_[u];
-  const at::Tensor &state = kind == StateKind::Master   ? U.master
-                            : kind == StateKind::ExpAvg ? U.expAvg
-                                                        : U.expAvgSq;
+  const at::Tensor state =
+      kind == StateKind::Master
+          ? (U.masterLow.defined() ? joinMaster(computePart(U), U.masterLow)
+                                   : U.master)
+      : kind == StateKind::ExpAvg ? U.expAvg
+                                  : U.expAvgSq;
   at::Tensor mine = state.device() == device_
                         ? state
                         : state.to(device_, /*non_blocking=*/false);

@@ -676,6 +676,80 @@ bool fusedAdamwFp32(at::Tensor &param, const at::Tensor &grad,
   return false;
 }
 
+namespace {
+// The split in chunks: its int64 temporaries stay a few hundred MB for
+// units of any size.
+constexpr int64_t kSplitChunk = int64_t(1) << 24;
+constexpr int64_t k2p16 = int64_t(1) << 16, k2p31 = int64_t(1) << 31,
+                  k2p32 = int64_t(1) << 32;
+} // namespace
+
+void splitMaster(const at::Tensor &master, at::Tensor &hi, at::Tensor &low) {
+  SWIFT_ASSERT(master.scalar_type() == at::kFloat &&
+                   hi.scalar_type() == at::kBFloat16 &&
+                   low.scalar_type() == at::kShort &&
+                   hi.numel() == master.numel() && low.numel() == master.numel(),
+               "splitMaster: fp32 master into bf16 hi and int16 low");
+  const at::Tensor src = master.reshape({-1});
+  at::Tensor hiBits = hi.view({-1}).view(at::kShort), lowFlat = low.view({-1});
+  for (int64_t at0 = 0; at0 < src.numel(); at0 += kSplitChunk) {
+    const int64_t n = std::min(kSplitChunk, src.numel() - at0);
+    at::Tensor bits = src.narrow(0, at0, n).contiguous().view(at::kInt).to(at::kLong);
+    bits = at::where(bits.lt(0), bits + k2p32, bits); // the unsigned bits
+    at::Tensor lowU = at::remainder(bits, k2p16);
+    at::Tensor up = lowU.ge(k2p16 / 2).to(at::kLong); // round the bits up
+    at::Tensor h = at::remainder(at::div(bits, k2p16, "floor") + up, k2p16);
+    hiBits.narrow(0, at0, n).copy_(at::where(h.ge(k2p16 / 2), h - k2p16, h));
+    lowFlat.narrow(0, at0, n).copy_(lowU - up * k2p16);
+  }
+}
+
+at::Tensor joinMaster(const at::Tensor &hi, const at::Tensor &low) {
+  SWIFT_ASSERT(hi.scalar_type() == at::kBFloat16 &&
+                   low.scalar_type() == at::kShort && hi.numel() == low.numel(),
+               "joinMaster: bf16 hi and int16 low of one length");
+  at::Tensor out = at::empty({hi.numel()}, hi.options().dtype(at::kFloat));
+  const at::Tensor hiBits = hi.reshape({-1}).view(at::kShort),
+                   lowFlat = low.reshape({-1});
+  at::Tensor outBits = out.view(at::kInt);
+  for (int64_t at0 = 0; at0 < out.numel(); at0 += kSplitChunk) {
+    const int64_t n = std::min(kSplitChunk, out.numel() - at0);
+    at::Tensor h = hiBits.narrow(0, at0, n).to(at::kLong);
+    h = at::where(h.lt(0), h + k2p16, h);
+    at::Tensor bits =
+        at::remainder(h * k2p16 + lowFlat.narrow(0, at0, n).to(at::kLong), k2p32);
+    outBits.narrow(0, at0, n).copy_(at::where(bits.ge(k2p31), bits - k2p32, bits));
+  }
+  return out.view(hi.sizes());
+}
+
+bool fusedAdamwSplit(at::Tensor &hi, at::Tensor &low, const at::Tensor &grad,
+                     at::Tensor &expAvg, at::Tensor &expAvgSq, double lr,
+                     double beta1, double beta2, double eps,
+                     double weightDecay, double gradScale, double bc1,
+                     double bc2) {
+#ifdef SWIFT_WITH_KERNELS
+  auto is = [](const at::Tensor &t, at::ScalarType d) {
+    return t.scalar_type() == d && t.is_contiguous();
+  };
+  if (useFusedKernels(grad, "adamw") && is(hi, at::kBFloat16) &&
+      is(low, at::kShort) && is(grad, at::kFloat) && is(expAvg, at::kFloat) &&
+      is(expAvgSq, at::kFloat) && hi.numel() == grad.numel() &&
+      low.numel() == grad.numel()) {
+    SWIFT_KERNEL(cuda::adamwSplit(
+        hi.data_ptr(), low.data_ptr(), grad.data_ptr<float>(),
+        expAvg.data_ptr<float>(), expAvgSq.data_ptr<float>(), grad.numel(),
+        float(lr), float(beta1), float(beta2), float(eps), float(weightDecay),
+        float(gradScale), float(bc1), float(std::sqrt(bc2)), stream()));
+    return true;
+  }
+#endif
+  (void)hi, (void)low, (void)grad, (void)expAvg, (void)expAvgSq, (void)lr,
+      (void)beta1, (void)beta2, (void)eps, (void)weightDecay, (void)gradScale,
+      (void)bc1, (void)bc2;
+  return false;
+}
+
 bool fusedAdamwBf16(at::Tensor &param, const at::Tensor &grad,
                     at::Tensor &expAvg, at::Tensor &expAvgSq, double lr,
                     double beta1, double beta2, double eps, double weightDecay,
@@ -785,6 +859,41 @@ std::optional<KernelCheck> checkAdamw(const std::string &name, int64_t n,
   return c;
 }
 
+/// Three steps of the split-master kernel (fusedAdamwSplit) against fp32
+/// AdamW in tensor ops on the joined master: the masters (joined) compared,
+/// and the compute copy against splitMaster of the kernel's own master.
+std::optional<KernelCheck> checkAdamwSplit(const std::string &name, int64_t n,
+                                           const at::Device &device) {
+  auto opt = at::TensorOptions().device(device).dtype(at::kFloat);
+  const double lr = 1e-2, b1 = 0.9, b2 = 0.95, eps = 1e-8, wd = 0.1,
+               scale = 0.5;
+  at::Tensor rp = at::randn({n}, opt), m = at::zeros({n}, opt),
+             v = at::zeros({n}, opt), rm = m.clone(), rv = v.clone();
+  at::Tensor hi = at::empty({n}, opt.dtype(at::kBFloat16)),
+             low = at::empty({n}, opt.dtype(at::kShort));
+  splitMaster(rp, hi, low);
+  for (int step = 1; step <= 3; ++step) {
+    at::Tensor g = at::randn({n}, opt);
+    const double bc1 = 1 - std::pow(b1, step), bc2 = 1 - std::pow(b2, step);
+    if (!fusedAdamwSplit(hi, low, g, m, v, lr, b1, b2, eps, wd, scale, bc1,
+                         bc2))
+      return std::nullopt;
+    at::Tensor gr = g * scale;
+    rp = rp * (1 - lr * wd);
+    rm = rm * b1 + gr * (1 - b1);
+    rv = rv * b2 + gr * gr * (1 - b2);
+    rp = rp - (lr / bc1) * rm / (rv.sqrt() / std::sqrt(bc2) + eps);
+  }
+  at::Tensor master = joinMaster(hi, low);
+  at::Tensor hi2 = at::empty_like(hi), low2 = at::empty_like(low);
+  splitMaster(master, hi2, low2);
+  KernelCheck c{name};
+  c.maxAbsDiff = std::max(maxAbs(master - rp),
+                          maxAbs(hi.to(at::kFloat) - hi2.to(at::kFloat)));
+  c.maxAbsRef = maxAbs(rp);
+  return c;
+}
+
 } // namespace
 
 std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
@@ -853,9 +962,15 @@ std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
   // AdamW (CUDA only): fp32 states in the fp32 pass, bf16 in the bf16 one;
   // a length on the vector path and an odd one on the scalar path.
   for (int64_t n : {int64_t(1) << 16, int64_t(1001)})
+  {
     if (auto c =
             checkAdamw(n % 8 ? "adamw (scalar)" : "adamw", n, device, dtype))
       out.push_back(*c);
+    if (dtype == at::kFloat) // bf16-mixed's master kept in the compute copy
+      if (auto c = checkAdamwSplit(n % 8 ? "adamw_split (scalar)" : "adamw_split",
+                                   n, device))
+        out.push_back(*c);
+  }
   // NF4 dequantization: the kernel against the op chain, exactly.
   {
     at::Tensor w = at::randn({small ? 64 : 4096, small ? 128 : 4096}, opt) * 0.02;

@@ -71,6 +71,14 @@ int adamwFp32(float *param, const float *grad, float *expAvg, float *expAvgSq,
               float eps, float weightDecay, float gradScale, float bc1,
               float bc2Sqrt, void *stream);
 
+/// AdamW for bf16-mixed with the fp32 master kept as the bf16 compute copy
+/// `hi` plus int16 low bits `low` (plan::masterInComputeCopy): fp32
+/// gradients and states; both halves of the master updated in place.
+int adamwSplit(void *hi, void *low, const float *grad, float *expAvg,
+               float *expAvgSq, int64_t n, float lr, float beta1, float beta2,
+               float eps, float weightDecay, float gradScale, float bc1,
+               float bc2Sqrt, void *stream);
+
 /// AdamW for bf16 parameters, gradients and states (pure bf16): the update
 /// is computed in fp32; parameter and states are rounded once each.
 int adamwBf16(void *param, const void *grad, void *expAvg, void *expAvgSq,

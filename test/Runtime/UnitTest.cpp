@@ -5,6 +5,7 @@
 #include "swift/Runtime/Model.h"
 
 #include <gtest/gtest.h>
+#include <limits>
 #include <torch/csrc/autograd/autograd.h>
 
 using namespace swift::rt;
@@ -75,6 +76,45 @@ TEST(Kernels, LossWeightGradientIntoASink) {
   EXPECT_TRUE(at::allclose(acc, held + dw1, 1e-5, 1e-6));
   EXPECT_THROW(run([&] { return std::make_pair(acc, true); }, 0.5),
                std::exception);
+}
+
+// bf16-mixed's master kept in the compute copy: joinMaster(splitMaster(x))
+// is x bit for bit (special values, both signs, every rounding case), and
+// the compute copy is x rounded to the nearest bf16, which differs from
+// torch's round-to-nearest-even cast only at exact ties (low 16 bits
+// 0x8000), where it rounds away from zero.
+TEST(MasterInComputeCopy, SplitJoinsExactlyAndRoundsToNearest) {
+  at::manual_seed(3);
+  const int64_t n = 1 << 18;
+  at::Tensor bits = at::randint(std::numeric_limits<int32_t>::min(),
+                                std::numeric_limits<int32_t>::max(), {n},
+                                at::TensorOptions().dtype(at::kInt));
+  // Exact ties with an even and an odd high half, and zeros below them.
+  bits.narrow(0, 0, 4).copy_(at::tensor({0x3F808000, 0x3F818000, int32_t(0xBF808000u),
+                                         0x3F80FFFF}, at::kInt));
+  at::Tensor x = bits.view(at::kFloat);
+  x = at::cat({x, at::tensor({0.f, -0.f, 1.f, -1.f, 3.0e38f, -3.0e38f, 1e-40f,
+                              std::numeric_limits<float>::infinity()})});
+  x = x.masked_fill(x.isnan(), 0.5); // NaNs do not compare equal
+  at::Tensor hi = at::empty({x.numel()}, x.options().dtype(at::kBFloat16)),
+             low = at::empty({x.numel()}, x.options().dtype(at::kShort));
+  splitMaster(x, hi, low);
+  at::Tensor back = joinMaster(hi, low);
+  EXPECT_TRUE(at::equal(back.view(at::kInt), x.view(at::kInt)));
+  at::Tensor xb = x.contiguous().view(at::kInt);
+  at::Tensor tie = at::bitwise_and(xb, 0xFFFF).eq(0x8000);
+  at::Tensor rne = x.to(at::kBFloat16).view(at::kShort);
+  at::Tensor mine = hi.view(at::kShort);
+  EXPECT_TRUE(at::equal(mine.masked_select(tie.logical_not()),
+                        rne.masked_select(tie.logical_not())));
+  // At ties: one bf16 step away from zero (bits + 1 of the magnitude).
+  at::Tensor truncated = at::div(xb, 65536, "floor").to(at::kShort);
+  EXPECT_TRUE(at::equal(mine.masked_select(tie),
+                        (truncated + 1).masked_select(tie)));
+  EXPECT_TRUE(at::equal(tie.narrow(0, 0, 4).to(at::kInt),
+                        at::tensor({1, 1, 1, 0}, at::kInt)));
+  EXPECT_FALSE(at::equal(mine.narrow(0, 0, 1), rne.narrow(0, 0, 1))); // even: RNE stays
+  EXPECT_TRUE(at::equal(mine.narrow(0, 1, 1), rne.narrow(0, 1, 1)));  // odd: both up
 }
 
 TEST(Layout, TablesAreContiguousAndMatchTheCount) {

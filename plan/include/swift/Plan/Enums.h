@@ -87,6 +87,16 @@ enum class Backend : uint8_t {
 /// What lives in host memory.
 enum class Offload : uint8_t { None, Optimizer, OptimizerAndParams };
 
+/// swift-run's bf16-mixed keeps each fp32 master weight on the device as the
+/// bf16 compute copy forward reads plus the 16 low bits that complete it
+/// (the weight's fp32 bits, rounded to the nearest bf16 with ties away from
+/// zero, and the signed remainder): exact fp32 masters for 2 bytes a
+/// parameter beyond the compute copy instead of 4, and no separate publish
+/// copy. With the optimizer offloaded the host keeps a whole fp32 master.
+constexpr bool masterInComputeCopy(Precision p, Offload offload) {
+  return storagePrecision(p) == Precision::Bf16Mixed && offload == Offload::None;
+}
+
 /// Activation checkpointing of decoder layers.
 enum class Checkpointing : uint8_t {
   None,

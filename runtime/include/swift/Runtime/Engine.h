@@ -159,12 +159,18 @@ private:
   void optimizerStep();
   /// `written`: the optimizer kernel already wrote the compute-dtype copy.
   void publish(Unit &U, bool written = false);
+  /// The compute copy's part that U's optimizer partition updates: the
+  /// ZeRO-3 shard, else [optOffset, optOffset + optLen) of the full unit.
+  at::Tensor computePart(Unit &U);
   void finishPending();
 
   const Plan &plan_;
   const ModelConfig &m_;
   Comm &comm_;
   at::Device device_;
+  // bf16-mixed keeps the fp32 master in the compute copy plus 16 low bits
+  // (plan::masterInComputeCopy).
+  bool masterInCompute_ = false;
   at::ScalarType computeDtype_, gradDtype_;
   std::vector<std::unique_ptr<Unit>> units_;
   std::vector<int> backwardIndex_; // unit -> index in schedule.backward

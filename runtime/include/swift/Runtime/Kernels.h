@@ -123,6 +123,24 @@ bool fusedAdamwFp32(at::Tensor &param, const at::Tensor &grad,
                     double weightDecay, double gradScale, double bc1,
                     double bc2);
 
+/// bf16-mixed's fp32 master kept in the compute copy
+/// (plan::masterInComputeCopy): `hi` (bf16) receives each weight rounded to
+/// the nearest bf16 with ties away from zero (on the fp32 bits; it differs
+/// from a round-to-nearest-even cast only at exact ties), `low` (int16) the
+/// signed remainder of the bits. joinMaster(hi, low) is the exact fp32
+/// value again. Any device; same lengths; hi and low written in place.
+void splitMaster(const at::Tensor &master, at::Tensor &hi, at::Tensor &low);
+at::Tensor joinMaster(const at::Tensor &hi, const at::Tensor &low);
+
+/// bf16-mixed AdamW step on CUDA on a master kept as (hi, low) (splitMaster's
+/// layout), fp32 gradients and states; false when not available (the caller
+/// joins, steps in tensor ops and splits again).
+bool fusedAdamwSplit(at::Tensor &hi, at::Tensor &low, const at::Tensor &grad,
+                     at::Tensor &expAvg, at::Tensor &expAvgSq, double lr,
+                     double beta1, double beta2, double eps,
+                     double weightDecay, double gradScale, double bc1,
+                     double bc2);
+
 /// Pure-bf16 AdamW step on CUDA: bf16 params, grads and states, the update
 /// computed in fp32 and each stored value rounded once; false when not
 /// available (the caller falls back to tensor ops).
