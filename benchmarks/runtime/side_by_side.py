@@ -89,6 +89,10 @@ CONFIGS = [
       hf_of="llama3.1-8b-bf16-B1-S4096-full"),
     C("llama3.2-1b-B16-S2048-planned", "llama3.2-1b", "bf16-mixed", 16, 2048, "auto",
       hf_of="llama3.2-1b-B16-S2048-full"),
+    # bf16-mixed 8B on one H200 without offload (swift-run only): 16 B per
+    # parameter of model states since the master lives in the compute copy
+    # (plan::masterInComputeCopy), checkpointing as swift-plan chooses.
+    C("llama3.1-8b-mixed-B1-S4096-planned", "llama3-8b", "bf16-mixed", 1, 4096, "auto"),
     # FP8 GEMMs in the decoder linears (swift-run only), against their bf16 twin.
     # Their plans come from make_plans.sh once swift-plan knows the precisions.
     C("llama3.2-1b-fp8-B4-S2048", "llama3.2-1b", "fp8-mixed", 4, 2048, "none",
