@@ -93,6 +93,9 @@ CONFIGS = [
     # parameter of model states since the master lives in the compute copy
     # (plan::masterInComputeCopy), checkpointing as swift-plan chooses.
     C("llama3.1-8b-mixed-B1-S4096-planned", "llama3-8b", "bf16-mixed", 1, 4096, "auto"),
+    # Selective checkpointing (swift-run only): the attention output and the
+    # SwiGLU product are recomputed, not saved, against the same job without.
+    C("llama3.2-3b-B2-S4096-selective", "llama3.2-3b", "bf16-mixed", 2, 4096, "selective"),
     # FP8 GEMMs in the decoder linears (swift-run only), against their bf16 twin.
     # Their plans come from make_plans.sh once swift-plan knows the precisions.
     C("llama3.2-1b-fp8-B4-S2048", "llama3.2-1b", "fp8-mixed", 4, 2048, "none",

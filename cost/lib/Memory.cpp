@@ -93,14 +93,25 @@ struct Activations {
 };
 
 /// Bytes per token selective checkpointing does not keep: the attention
-/// core's output and log-sum-exp, and the SwiGLU product (down_proj's input).
+/// core's output and log-sum-exp, and the SwiGLU product (down_proj's input),
+/// each where its consumer is a bf16 GEMM of the base model (swift-run's
+/// recomputedResidualLinear); FP8 GEMMs, and an o_proj or down_proj with a
+/// LoRA adapter, keep their input.
 double selectivelyRecomputedBytes(const std::vector<OpProfile> &layer,
-                                  int64_t seq, int act) {
+                                  int64_t seq, int act, bool fp8, bool lora) {
+  if (fp8)
+    return 0;
+  auto adapted = [&](const char *name) {
+    for (const OpProfile &op : layer)
+      if (op.kind == OpKind::Linear && op.name.find(name) != std::string::npos)
+        return lora && op.adapter;
+    return false;
+  };
   double bytes = 0;
   for (const OpProfile &op : layer) {
-    if (op.kind == OpKind::Attention)
+    if (op.kind == OpKind::Attention && !adapted("o_proj"))
       bytes += act * op.heads * op.headDim + 4.0 * op.heads;
-    if (op.kind == OpKind::SiluMul)
+    if (op.kind == OpKind::SiluMul && !adapted("down_proj"))
       bytes += act * op.outputWidth(seq);
   }
   return bytes;
@@ -134,7 +145,9 @@ Activations hfActivations(const ModelProfile &m, const TrainingSetup &setup,
   double keptPerToken = m.hiddenSize * act;
   double recomputedPerToken = layer.perToken;
   if (s.checkpointing == Checkpointing::Selective) {
-    recomputedPerToken = selectivelyRecomputedBytes(m.layer, m.sequenceLength, act);
+    recomputedPerToken =
+        selectivelyRecomputedBytes(m.layer, m.sequenceLength, act, fp8Linears(setup, hw),
+                                   setup.method != Method::Full);
     keptPerToken = layer.perToken - recomputedPerToken;
   }
   a.layers = checkpointed * T * keptPerToken + (L - checkpointed) * T * layer.perToken;

@@ -435,6 +435,73 @@ at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
   return outs[0];
 }
 
+at::Tensor recomputedResidualLinear(const at::Tensor &x, const TensorFn &fn,
+                                    const std::vector<at::Tensor> &fnInputs,
+                                    const at::Tensor &w, const at::Tensor &bias,
+                                    bool value, const GradSink &sink) {
+  std::vector<at::Tensor> outs;
+  {
+    at::NoGradGuard noGrad;
+    if (value) {
+      at::Tensor a = fn(fnInputs)[0];
+      at::Tensor y = at::addmm(rows2d(x), rows2d(a), w.t());
+      if (bias.defined())
+        y.add_(bias);
+      outs.push_back(y.view(x.sizes()));
+    } else { // the recompute of full checkpointing: only the node
+      outs.push_back(at::empty(x.sizes(), x.options()));
+    }
+  }
+  std::vector<at::Tensor> in{x};
+  in.insert(in.end(), fnInputs.begin(), fnInputs.end());
+  in.push_back(w);
+  if (bias.defined())
+    in.push_back(bias);
+  if (!needsBackward(in))
+    return outs[0];
+  std::vector<at::Tensor> saved;
+  std::vector<bool> needs;
+  for (const at::Tensor &t : fnInputs) {
+    saved.push_back(t.detach());
+    needs.push_back(t.requires_grad());
+  }
+  attachBackward(
+      in, outs,
+      [fn, saved = std::move(saved), needs = std::move(needs), wd = w.detach(),
+       needW = w.requires_grad(), hasBias = bias.defined(),
+       sink](std::vector<at::Tensor> &&grads) mutable {
+        const size_t n = saved.size();
+        std::vector<at::Tensor> r(n + (hasBias ? 3 : 2));
+        if (grads[0].defined()) {
+          r[0] = grads[0];
+          std::vector<at::Tensor> fi;
+          for (size_t i = 0; i < n; ++i)
+            fi.push_back(saved[i].detach().requires_grad_(needs[i]));
+          at::Tensor a;
+          {
+            at::AutoGradMode enable(true);
+            a = fn(fi)[0];
+          }
+          at::Tensor da;
+          std::tie(da, r[n + 1]) =
+              linearGrads(grads[0], a.detach(), wd, sink, needW);
+          std::vector<at::Tensor> gi = differentiate({a}, {da}, fi);
+          for (size_t i = 0; i < n; ++i)
+            r[1 + i] = gi[i];
+          if (hasBias) // summed in fp32 at least
+            r[n + 2] = rows2d(grads[0])
+                           .sum({0}, /*keepdim=*/false,
+                                at::promote_types(at::kFloat, wd.scalar_type()))
+                           .to(wd.dtype());
+        }
+        saved.clear();
+        wd = at::Tensor();
+        return r;
+      },
+      "RecomputedResidualLinearBackward");
+  return outs[0];
+}
+
 at::Tensor loraLinear(const at::Tensor &x, const at::Tensor &xd,
                       const at::Tensor &w, const at::Tensor &bias,
                       const at::Tensor &a, const at::Tensor &bd, double scale,

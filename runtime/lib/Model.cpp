@@ -440,11 +440,21 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
     coreIn.push_back(w.qNorm);
     coreIn.push_back(w.kNorm);
   }
-  at::Tensor attn = selective ? recompute(core, coreIn)[0] : core(coreIn)[0];
-  at::Tensor x1 = adapters && lora(adapters->o)
-                     ? adapterOp(attn, w.o, w.oBias, adapters->o, 1, x, true)
-                     : residualDense(x, attn, w.o, w.oBias, w.oSink, true,
-                                     /*inputKept=*/true);
+  // Selective checkpointing keeps neither the attention core's output nor
+  // the SwiGLU product: on the bf16 GEMMs of the base model they feed
+  // o_proj and down_proj without being saved (recomputedResidualLinear);
+  // FP8 GEMMs and adapted groups keep them (`dropsInput`).
+  const bool oAdapted = adapters && lora(adapters->o);
+  auto dropsInput = [&](bool adapted) { return selective && !w.fp8 && !adapted; };
+  at::Tensor x1;
+  if (dropsInput(oAdapted)) {
+    x1 = recomputedResidualLinear(x, core, coreIn, w.o, w.oBias, true, w.oSink);
+  } else {
+    at::Tensor attn = selective ? recompute(core, coreIn)[0] : core(coreIn)[0];
+    x1 = oAdapted ? adapterOp(attn, w.o, w.oBias, adapters->o, 1, x, true)
+                  : residualDense(x, attn, w.o, w.oBias, w.oSink, true,
+                                  /*inputKept=*/true);
+  }
 
   h = rmsNorm(x1, w.postNorm, m.rmsNormEps);
   at::Tensor gateUp = // (B, S, 2 I)
@@ -453,8 +463,12 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
   TensorFn act = [](const std::vector<at::Tensor> &in) {
     return std::vector<at::Tensor>{swiglu(in[0])};
   };
+  const bool downAdapted = adapters && lora(adapters->down);
+  if (dropsInput(downAdapted))
+    return recomputedResidualLinear(x1, act, {gateUp}, w.down, {},
+                                    /*value=*/!forBackward, w.downSink);
   at::Tensor a = selective ? recompute(act, {gateUp})[0] : act({gateUp})[0];
-  if (adapters && lora(adapters->down))
+  if (downAdapted)
     return adapterOp(a, w.down, {}, adapters->down, 3, x1, !forBackward);
   return residualDense(x1, a, w.down, {}, w.downSink, /*value=*/!forBackward,
                        /*inputKept=*/false);

@@ -172,6 +172,40 @@ TEST(CpuAdamW, MatchesTheTensorFormula) {
   EXPECT_TRUE(at::equal(bf16, p.to(at::kBFloat16))); // round to nearest even
 }
 
+// Selective checkpointing's GEMM over a recomputed input: the input (fn's
+// output) is not alive after the forward, and x, fn's inputs, W and the
+// bias get the gradients of the saved graph (residualLinear + autograd).
+TEST(Recompute, ResidualLinearOverARecomputedInputKeepsNotTheInput) {
+  at::manual_seed(5);
+  auto f64 = at::TensorOptions().dtype(at::kDouble);
+  at::Tensor x0 = at::randn({3, 5, 8}, f64), g0 = at::randn({3, 5, 12}, f64),
+             w0 = at::randn({8, 6}, f64), b0 = at::randn({8}, f64),
+             dy = at::randn({3, 5, 8}, f64);
+  c10::weak_intrusive_ptr<c10::TensorImpl> produced{
+      c10::intrusive_ptr<c10::TensorImpl>()};
+  TensorFn fn = [&](const std::vector<at::Tensor> &in) {
+    auto p = in[0].split(6, -1);
+    at::Tensor a = at::silu(p[0]) * p[1]; // a SwiGLU product
+    produced = c10::weak_intrusive_ptr<c10::TensorImpl>(a.getIntrusivePtr());
+    return std::vector<at::Tensor>{a};
+  };
+  auto leaves = [&] {
+    return std::vector<at::Tensor>{x0.clone().requires_grad_(true),
+                                   g0.clone().requires_grad_(true),
+                                   w0.clone().requires_grad_(true),
+                                   b0.clone().requires_grad_(true)};
+  };
+  std::vector<at::Tensor> a = leaves(), b = leaves();
+  at::Tensor ya = recomputedResidualLinear(a[0], fn, {a[1]}, a[2], a[3]);
+  EXPECT_TRUE(produced.expired()); // the forward kept no reference to fn's output
+  at::Tensor yb = b[0] + at::linear(fn({b[1]})[0], b[2], b[3]);
+  EXPECT_TRUE(at::allclose(ya, yb, 1e-12, 1e-12));
+  ya.backward(dy);
+  yb.backward(dy);
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_TRUE(at::allclose(a[i].grad(), b[i].grad(), 1e-10, 1e-10)) << i;
+}
+
 TEST(Recompute, SameGradientsAsTheSavedGraph) {
   at::manual_seed(1);
   at::Tensor x = at::randn({3, 5}).requires_grad_(true);

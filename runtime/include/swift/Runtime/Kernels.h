@@ -72,6 +72,18 @@ at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
                           const at::Tensor &w, bool value = true,
                           const GradSink &sink = {});
 
+/// x + fn(in) W^T [+ bias] for selective checkpointing: fn's output `a`
+/// (the attention core's, or the SwiGLU product) feeds the GEMM but is not
+/// saved; the node keeps fn's inputs and, in backward, runs fn again with
+/// autograd, takes W's gradient (into `sink`) and a's from the recomputed
+/// value, and differentiates fn for its inputs' gradients. `value` false as
+/// in residualLinear. fn returns one tensor first (others ignored).
+at::Tensor recomputedResidualLinear(
+    const at::Tensor &x,
+    const std::function<std::vector<at::Tensor>(const std::vector<at::Tensor> &)> &fn,
+    const std::vector<at::Tensor> &fnInputs, const at::Tensor &w,
+    const at::Tensor &bias, bool value = true, const GradSink &sink = {});
+
 /// LoRA's adapted linear over a frozen base W (peft's
 /// base(x) + lora_B(lora_A(dropout(x))) * scale, for a group of linears
 /// sharing x): [residual +] x W^T [+ bias] + scale (xd A^T) Bd^T, with A the
