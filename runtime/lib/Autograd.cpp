@@ -77,6 +77,20 @@ bool needsBackward(const std::vector<at::Tensor> &inputs) {
          });
 }
 
+SavedInputs::SavedInputs(const std::vector<at::Tensor> &inputs) {
+  for (const at::Tensor &t : inputs) {
+    tensors.push_back(t.detach());
+    needsGrad.push_back(t.requires_grad());
+  }
+}
+
+std::vector<at::Tensor> SavedInputs::leaves() const {
+  std::vector<at::Tensor> in;
+  for (size_t i = 0; i < tensors.size(); ++i)
+    in.push_back(tensors[i].detach().requires_grad_(needsGrad[i]));
+  return in;
+}
+
 std::vector<at::Tensor> recompute(const TensorFn &fn,
                                   const std::vector<at::Tensor> &inputs) {
   std::vector<at::Tensor> outputs;
@@ -84,19 +98,10 @@ std::vector<at::Tensor> recompute(const TensorFn &fn,
     at::NoGradGuard noGrad;
     outputs = fn(inputs);
   }
-  std::vector<at::Tensor> saved;
-  std::vector<bool> needsGrad;
-  for (const at::Tensor &t : inputs) {
-    saved.push_back(t.detach());
-    needsGrad.push_back(t.requires_grad());
-  }
   attachBackward(
       inputs, outputs,
-      [fn, saved = std::move(saved),
-       needsGrad = std::move(needsGrad)](std::vector<at::Tensor> &&grads) {
-        std::vector<at::Tensor> in;
-        for (size_t i = 0; i < saved.size(); ++i)
-          in.push_back(saved[i].detach().requires_grad_(needsGrad[i]));
+      [fn, saved = SavedInputs(inputs)](std::vector<at::Tensor> &&grads) {
+        std::vector<at::Tensor> in = saved.leaves();
         std::vector<at::Tensor> out;
         {
           at::AutoGradMode enable(true);

@@ -303,7 +303,7 @@ at::Tensor fp8Linear(const at::Tensor &x, const at::Tensor &w,
           }
         }
         if (hasBias)
-          r[2] = dy.sum({0}, /*keepdim=*/false, at::kFloat).to(wd.dtype());
+          r[2] = biasGradient(dy, wd.scalar_type());
         if (hasResidual)
           r[2 + hasBias] = grads[0];
         xd = wd = xAmax = wAmax = at::Tensor();

@@ -316,6 +316,12 @@ at::Tensor rows2d(const at::Tensor &t) {
   return t.reshape({-1, t.size(-1)}).contiguous();
 }
 
+at::Tensor biasGradient(const at::Tensor &dy, at::ScalarType dtype) {
+  return rows2d(dy)
+      .sum({0}, /*keepdim=*/false, at::promote_types(at::kFloat, dtype))
+      .to(dtype);
+}
+
 bool kernelSwitchOn(const char *op) {
   static const std::string env = [] {
     const char *e = std::getenv("SWIFT_KERNELS");
@@ -397,9 +403,7 @@ at::Tensor linear(const at::Tensor &x, const at::Tensor &w,
         if (grads[0].defined()) {
           std::tie(r[0], r[1]) = linearGrads(grads[0], xd, wd, sink);
           if (hasBias)
-            r[2] = rows2d(grads[0])
-                       .sum({0}, /*keepdim=*/false, at::kFloat)
-                       .to(wd.dtype());
+            r[2] = biasGradient(grads[0], wd.scalar_type());
         }
         xd = wd = at::Tensor();
         return r;
@@ -459,24 +463,16 @@ at::Tensor recomputedResidualLinear(const at::Tensor &x, const TensorFn &fn,
     in.push_back(bias);
   if (!needsBackward(in))
     return outs[0];
-  std::vector<at::Tensor> saved;
-  std::vector<bool> needs;
-  for (const at::Tensor &t : fnInputs) {
-    saved.push_back(t.detach());
-    needs.push_back(t.requires_grad());
-  }
   attachBackward(
       in, outs,
-      [fn, saved = std::move(saved), needs = std::move(needs), wd = w.detach(),
+      [fn, saved = SavedInputs(fnInputs), wd = w.detach(),
        needW = w.requires_grad(), hasBias = bias.defined(),
        sink](std::vector<at::Tensor> &&grads) mutable {
         const size_t n = saved.size();
         std::vector<at::Tensor> r(n + (hasBias ? 3 : 2));
         if (grads[0].defined()) {
           r[0] = grads[0];
-          std::vector<at::Tensor> fi;
-          for (size_t i = 0; i < n; ++i)
-            fi.push_back(saved[i].detach().requires_grad_(needs[i]));
+          std::vector<at::Tensor> fi = saved.leaves();
           at::Tensor a;
           {
             at::AutoGradMode enable(true);
@@ -488,13 +484,10 @@ at::Tensor recomputedResidualLinear(const at::Tensor &x, const TensorFn &fn,
           std::vector<at::Tensor> gi = differentiate({a}, {da}, fi);
           for (size_t i = 0; i < n; ++i)
             r[1 + i] = gi[i];
-          if (hasBias) // summed in fp32 at least
-            r[n + 2] = rows2d(grads[0])
-                           .sum({0}, /*keepdim=*/false,
-                                at::promote_types(at::kFloat, wd.scalar_type()))
-                           .to(wd.dtype());
+          if (hasBias)
+            r[n + 2] = biasGradient(grads[0], wd.scalar_type());
         }
-        saved.clear();
+        saved = SavedInputs();
         wd = at::Tensor();
         return r;
       },

@@ -41,6 +41,18 @@ bool needsBackward(const std::vector<at::Tensor> &inputs);
 /// Activation checkpointing of one region: runs fn(inputs) without saving
 /// its internals; in backward runs it again with autograd and
 /// differentiates it. `fn` must be deterministic and free of side effects.
+/// A recompute's inputs as its backward keeps them: detached, with whether
+/// each required grad; leaves() makes fresh leaves of them for the
+/// recomputed graph.
+struct SavedInputs {
+  SavedInputs() = default;
+  explicit SavedInputs(const std::vector<at::Tensor> &inputs);
+  std::vector<at::Tensor> leaves() const;
+  size_t size() const { return tensors.size(); }
+  std::vector<at::Tensor> tensors;
+  std::vector<bool> needsGrad;
+};
+
 std::vector<at::Tensor> recompute(const TensorFn &fn,
                                   const std::vector<at::Tensor> &inputs);
 

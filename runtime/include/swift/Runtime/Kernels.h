@@ -50,6 +50,10 @@ std::vector<at::Tensor> fusedQkvRope(const at::Tensor &qkv,
 /// t as a contiguous (rows, last dim) matrix: the GEMMs' view of activations.
 at::Tensor rows2d(const at::Tensor &t);
 
+/// A linear's bias gradient: dy summed over its rows, in fp32 at least,
+/// returned in `dtype`.
+at::Tensor biasGradient(const at::Tensor &dy, at::ScalarType dtype);
+
 /// Where a weight's gradient goes when the GEMM that computes it writes it
 /// in place: a view of the flat gradient buffer in the weight's shape (its
 /// dtype: fp32 in bf16-mixed) and whether to add to what it holds (else
