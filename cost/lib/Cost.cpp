@@ -107,6 +107,11 @@ Estimate estimate(const ModelProfile &model, const TrainingSetup &setup,
   return e;
 }
 
+double swiftRunAttentionSeconds(const OpProfile &attention, int64_t seq,
+                                const Hardware &hw, bool forward) {
+  return detail::fusedAttentionSeconds(attention, seq, hw, forward);
+}
+
 double modelFlopsPerStep(const ModelProfile &m, int64_t globalBatchSize,
                          Method method) {
   // 6 x (parameters - embedding table) per token, lm_head included (a tied

@@ -61,6 +61,10 @@ std::vector<Gemm> decoderGemms(const ModelProfile &m);
 /// such a setup as its storage twin, so it never divides by a zero peak.
 bool fp8Linears(const TrainingSetup &setup, const Hardware &hw);
 
+/// swift-run's attention of one sample (Time.cpp); swiftRunAttentionSeconds.
+double fusedAttentionSeconds(const OpProfile &op, int64_t seq, const Hardware &hw,
+                             bool forward);
+
 /// NF4, QLoRA's storage of the frozen decoder linears (bitsandbytes'
 /// scheme): a 4-bit code per element, one 8-bit absmax per block of 64
 /// elements, and one fp32 scale per 256 absmax (double quantization).

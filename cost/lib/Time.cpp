@@ -60,16 +60,24 @@ constexpr double kFp8ForwardBytesPerWeight = 5;
 constexpr double kFp8ForwardBytesPerKeptInput = 6, kFp8ForwardBytesPerInput = 5;
 constexpr double kFp8BackwardBytesPerWeight = 3, kFp8BackwardBytesPerInput = 3;
 constexpr double kFp8BackwardBytesPerOutputGradient = 6;
-// Fused attention kernels run slower per FLOP at a small head dim (more
-// softmax work and K/V traffic per FLOP): the rate ~ D / (D + 150),
-// relative to D = 128. Measured with cuDNN SDPA forward+backward on the
-// H200 (benchmarks/runtime/attention_bench.py): D = 64 at 230-257 TFLOP/s,
-// D = 128 at 381-397. Applied to swift-run, which calls that kernel with
-// GQA in it; the HF rows were fitted at one rate over both head dims
-// (kAttentionEfficiency) and get worse with the factor (median 3.2% ->
-// 4.0%), so they keep the flat rate.
-constexpr double kHalfRateHeadDim = 150;
-constexpr double kReferenceHeadDim = 128;
+// swift-run's attention (cuDNN's causal SDPA, GQA in the kernel), forward
+// and backward of one sample and layer: P = H S^2 / 2 causal (query, key)
+// pairs, each 14 D tensor-core FLOPs (4 D forward, 10 D backward) at a
+// fraction of the bf16 peak plus a softmax cost independent of D, and
+// E = S H D elements of q, k, v, o and their gradients streamed at the HBM
+// rate. A flat FLOP rate cannot hold across shapes: per FLOP the kernel is
+// slower at a small head dim (the softmax cost) and at a short sequence
+// (the linear traffic), so D = 64 ran 278 TFLOP/s at S = 2048 and 395 at
+// S = 16384. Fitted on the H200's traces of five configurations
+// (test/data/calibration/h200_attention.jsonl: D 64 and 128, S 1024 to
+// 16384; within 2.4% of four, +9.6% of Qwen2.5-1.5B's S = 1024); the flat
+// rate was off by -33% to +52% on them. HF's rows keep the flat rate they
+// were fitted with (kAttentionEfficiency); a measured attention rate in the
+// hardware profile replaces both.
+constexpr double kAttentionPairFlops = 14;              // per pair and head dim
+constexpr double kAttentionMatmulEfficiency = 0.741;    // of the bf16 peak
+constexpr double kAttentionPairPeakFlops = 911;         // softmax, in peak FLOPs
+constexpr double kAttentionBytesPerElement = 76.7;      // per element of E, at datasheet HBM
 // Host time per autograd node of eager PyTorch (Python module call,
 // dispatcher, launches) in forward and in backward; swift-run dispatches
 // from C++ with fused ops. Measured on the H200 machine's small-batch rows
@@ -215,13 +223,25 @@ double elementwiseBytesPerToken(const std::vector<OpProfile> &ops,
   return bytes;
 }
 
-double headDimFactor(const OpProfile &attention, Exec exec) {
-  double d = double(attention.headDim);
-  if (d <= 0 || exec != Exec::Fused)
-    return 1;
-  return (d / (d + kHalfRateHeadDim)) /
-         (kReferenceHeadDim / (kReferenceHeadDim + kHalfRateHeadDim));
+} // namespace
+
+/// swift-run's attention for one sample: forward, or backward (the rest of
+/// the pass by the op's FLOP split), from the model above.
+double fusedAttentionSeconds(const OpProfile &op, int64_t seq, const Hardware &hw,
+                             bool forward) {
+  const double S = double(seq), H = double(op.heads), D = double(op.headDim);
+  const double peak = hw.bf16Tflops * 1e12;
+  const double pairs = H * S * S / 2;
+  const double total =
+      pairs * (kAttentionPairFlops * D / (peak * kAttentionMatmulEfficiency) +
+               kAttentionPairPeakFlops / peak) +
+      S * H * D * kAttentionBytesPerElement / (hw.hbmGBps * 1e9);
+  const double f = double(op.forwardFlops), b = double(op.backwardFlops);
+  const double forwardShare = f + b > 0 ? f / (f + b) : 0;
+  return total * (forward ? forwardShare : 1 - forwardShare);
 }
+
+namespace {
 
 /// Autograd nodes per decoder layer of HF eager (traced).
 double nodesPerLayer(Exec exec) {
@@ -253,6 +273,14 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
   const bool fp8 = fp8Linears(setup, hw);
   double mm8 = hw.fp8Tflops * 1e12 * kFp8MatmulEfficiency * small;
   bool frozen = setup.method != Method::Full;
+  // Attention of one sample: the fused model for swift-run, the flat rate
+  // for HF or where the hardware profile measured one.
+  const bool fusedAttention = exec == Exec::Fused && hw.measured.attentionTflops <= 0;
+  auto attentionSeconds = [&](const OpProfile &op, bool forward) {
+    if (fusedAttention)
+      return fusedAttentionSeconds(op, m.sequenceLength, hw, forward);
+    return double(forward ? op.forwardFlops : op.backwardFlops) / attn;
+  };
   // swift-run stacks the linears that read one value (q/k/v, gate/up) into
   // one GEMM: a narrow k/v projection runs at the stacked width.
   auto gemmOutFeatures = [&](const std::vector<OpProfile> &ops, const OpProfile &op) {
@@ -274,7 +302,7 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
         t += flops / (linearRate * narrow);
       }
       else if (op.kind == OpKind::Attention)
-        t += flops / (attn * headDimFactor(op, exec));
+        t += attentionSeconds(op, forward);
     }
     return t * s.microBatchSize;
   };
@@ -327,9 +355,7 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
     recomputePerLayer = 0;
     for (const OpProfile &op : m.layer) {
       if (op.kind == OpKind::Attention)
-        recomputePerLayer +=
-            double(s.microBatchSize) * op.forwardFlops /
-            (attn * headDimFactor(op, exec));
+        recomputePerLayer += double(s.microBatchSize) * attentionSeconds(op, true);
       if (op.kind == OpKind::SiluMul || op.kind == OpKind::Rope)
         recomputePerLayer += T *
                              elementwiseBytesPerToken({op}, m.sequenceLength, exec,

@@ -221,6 +221,13 @@ std::string unsupportedReason(const ModelProfile &model,
                               const TrainingSetup &setup, const Hardware &hw,
                               const Strategy &strategy);
 
+/// swift-run's attention (cuDNN's causal SDPA) for one sample through one
+/// layer: the forward, or the backward, of `attention` (an Attention op of
+/// a profile with sequence length `seq`) on `hw` without a measured
+/// attention rate; the time model's own formula (Time.cpp).
+double swiftRunAttentionSeconds(const OpProfile &attention, int64_t seq,
+                                const Hardware &hw, bool forward);
+
 /// Prices one strategy the backend supports.
 Estimate estimate(const ModelProfile &model, const TrainingSetup &setup,
                   const Hardware &hw, const Strategy &strategy);
