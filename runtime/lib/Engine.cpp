@@ -843,9 +843,8 @@ void Engine::optimizerStep() {
         for (auto &U : units_)
           U->master = joinMaster(computePart(*U), U->masterLow);
     }
-    // bf16-mixed on CUDA with a separate master: one kernel per unit does
-    // AdamW and writes the bf16 copy forward reads (no separate publish
-    // pass).
+    // A separate fp32 master on CUDA (fp32 precision; publish copies it):
+    // one kernel per unit, which would also write a bf16 compute copy.
     if (useFusedAdamW() && !fused && !masterInCompute_)
       for (size_t i = 0; i < units_.size(); ++i) {
         Unit &U = *units_[i];
