@@ -381,6 +381,8 @@ def table(out):
         res = dict(config=name, model=cfg["model"], precision=cfg["precision"],
                    micro_batch=cfg["B"], seq=cfg["S"], checkpointing=ckpt, hf_baseline=base,
                    flops_per_token=fpt, swift_tokens_per_s=s_tps, swift_peak_bytes=s_peak,
+                   swift_peak_reserved_bytes=max(r.get("peak_reserved_bytes", 0)
+                                                 for r in steady),
                    swift_mfu=s_tps * fpt / PEAK_FLOPS,
                    swift_losses=[r["loss"] for r in steps],
                    swift_planned_peak_bytes=steps[0].get("planned_peak_memory_bytes"),

@@ -19,7 +19,8 @@
 # a 600 s device call; a configuration without a plan (the FP8 ones until
 # make_plans.sh wrote theirs) is skipped with a message.
 # SBS_TRACE=1 also traces one step of each configuration (swift-run --trace)
-# and writes where its GPU time goes to traces.txt (trace_summary.py).
+# and writes where its GPU time goes to traces.txt (trace_summary.py);
+# SBS_TRACE=SUB[,SUB...] traces only the configurations holding a substring.
 # SBS_CLOCKS=1 samples the SM clock and power draw (gpu_clocks.py) and writes
 # each run's median busy clock and power to clocks.txt.
 set -uo pipefail
@@ -116,6 +117,10 @@ clocks
 if [[ -n ${SBS_TRACE:-} ]]; then
   for cfg in $CFGS; do
     [[ -f $PLANS/$cfg.json ]] || continue
+    if [[ $SBS_TRACE != 1 ]]; then # SUB[,SUB...]: only those configurations
+      hit=; for sub in ${SBS_TRACE//,/ }; do [[ $cfg == *"$sub"* ]] && hit=1; done
+      [[ -n $hit ]] || continue
+    fi
     (( $(left) > 60 )) || { echo "trace: budget spent"; break; }
     timeout 120 build-gpu/bin/swift-run $PLANS/$cfg.json --device cuda --steps 3 \
       --trace /tmp/trace-$cfg.json >/dev/null 2>>"$OUT/swift.log" || echo "trace $cfg: exit $?"

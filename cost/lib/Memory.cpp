@@ -48,8 +48,12 @@ struct States {
   double gradientBuffers = 0; // DDP buckets / DeepSpeed ipg buffers
   double host = 0;           // host bytes per GPU (offload)
   // Gradient storage allocated once and held across steps (swift-run's
-  // accumulators and reduced shards), alive at every point of the step.
+  // reduced shards; its accumulators with gradient accumulation), alive at
+  // every point of the step.
   double persistentGradients = 0;
+  // Gradients alive while the loss runs (forward and backward): swift-run's
+  // fused loss writes the lm_head's gradient during its forward.
+  double lossGradients = 0;
 };
 
 struct Candidate {
@@ -259,6 +263,7 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
        {"activations", a.layers + a.head + a.finalHidden +
                            (autocastCheckpointed ? L * a.layerWeightCopies : 0)},
        {"loss_temporaries", a.lossForward},
+       {"gradients", st.lossGradients},
        {"gathered_parameters", sharded.forward}});
   candidates.push_back(fwd);
 
@@ -282,6 +287,7 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
                     {{"outputs", outBackward},
                      {"activations", a.layers + a.head},
                      {"loss_temporaries", a.lossBackward},
+                     {"gradients", st.lossGradients},
                      {"gathered_parameters", sharded.lossBackward},
                      {"workspace", a.workspace}});
   candidates.push_back(loss);
@@ -586,15 +592,28 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
   else
     st.host = (16 + (e == 2 ? 2 : 0)) * optimizerElems +
               (s.zero == 3 && paramsOffloaded ? (e * P + base.total) / W : 0);
-  // Accumulators live from the engine's start: the full gradient at
-  // ZeRO-0/1, the reduced shard at ZeRO-1..3; ZeRO-2/3 add one unit's
-  // micro-batch gradient in flight to its reduce-scatter.
-  st.persistentGradients = (s.zero <= 1 ? g * P : 0) + (s.zero >= 1 ? g * P / W : 0);
-  st.gradients = s.zero >= 2 ? g * unit : 0;
+  // Gradients. The reduced shard (ZeRO 1-3) lives from the engine's start;
+  // ZeRO-2/3 add one unit's micro-batch gradient in flight to its
+  // reduce-scatter. The full gradient of ZeRO-0/1 is allocated unit by unit
+  // in the step's backward (the head's in the loss's forward, which writes
+  // the lm_head's gradient) and freed after the optimizer: with gradient
+  // accumulation it is whole through every later micro-batch.
+  st.persistentGradients = s.zero >= 1 ? g * P / W : 0;
+  double headGrad = 0, layerGrad = 0;
+  if (s.zero >= 2) {
+    st.gradients = g * unit;
+  } else if (s.gradientAccumulation > 1) {
+    st.persistentGradients += g * P;
+  } else {
+    st.gradients = g * P;
+    headGrad = lora ? 0 : g * headGradientElements(m);
+    layerGrad = g * (lora ? adapterLayer : double(m.layerParameters));
+    st.lossGradients = headGrad;
+  }
   Activations a = hfActivations(m, setup, hw, s, exec);
   a.holdsOutputs = false;
   a.kvCache = 0;
-  MemoryEstimate mem = walkHF(m, st, a, sharded, 0, 0, s, exec);
+  MemoryEstimate mem = walkHF(m, st, a, sharded, headGrad, layerGrad, s, exec);
   mem.hostBytes = hostBytesPerNode(st.host, hw);
   return mem;
 }

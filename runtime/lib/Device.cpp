@@ -78,6 +78,17 @@ int64_t peakMemoryBytes(const at::Device &device) {
   return int64_t(ru.ru_maxrss) * 1024; // Linux reports KiB
 }
 
+int64_t peakReservedBytes(const at::Device &device) {
+#ifdef SWIFT_WITH_CUDA
+  if (device.is_cuda())
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(device.index())
+        .reserved_bytes[0]
+        .peak;
+#endif
+  (void)device;
+  return 0;
+}
+
 void HostFence::record(const at::Device &device) {
 #ifdef SWIFT_WITH_CUDA
   if (device.is_cuda()) {

@@ -367,22 +367,24 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
       if (U->stepTensor.defined())
         U->stepTensor.fill_(double(initial->step()));
     }
-    if (st.zero <= 1)
-      U->grad = at::zeros({U->padded}, onDevice.dtype(gradDtype_));
+    // ZeRO 0/1: `grad` is allocated by the step's first gradient of the
+    // unit (gradTarget) and freed after the optimizer step.
     if (st.zero >= 1)
       U->gradShard = at::zeros({U->shardLen}, onDevice.dtype(gradDtype_));
     units_.push_back(std::move(U));
   }
-  // Sinks: the decoder's GEMM weights (its 2-D leaves), and the head's
-  // lm_head (or the tied table), whose gradient the loss computes during the
-  // forward. The head's only into a persistent buffer (ZeRO-0/1): at
-  // ZeRO-2/3 it would allocate the micro-batch gradient at the forward.
+  // Sinks: the decoder's GEMM weights (its 2-D leaves), the embedding
+  // table (its backward adds rows into the buffer), and the head's lm_head
+  // (or the tied table), whose gradient the loss computes during the
+  // forward. The head's only at ZeRO-0/1, whose step-long buffer holds it
+  // from the forward on: at ZeRO-2/3 it would allocate the micro-batch
+  // gradient at the forward.
   for (int u = 0; u < numUnits; ++u) {
     std::vector<bool> &sunk = units_[u]->sunk;
     for (int o : unitOwners(m_, u))
       for (const LeafDesc &d : units_[o]->layout.leaves)
-        sunk.push_back(!lora_ && useGradSinks() && u >= 1 &&
-                       u <= m_.numLayers && d.shape.size() == 2);
+        sunk.push_back(!lora_ && useGradSinks() && u <= m_.numLayers &&
+                       d.shape.size() == 2);
     if (!lora_ && u == m_.numLayers + 1 && useGradSinks() && st.zero <= 1)
       sunk.back() = true;
   }
@@ -531,8 +533,17 @@ at::Tensor &Engine::gradTarget(int u, bool &fresh) {
       O.microGrad = at::zeros({O.padded}, O.gradShard.options());
     return O.microGrad;
   }
-  // ZeRO 0/1: the step's first gradient of a unit overwrites the buffer
-  // (no zeroing pass over it, no read of zeros).
+  // ZeRO 0/1: the buffer lives from the unit's first gradient of the step
+  // (here) to the end of the step, as torch's gradients do with
+  // zero_grad(set_to_none=True): between steps, and in the forward before
+  // the head, no gradient memory is held. That gradient overwrites it (no
+  // zeroing pass, no read of zeros); only the padding past the last
+  // parameter, which no gradient covers, is zeroed.
+  if (!O.grad.defined()) {
+    O.grad = at::empty(
+        {O.padded}, at::TensorOptions().device(device_).dtype(gradDtype_));
+    O.grad.narrow(0, O.layout.numel, O.padded - O.layout.numel).zero_();
+  }
   fresh = O.gradFresh;
   return O.grad;
 }
@@ -578,9 +589,10 @@ at::Tensor Engine::computeUnit(int u, const at::Tensor &x,
     return decoderForward(m_, bindDecoder(m_, base), x, rope, selective,
                           forBackward, mb.packing, &adapters);
   }
-  if (u == 0)
-    return embeddingForward(leaves[0], mb.inputs);
   const bool grads = !leaves.empty() && leaves.front().requires_grad();
+  if (u == 0)
+    return embeddingForward(leaves[0], mb.inputs,
+                            grads ? makeSinks(u)[0] : GradSink());
   if (u == m_.numLayers + 1) // [norm, lm_head or the tied table]
     return headLoss(m_, x, leaves[0], leaves[1], mb.targets,
                     grads ? makeSinks(u)[1] : GradSink(), mb.masked,
@@ -952,9 +964,9 @@ double Engine::step(const std::vector<Batch> &microBatches,
   const double divisor =
       double(stepTrainedTokens) / double(comm_.worldSize() * G);
   for (auto &U : units_) {
-    // Overwritten by the first gradient (accumulateGrads); its padding
-    // past the last parameter is never written and stays zero.
-    U->gradFresh = U->grad.defined();
+    // ZeRO 0/1: allocated and overwritten by the unit's first gradient
+    // (gradTarget, accumulateGrads).
+    U->gradFresh = plan_.strategy.zero <= 1;
     if (U->gradShard.defined())
       U->gradShard.zero_();
   }
@@ -996,10 +1008,13 @@ double Engine::step(const std::vector<Batch> &microBatches,
   finishPending();
   for (auto &U : units_)
     if (U->gradFresh) { // a unit no backward reached: its gradient is zero
-      U->grad.zero_();
+      bool fresh;
+      gradTarget(U->id, fresh).zero_();
       U->gradFresh = false;
     }
   optimizerStep();
+  for (auto &U : units_) // ZeRO 0/1: the next step allocates them again
+    U->grad = at::Tensor();
   ++steps_;
   return lossSum.item<double>() / double(G);
 }
@@ -1022,7 +1037,10 @@ Engine::StateBytes Engine::stateBytes() const {
       add(b.parameters, plan_.strategy.zero == 3 ? U->baseShard : U->baseFull);
     else
       add(b.parameters, plan_.strategy.zero == 3 ? U->nf4Shard : U->nf4Bytes);
-    add(b.gradients, U->grad);
+    // ZeRO 0/1: the buffer each step allocates (gradTarget), counted
+    // whether or not a step is running.
+    if (plan_.strategy.zero <= 1)
+      b.gradients += U->padded * int64_t(c10::elementSize(gradDtype_));
     add(b.gradients, U->gradShard);
     add(b.optimizer, U->master); // no-op where it is the parameters
     add(b.optimizer, U->masterLow);
@@ -1032,6 +1050,15 @@ Engine::StateBytes Engine::stateBytes() const {
     add(b.host, U->hostParamOut);
   }
   return b;
+}
+
+int64_t Engine::heldGradientBytes() const {
+  int64_t bytes = 0;
+  for (const auto &U : units_)
+    for (const at::Tensor *t : {&U->grad, &U->gradShard, &U->microGrad})
+      if (t->defined() && t->device() == device_)
+        bytes += int64_t(t->nbytes());
+  return bytes;
 }
 
 at::ScalarType Engine::stateDtype(StateKind kind) const {

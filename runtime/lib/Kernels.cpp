@@ -412,6 +412,40 @@ at::Tensor linear(const at::Tensor &x, const at::Tensor &w,
   return outs[0];
 }
 
+at::Tensor embedding(const at::Tensor &table, const at::Tensor &ids,
+                     const GradSink &sink) {
+  if (!sink || !needsBackward({table}))
+    return at::embedding(table, ids);
+  std::vector<at::Tensor> outs;
+  {
+    at::NoGradGuard noGrad;
+    outs.push_back(at::embedding(table, ids));
+  }
+  attachBackward(
+      {table}, outs,
+      [ids = ids.reshape({-1}), sink](std::vector<at::Tensor> &&grads) mutable {
+        if (grads[0].defined()) {
+          auto [dst, accumulate] = sink();
+          // One fp32 row per distinct id (repeated ids sum there), then
+          // one add of distinct rows into the buffer.
+          at::Tensor unique, inverse;
+          std::tie(unique, inverse, std::ignore) =
+              at::_unique2(ids, /*sorted=*/false, /*return_inverse=*/true);
+          at::Tensor rows = at::zeros({unique.size(0), dst.size(1)},
+                                      grads[0].options().dtype(at::kFloat));
+          rows.index_add_(0, inverse.reshape({-1}),
+                          grads[0].reshape({-1, dst.size(1)}).to(at::kFloat));
+          if (!accumulate)
+            dst.zero_();
+          dst.index_add_(0, unique, rows.to(dst.scalar_type()));
+        }
+        ids = at::Tensor();
+        return std::vector<at::Tensor>{at::Tensor()};
+      },
+      "EmbeddingBackward");
+  return outs[0];
+}
+
 at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
                           const at::Tensor &w, bool value,
                           const GradSink &sink) {

@@ -474,8 +474,9 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
                        /*inputKept=*/false);
 }
 
-at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids) {
-  return at::embedding(table, ids);
+at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids,
+                            const GradSink &sink) {
+  return embedding(table, ids, sink);
 }
 
 at::Tensor headLoss(const ModelConfig &m, const at::Tensor &x,

@@ -247,6 +247,41 @@ TEST(Cost, SwiftRunLoraStates) {
                    8 * (kRankHostBytes + 18 * A / N + 2 * A / N + nf4Base / N)));
 }
 
+// swift-run at ZeRO-0 frees its gradients after each optimizer step and
+// allocates them again unit by unit (Engine::gradTarget): the peak, at the
+// start of the last layer's backward, holds the head's and that layer's
+// gradients, not the model's; with gradient accumulation they are whole
+// through the later micro-batches.
+TEST(Cost, SwiftRunGradientsLiveFromTheirUnitsBackward) {
+  auto job = [](int accumulation) {
+    return price({"model=llama3.1-8b", "backend=swift-run", "cluster.gpu=h200",
+                  "cluster.gpus_per_node=1", "training.precision=bf16",
+                  "training.sequence_length=4096", "training.micro_batch_size=1",
+                  "training.global_batch_size=" + std::to_string(accumulation),
+                  "strategy.zero=0", "strategy.offload=none",
+                  "strategy.checkpointing=none"});
+  };
+  Priced one = job(1), two = job(2);
+  const swift::cost::ModelProfile &m = one.profile;
+  double P = m.parameters, layer = m.layerParameters;
+  double head = double(m.vocabSize) * m.hiddenSize + m.hiddenSize;
+  EXPECT_EQ(one.estimate.memory.peak.phase, "backward");
+  EXPECT_EQ(one.estimate.memory.peak.layer, m.numLayers - 1);
+  EXPECT_EQ(part(one, "gradient_accumulators"), 0);
+  EXPECT_TRUE(near(part(one, "gradients"), 2 * (head + layer)))
+      << part(one, "gradients");
+  EXPECT_TRUE(near(part(two, "gradient_accumulators"), 2 * P));
+  // The model states are the same; only their lifetimes differ.
+  EXPECT_EQ(one.estimate.memory.modelStateBytes,
+            two.estimate.memory.modelStateBytes);
+  // Accumulating, the peak (in the loss, where the later micro-batches'
+  // forward holds every gradient) is higher by the gradients of the units
+  // not yet reached at the single step's peak, and by less than all.
+  double higher = double(two.estimate.memory.peakBytes - one.estimate.memory.peakBytes);
+  EXPECT_GE(higher, 2 * (P - head - layer) - 0.01 * P);
+  EXPECT_LT(higher, 2 * P);
+}
+
 // What swift-run's Engine pins on the host under offload, per element of
 // its optimizer partition: fp32 master + moments (12 B), the downloaded
 // fp32 gradient (4 B), the bf16 values it uploads (2 B); the parameter

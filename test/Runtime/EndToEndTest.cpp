@@ -645,6 +645,7 @@ TEST(Telemetry, MetricsFileHasOneLinePerStepWithTheContractKeys) {
     // with the plan's, and no MFU (the CPU's peak FLOP/s is unknown).
     EXPECT_GT(m.at("host_rss_bytes").get<int64_t>(), 0);
     EXPECT_FALSE(m.contains("peak_memory_bytes"));
+    EXPECT_FALSE(m.contains("peak_reserved_bytes"));
     EXPECT_TRUE(m.at("mfu").is_null());
     EXPECT_EQ(m.at("planned_peak_memory_bytes").get<int64_t>(), 123456789);
   }

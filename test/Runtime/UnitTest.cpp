@@ -1,10 +1,13 @@
 //===- UnitTest.cpp - runtime pieces in process: layout, AdamW, recompute -===//
 #include "swift/Runtime/Autograd.h"
+#include "swift/Runtime/Comm.h"
 #include "swift/Runtime/CpuAdam.h"
+#include "swift/Runtime/Engine.h"
 #include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/Model.h"
 
 #include <gtest/gtest.h>
+#include <cmath>
 #include <limits>
 #include <torch/csrc/autograd/autograd.h>
 
@@ -76,6 +79,34 @@ TEST(Kernels, LossWeightGradientIntoASink) {
   EXPECT_TRUE(at::allclose(acc, held + dw1, 1e-5, 1e-6));
   EXPECT_THROW(run([&] { return std::make_pair(acc, true); }, 0.5),
                std::exception);
+}
+
+// The embedding's table gradient into a sink: what autograd's dense
+// gradient is (ids repeated within and across rows), written over the
+// buffer or added to it; in a bf16 buffer each row is summed in fp32 and
+// rounded once.
+TEST(Kernels, EmbeddingGradientIntoASink) {
+  at::manual_seed(5);
+  at::Tensor table = at::randn({37, 8});
+  at::Tensor ids = at::randint(0, 6, {3, 11}, at::kLong); // many repeats
+  ids[1][4] = 36;
+  at::Tensor dy = at::randn({3, 11, 8});
+  auto run = [&](const GradSink &sink) {
+    at::Tensor t = table.clone().requires_grad_(true);
+    embedding(t, ids, sink).backward(dy);
+    return t.grad();
+  };
+  at::Tensor dense = run({});
+  ASSERT_TRUE(dense.defined());
+  at::Tensor buffer = at::full({37, 8}, 5.0);
+  EXPECT_FALSE(run([&] { return std::make_pair(buffer, false); }).defined());
+  EXPECT_TRUE(at::allclose(buffer, dense, 1e-5, 1e-6));
+  at::Tensor held = at::randn({37, 8}), acc = held.clone();
+  run([&] { return std::make_pair(acc, true); });
+  EXPECT_TRUE(at::allclose(acc, held + dense, 1e-5, 1e-6));
+  at::Tensor bf16 = at::zeros({37, 8}, at::kBFloat16);
+  run([&] { return std::make_pair(bf16, false); });
+  EXPECT_TRUE(at::equal(bf16, dense.to(at::kBFloat16)));
 }
 
 // bf16-mixed's master kept in the compute copy: joinMaster(splitMaster(x))
@@ -297,4 +328,62 @@ TEST(Lora, BlockDiagonalIsEachMembersBSideBySide) {
                              at::mm(at::mm(x, av.t()), bv.t())},
                             1);
   EXPECT_TRUE(at::allclose(got, want, 1e-6, 1e-6));
+}
+
+namespace {
+
+// A two-layer model at ZeRO `zero`, one rank, `accumulation` micro-batches
+// of 2 x 16 tokens per step.
+std::string enginePlan(int zero, int accumulation) {
+  return R"({"schema": "swift.plan", "version": 1,
+    "model": {"hidden_size": 32, "intermediate_size": 48,
+      "num_hidden_layers": 2, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "head_dim": 8, "vocab_size": 64,
+      "tie_word_embeddings": false, "rms_norm_eps": 1e-5,
+      "rope_theta": 10000.0},
+    "training": {"sequence_length": 16, "global_batch_size": )" +
+         std::to_string(2 * accumulation) +
+         R"(, "micro_batch_size": 2, "gradient_accumulation": )" +
+         std::to_string(accumulation) + R"(, "precision": "fp32",
+      "optimizer": {"lr": 1e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+        "weight_decay": 0.1}, "seed": 7},
+    "world": {"size": 1, "gpus_per_node": 1},
+    "strategy": {"zero": )" +
+         std::to_string(zero) + R"(, "offload": "none",
+      "checkpointing": "none", "bucket_bytes": 40000,
+      "prefetch_depth": 1}})";
+}
+
+} // namespace
+
+// ZeRO-0/1 allocate the full gradient in the step's backward and free it
+// after the optimizer (the planner's walk assumes so: Memory.cpp
+// memorySwiftRun); between steps only the reduced shard of ZeRO-1 remains.
+// The steps still train: the parameters move and stay finite.
+TEST(Engine, FullGradientsLiveOnlyWithinAStep) {
+  for (int zero : {0, 1})
+    for (int accumulation : {1, 2}) {
+      SCOPED_TRACE("zero " + std::to_string(zero) + ", accumulation " +
+                   std::to_string(accumulation));
+      Plan plan = parsePlanText(enginePlan(zero, accumulation), "engine.json");
+      CommOptions opt;
+      opt.backend = "local";
+      std::unique_ptr<Comm> comm = makeComm(opt);
+      Engine engine(plan, *comm, at::kCPU);
+      // ZeRO-1 keeps its reduced shard: at world 1 as large as the full
+      // gradient each step allocates, half of stateBytes().gradients.
+      const int64_t kept = zero == 1 ? engine.stateBytes().gradients / 2 : 0;
+      EXPECT_EQ(engine.heldGradientBytes(), kept);
+      at::Tensor before = engine.stateUnit(1).clone();
+      std::vector<at::Tensor> batches;
+      for (int k = 0; k < accumulation; ++k)
+        batches.push_back(at::randint(0, 64, {2, 17}, at::kLong));
+      for (int s = 0; s < 2; ++s) {
+        double loss = engine.step(batches);
+        EXPECT_TRUE(std::isfinite(loss));
+        EXPECT_EQ(engine.heldGradientBytes(), kept);
+      }
+      EXPECT_GT(engine.lastGradNorm(), 0);
+      EXPECT_FALSE(at::equal(before, engine.stateUnit(1)));
+    }
 }

@@ -17,6 +17,9 @@ void deviceSynchronize(const at::Device &device);
 /// the process's maximum resident set on CPU (which cannot be reset).
 void resetPeakMemory(const at::Device &device);
 int64_t peakMemoryBytes(const at::Device &device);
+/// The caching allocator's peak of reserved bytes (segments taken from
+/// CUDA: allocated bytes plus what fragmentation keeps); 0 off CUDA.
+int64_t peakReservedBytes(const at::Device &device);
 /// A point in the device's current stream the host can wait for (a CUDA
 /// event); on CPU, where work is synchronous, both calls do nothing.
 class HostFence {

@@ -13,7 +13,10 @@
 //                        master (the bf16 parameters are updated in place).
 //                        On the host (pinned) with any offload. N_opt = P
 //                        at ZeRO-0, P/W otherwise.
-//     grad      ZeRO 0/1: (P) accumulator over micro-batches, grad dtype.
+//     grad      ZeRO 0/1: (P) accumulator over micro-batches, grad dtype;
+//                        allocated by the unit's first gradient of a step
+//                        (in backward; the head's in the loss's forward)
+//                        and freed after the optimizer step.
 //     gradShard ZeRO 1-3: (P/W) reduced gradient shard, grad dtype.
 //     microGrad ZeRO 2/3: (P) this micro-batch's gradient, alive from the
 //                        unit's backward until its reduce-scatter completes.
@@ -118,11 +121,16 @@ public:
 
   /// Bytes of model state this rank holds, by kind; on the device unless
   /// `host` (offloaded, pinned). ZeRO-3 parameters count their shard (the
-  /// gathered units come and go); ZeRO-2/3 gradients their reduced shard.
+  /// gathered units come and go); ZeRO-2/3 gradients their reduced shard;
+  /// ZeRO-0/1 gradients the buffers each step allocates in its backward.
   struct StateBytes {
     int64_t parameters = 0, gradients = 0, optimizer = 0, host = 0;
   };
   StateBytes stateBytes() const;
+  /// Gradient bytes allocated on the device right now: between steps only
+  /// ZeRO 1-3's reduced shards (ZeRO-0/1 free the full gradient after the
+  /// optimizer, ZeRO-2/3 each micro-batch gradient after its reduction).
+  int64_t heldGradientBytes() const;
 
 private:
   struct Unit;

@@ -66,6 +66,14 @@ using GradSink = std::function<std::pair<at::Tensor, bool>()>;
 at::Tensor linear(const at::Tensor &x, const at::Tensor &w,
                   const at::Tensor &bias, const GradSink &sink = {});
 
+/// table[ids]. With a sink, backward adds the rows' gradients straight into
+/// the sink's buffer (after zeroing it when told to overwrite), summed per
+/// distinct id in fp32 first and rounded once into the buffer's dtype, and
+/// autograd gets no gradient for the table: no dense (vocab, hidden)
+/// gradient, no copy or add of one.
+at::Tensor embedding(const at::Tensor &table, const at::Tensor &ids,
+                     const GradSink &sink = {});
+
 /// x + a W^T, the decoder's residual branches (o_proj, down_proj): one GEMM
 /// whose epilogue adds x (addmm), no separate add kernel. With `value`
 /// false the result is left uninitialized and only the autograd node is

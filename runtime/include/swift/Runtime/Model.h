@@ -162,7 +162,8 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
                           const DecoderAdapters *adapters = nullptr);
 
 /// ids: (B, S) int64, table: (V, C) -> (B, S, C).
-at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids);
+at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids,
+                            const GradSink &sink = {});
 
 /// x: (B, S, C), finalNorm: (C), lmHead: (V, C), targets: (B, S) int64.
 /// Mean cross-entropy over all B*S tokens, computed in fp32. `lmHeadSink`:
