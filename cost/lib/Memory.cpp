@@ -97,25 +97,22 @@ struct Activations {
 };
 
 /// Bytes per token selective checkpointing does not keep: the attention
-/// core's output and log-sum-exp, and the SwiGLU product (down_proj's input),
-/// each where its consumer is a bf16 GEMM of the base model (swift-run's
-/// recomputedResidualLinear); FP8 GEMMs, and an o_proj or down_proj with a
-/// LoRA adapter, keep their input.
+/// core's output and log-sum-exp (o_proj's input), and the SwiGLU product
+/// (down_proj's input), each where plan::selectiveDropsResidualInput says
+/// its consumer drops it.
 double selectivelyRecomputedBytes(const std::vector<OpProfile> &layer,
                                   int64_t seq, int act, bool fp8, bool lora) {
-  if (fp8)
-    return 0;
-  auto adapted = [&](const char *name) {
+  auto drops = [&](const char *name) {
     for (const OpProfile &op : layer)
       if (op.kind == OpKind::Linear && op.name.find(name) != std::string::npos)
-        return lora && op.adapter;
-    return false;
+        return plan::selectiveDropsResidualInput(fp8, lora && op.adapter);
+    return plan::selectiveDropsResidualInput(fp8, false);
   };
   double bytes = 0;
   for (const OpProfile &op : layer) {
-    if (op.kind == OpKind::Attention && !adapted("o_proj"))
+    if (op.kind == OpKind::Attention && drops("o_proj"))
       bytes += act * op.heads * op.headDim + 4.0 * op.heads;
-    if (op.kind == OpKind::SiluMul && !adapted("down_proj"))
+    if (op.kind == OpKind::SiluMul && drops("down_proj"))
       bytes += act * op.outputWidth(seq);
   }
   return bytes;

@@ -441,11 +441,13 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
     coreIn.push_back(w.kNorm);
   }
   // Selective checkpointing keeps neither the attention core's output nor
-  // the SwiGLU product: on the bf16 GEMMs of the base model they feed
-  // o_proj and down_proj without being saved (recomputedResidualLinear);
-  // FP8 GEMMs and adapted groups keep them (`dropsInput`).
+  // the SwiGLU product where plan::selectiveDropsResidualInput says so: they
+  // feed o_proj and down_proj without being saved
+  // (recomputedResidualLinear); elsewhere they are recomputed but kept.
   const bool oAdapted = adapters && lora(adapters->o);
-  auto dropsInput = [&](bool adapted) { return selective && !w.fp8 && !adapted; };
+  auto dropsInput = [&](bool adapted) {
+    return selective && plan::selectiveDropsResidualInput(w.fp8, adapted);
+  };
   at::Tensor x1;
   if (dropsInput(oAdapted)) {
     x1 = recomputedResidualLinear(x, core, coreIn, w.o, w.oBias, true, w.oSink);

@@ -107,6 +107,17 @@ enum class Checkpointing : uint8_t {
   Full,
 };
 
+/// Selective checkpointing of a residual linear (o_proj over the attention
+/// core's output, down_proj over the SwiGLU product): whether that input is
+/// recomputed in backward rather than kept. Only a bf16 GEMM of the base
+/// model drops it (swift-run's recomputedResidualLinear); an FP8 GEMM keeps
+/// its input's codes for the weight gradient and a LoRA-adapted linear
+/// reads its input for the adapter. The runtime (Model.cpp decoderForward)
+/// and the cost model (Memory.cpp selectivelyRecomputedBytes) both ask this.
+constexpr bool selectiveDropsResidualInput(bool fp8Gemm, bool loraAdapted) {
+  return !fp8Gemm && !loraAdapted;
+}
+
 /// The part of the model a schedule unit holds.
 enum class UnitKind : uint8_t {
   Embedding,
