@@ -20,7 +20,8 @@
 # make_plans.sh wrote theirs) is skipped with a message.
 # SBS_TRACE=1 also traces one step of each configuration (swift-run --trace)
 # and writes where its GPU time goes to traces.txt (trace_summary.py);
-# SBS_TRACE=SUB[,SUB...] traces only the configurations holding a substring.
+# SBS_TRACE=SUB[,SUB...] traces only the configurations holding a substring;
+# SBS_GAPS=N lists each trace's N longest idle gaps.
 # SBS_CLOCKS=1 samples the SM clock and power draw (gpu_clocks.py) and writes
 # each run's median busy clock and power to clocks.txt.
 set -uo pipefail
@@ -124,7 +125,7 @@ if [[ -n ${SBS_TRACE:-} ]]; then
     (( $(left) > 60 )) || { echo "trace: budget spent"; break; }
     timeout 120 build-gpu/bin/swift-run $PLANS/$cfg.json --device cuda --steps 3 \
       --trace /tmp/trace-$cfg.json >/dev/null 2>>"$OUT/swift.log" || echo "trace $cfg: exit $?"
-    { echo "== $cfg"; python3 $HERE/trace_summary.py /tmp/trace-$cfg.json --top 30; } >>"$OUT/traces.txt" 2>&1
+    { echo "== $cfg"; python3 $HERE/trace_summary.py /tmp/trace-$cfg.json --top 30 --gaps ${SBS_GAPS:-0}; } >>"$OUT/traces.txt" 2>&1
   done
   grep -A12 '^==' "$OUT/traces.txt"
 fi

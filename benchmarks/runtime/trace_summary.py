@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Where one swift-run step's GPU time goes, from `swift-run --trace FILE`.
 
-Usage: trace_summary.py TRACE.json [--top N]
+Usage: trace_summary.py TRACE.json [--top N] [--gaps N]
 
 Prints the GPU's busy time (union of kernel/copy intervals) against the
 step's span, then time by kind of kernel (GEMM, attention, swift's fused
 kernels, ATen elementwise/reductions, copies, NCCL) and the top kernels by
-total time. Standard library only.
+total time; --gaps N: the N longest idle gaps, with the kernels on either
+side and the gap's position in the step. Standard library only.
 """
 import argparse
 import json
@@ -53,6 +54,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("trace")
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--gaps", type=int, default=0)
     a = ap.parse_args()
     try:
         with open(a.trace) as f:
@@ -83,6 +85,21 @@ def main():
     for name, (t, n) in sorted(by_name.items(), key=lambda kv: -kv[1][0])[:a.top]:
         short = name if len(name) <= 100 else name[:97] + "..."
         print(f"  {t / 1e3:8.2f} ms {n:5d}x  {kind_of(name, ''):<11} {short}")
+    if a.gaps:
+        short = lambda n: n if len(n) <= 60 else n[:57] + "..."
+        ordered = sorted(gpu, key=lambda e: float(e["ts"]))
+        start, gaps, end, last = float(ordered[0]["ts"]), [], float("-inf"), None
+        for e in ordered:
+            s0, e0 = float(e["ts"]), float(e["ts"]) + float(e["dur"])
+            if last is not None and s0 > end:
+                gaps.append((s0 - end, end - start, last["name"], e["name"]))
+            if e0 > end:
+                end, last = e0, e
+        print(f"{a.gaps} longest idle gaps (of {len(gaps)}, "
+              f"{sum(g[0] for g in gaps) / 1e3:.2f} ms):")
+        for d, at, before, after in sorted(gaps, reverse=True)[:a.gaps]:
+            print(f"  {d:8.1f} us at {at / 1e3:7.2f} ms  after {short(before)}  "
+                  f"before {short(after)}")
 
 
 if __name__ == "__main__":

@@ -500,9 +500,10 @@ at::Tensor headLoss(const ModelConfig &m, const at::Tensor &x,
         at::linear(h, lmHead).view({-1, m.vocabSize}).to(at::kFloat),
         targets.reshape({-1}));
   // Chunked: no (B*S, V) logits, fp32 copy or logits gradient is ever held.
+  // The engine's backward starts here with a gradient of 1 (loss.backward()).
   return linearCrossEntropy(h.reshape({-1, h.size(-1)}), lmHead,
                             targets.reshape({-1}), 0, lmHeadSink, masked,
-                            divisor);
+                            divisor, /*upstreamIsOne=*/true);
 }
 
 double flopsPerToken(const ModelConfig &m, int64_t seq, bool frozen) {

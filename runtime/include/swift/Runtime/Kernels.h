@@ -126,7 +126,10 @@ at::Tensor loraLinear(const at::Tensor &x, const at::Tensor &xd,
 /// then reads the upstream gradient on the host (one sync) and scales the
 /// buffer when it is not 1, which it can only do for a buffer it wrote
 /// alone (an accumulating sink needs an upstream gradient of 1: the
-/// engine's loss.backward()).
+/// engine's loss.backward()). `upstreamIsOne`: the caller's backward starts
+/// at this loss with a gradient of exactly 1 (the engine's), so the sink is
+/// left as written and nothing is read on the host (the sync stalled the
+/// GPU ~0.4 ms at the start of each backward).
 /// `masked`: rows whose target is negative (HF's -100) have no loss and no
 /// gradient, and the sum is divided by `divisor` instead of T (the engine
 /// passes the step's trained tokens / (world * accumulation), so summed
@@ -136,7 +139,7 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
                               const at::Tensor &targets,
                               int64_t chunkTokens = 0,
                               const GradSink &wSink = {}, bool masked = false,
-                              double divisor = 0);
+                              double divisor = 0, bool upstreamIsOne = false);
 
 /// bf16-mixed AdamW step on CUDA for fp32 master/grads/states; writes the
 /// updated weights in bf16 to `out` too when given (the publish copy). False

@@ -168,7 +168,9 @@ at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids,
 /// x: (B, S, C), finalNorm: (C), lmHead: (V, C), targets: (B, S) int64.
 /// Mean cross-entropy over all B*S tokens, computed in fp32. `lmHeadSink`:
 /// see linearCrossEntropy. `masked`: targets -100 are left out and the sum
-/// is divided by `divisor` (see linearCrossEntropy).
+/// is divided by `divisor` (see linearCrossEntropy). The backward must start
+/// at this loss with a gradient of 1, as the engine's loss.backward() does
+/// (linearCrossEntropy's upstreamIsOne).
 at::Tensor headLoss(const ModelConfig &m, const at::Tensor &x,
                     const at::Tensor &finalNorm, const at::Tensor &lmHead,
                     const at::Tensor &targets,
