@@ -787,12 +787,27 @@ void Engine::optimizerStep() {
   // norms, then * scale: the norm of the mean gradient.
   at::Tensor sumSq =
       at::zeros({}, at::TensorOptions().device(device_).dtype(at::kDouble));
-  for (auto &U : units_) {
-    at::Tensor n = at::norm(gradOf(*U), at::Scalar(2.0), at::kFloat);
-    sumSq.add_(n.to(at::kDouble).square());
+  auto addNorms = [&] {
+    for (auto &U : units_) {
+      at::Tensor n = at::norm(gradOf(*U), at::Scalar(2.0), at::kFloat);
+      sumSq.add_(n.to(at::kDouble).square());
+    }
+  };
+  // Clipping needs the norm before the update. Without it the norm is only
+  // reported: the fused AdamW kernels add the squares up as they read the
+  // gradients (`kernelSum`; no pass of its own: 1.2 ms a step on the 1B),
+  // and another path computes it before it can change the gradients
+  // (torch's fused AdamW unscales them in place) or after the update.
+  bool normDone = training.maxGradNorm || offload;
+  if (normDone) {
+    addNorms();
+    if (zero >= 1)
+      comm_.allReduceSum(sumSq).wait();
   }
-  if (zero >= 1)
-    comm_.allReduceSum(sumSq).wait();
+  auto kernelSum = [&]() -> at::Tensor * {
+    return normDone ? nullptr : &sumSq;
+  };
+  size_t summed = 0; // units whose pure-bf16 kernel added up their norm
   auto readNorm = [&] {
     lastGradNorm_ = std::sqrt(sumSq.item<double>()) * scale;
   };
@@ -845,12 +860,13 @@ void Engine::optimizerStep() {
         fused = useFusedAdamW() &&
                 fusedAdamwSplit(hi, U.masterLow, gradOf(U), U.expAvg,
                                 U.expAvgSq, o.lr, o.beta1, o.beta2, o.eps,
-                                o.weightDecay, scale, bc1, bc2);
+                                o.weightDecay, scale, bc1, bc2, kernelSum());
         SWIFT_ASSERT(fused || i == 0, "fused AdamW took unit 0 but not ", i);
         if (!fused)
           break;
         written[i] = true;
       }
+      normDone = normDone || fused;
       if (!fused)
         for (auto &U : units_)
           U->master = joinMaster(computePart(*U), U->masterLow);
@@ -865,17 +881,23 @@ void Engine::optimizerStep() {
                            dst.device() == U.master.device();
         fused = fusedAdamwFp32(U.master, gradOf(U), U.expAvg, U.expAvgSq,
                                toDst ? &dst : nullptr, o.lr, o.beta1, o.beta2,
-                               o.eps, o.weightDecay, scale, bc1, bc2);
+                               o.eps, o.weightDecay, scale, bc1, bc2,
+                               kernelSum());
         SWIFT_ASSERT(fused || i == 0, "fused AdamW took unit 0 but not ", i);
         if (!fused)
           break;
         written[i] = toDst;
       }
+    normDone = normDone || fused;
 #if SWIFT_TORCH_AT_LEAST(2, 1)
     const bool torchFused = !fused && device_.is_cuda() && useFusedAdamW() &&
                             units_[0]->master.scalar_type() == at::kFloat &&
                             gradDtype_ == at::kFloat;
     fused = fused || torchFused;
+    if (torchFused && !normDone) { // it unscales the gradients in place
+      addNorms();
+      normDone = true;
+    }
     if (torchFused) {
       std::vector<at::Tensor> p, g, m, v, steps;
       for (auto &U : units_) {
@@ -900,8 +922,10 @@ void Engine::optimizerStep() {
         // Pure bf16 on CUDA: one kernel (bf16 params, grads and states).
         if (fusedAdamwBf16(U->master, gradOf(*U), U->expAvg, U->expAvgSq, o.lr,
                            o.beta1, o.beta2, o.eps, o.weightDecay, scale, bc1,
-                           bc2))
+                           bc2, kernelSum())) {
+          ++summed;
           continue;
+        }
         // The update is computed in fp32 even for bf16 parameters and states
         // (pure bf16); each stored value is rounded once, and the step uses
         // the moments as stored, as the CUDA kernel does.
@@ -932,6 +956,14 @@ void Engine::optimizerStep() {
       }
   }
 
+  if (!normDone) { // the tensor-op paths left the gradients as they were
+    if (summed != units_.size()) {
+      sumSq.zero_();
+      addNorms();
+    }
+    if (zero >= 1)
+      comm_.allReduceSum(sumSq).wait();
+  }
   if (!offload)
     for (size_t i = 0; i < units_.size(); ++i)
       publish(*units_[i], written[i]);

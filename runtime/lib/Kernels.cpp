@@ -752,11 +752,26 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
   return outs[0];
 }
 
+#ifdef SWIFT_WITH_KERNELS
+namespace {
+/// The device pointer of an AdamW kernel's gradient sum of squares: a 0-dim
+/// fp64 tensor on `like`'s device, or none.
+double *sumSqPointer(at::Tensor *sumSq, const at::Tensor &like) {
+  if (!sumSq)
+    return nullptr;
+  SWIFT_ASSERT(sumSq->scalar_type() == at::kDouble && sumSq->numel() == 1 &&
+                   sumSq->device() == like.device(),
+               "the gradient sum of squares is one fp64 on the device");
+  return sumSq->data_ptr<double>();
+}
+} // namespace
+#endif
+
 bool fusedAdamwFp32(at::Tensor &param, const at::Tensor &grad,
                     at::Tensor &expAvg, at::Tensor &expAvgSq, at::Tensor *out,
                     double lr, double beta1, double beta2, double eps,
                     double weightDecay, double gradScale, double bc1,
-                    double bc2) {
+                    double bc2, at::Tensor *gradSumSq) {
 #ifdef SWIFT_WITH_KERNELS
   auto fp32 = [](const at::Tensor &t) {
     return t.scalar_type() == at::kFloat && t.is_contiguous();
@@ -770,13 +785,14 @@ bool fusedAdamwFp32(at::Tensor &param, const at::Tensor &grad,
         expAvg.data_ptr<float>(), expAvgSq.data_ptr<float>(),
         out ? out->data_ptr() : nullptr, param.numel(), float(lr), float(beta1),
         float(beta2), float(eps), float(weightDecay), float(gradScale),
-        float(bc1), float(std::sqrt(bc2)), stream()));
+        float(bc1), float(std::sqrt(bc2)), sumSqPointer(gradSumSq, grad),
+        stream()));
     return true;
   }
 #endif
   (void)param, (void)grad, (void)expAvg, (void)expAvgSq, (void)out, (void)lr,
       (void)beta1, (void)beta2, (void)eps, (void)weightDecay, (void)gradScale,
-      (void)bc1, (void)bc2;
+      (void)bc1, (void)bc2, (void)gradSumSq;
   return false;
 }
 
@@ -831,7 +847,7 @@ bool fusedAdamwSplit(at::Tensor &hi, at::Tensor &low, const at::Tensor &grad,
                      at::Tensor &expAvg, at::Tensor &expAvgSq, double lr,
                      double beta1, double beta2, double eps,
                      double weightDecay, double gradScale, double bc1,
-                     double bc2) {
+                     double bc2, at::Tensor *gradSumSq) {
 #ifdef SWIFT_WITH_KERNELS
   auto is = [](const at::Tensor &t, at::ScalarType d) {
     return t.scalar_type() == d && t.is_contiguous();
@@ -844,20 +860,22 @@ bool fusedAdamwSplit(at::Tensor &hi, at::Tensor &low, const at::Tensor &grad,
         hi.data_ptr(), low.data_ptr(), grad.data_ptr<float>(),
         expAvg.data_ptr<float>(), expAvgSq.data_ptr<float>(), grad.numel(),
         float(lr), float(beta1), float(beta2), float(eps), float(weightDecay),
-        float(gradScale), float(bc1), float(std::sqrt(bc2)), stream()));
+        float(gradScale), float(bc1), float(std::sqrt(bc2)),
+        sumSqPointer(gradSumSq, grad), stream()));
     return true;
   }
 #endif
   (void)hi, (void)low, (void)grad, (void)expAvg, (void)expAvgSq, (void)lr,
       (void)beta1, (void)beta2, (void)eps, (void)weightDecay, (void)gradScale,
-      (void)bc1, (void)bc2;
+      (void)bc1, (void)bc2, (void)gradSumSq;
   return false;
 }
 
 bool fusedAdamwBf16(at::Tensor &param, const at::Tensor &grad,
                     at::Tensor &expAvg, at::Tensor &expAvgSq, double lr,
                     double beta1, double beta2, double eps, double weightDecay,
-                    double gradScale, double bc1, double bc2) {
+                    double gradScale, double bc1, double bc2,
+                    at::Tensor *gradSumSq) {
 #ifdef SWIFT_WITH_KERNELS
   auto bf16 = [](const at::Tensor &t) {
     return t.scalar_type() == at::kBFloat16 && t.is_contiguous();
@@ -868,13 +886,14 @@ bool fusedAdamwBf16(at::Tensor &param, const at::Tensor &grad,
         param.data_ptr(), grad.data_ptr(), expAvg.data_ptr(),
         expAvgSq.data_ptr(), param.numel(), float(lr), float(beta1),
         float(beta2), float(eps), float(weightDecay), float(gradScale),
-        float(bc1), float(std::sqrt(bc2)), stream()));
+        float(bc1), float(std::sqrt(bc2)), sumSqPointer(gradSumSq, param),
+        stream()));
     return true;
   }
 #endif
   (void)param, (void)grad, (void)expAvg, (void)expAvgSq, (void)lr, (void)beta1,
       (void)beta2, (void)eps, (void)weightDecay, (void)gradScale, (void)bc1,
-      (void)bc2;
+      (void)bc2, (void)gradSumSq;
   return false;
 }
 
@@ -961,6 +980,44 @@ std::optional<KernelCheck> checkAdamw(const std::string &name, int64_t n,
                                       p.to(at::kBFloat16).to(at::kFloat)));
   c.maxAbsRef = maxAbs(rp);
   return c;
+}
+
+/// The gradient sum of squares the AdamW kernels add up as they stream the
+/// gradients (gradSumSq) against the norm of the same gradient, for the
+/// kernel of `dtype` and, in fp32, the split-master one; two calls into one
+/// sum, so the accumulation across calls is checked too.
+std::vector<KernelCheck> checkAdamwGradNorm(const std::string &suffix,
+                                            int64_t n, const at::Device &device,
+                                            at::ScalarType dtype) {
+  auto opt = at::TensorOptions().device(device).dtype(dtype);
+  std::vector<KernelCheck> out;
+  for (bool split : {false, true}) {
+    if (split && dtype != at::kFloat)
+      continue;
+    at::Tensor p = at::randn({n}, opt), m = at::zeros({n}, opt),
+               v = at::zeros({n}, opt), g = at::randn({n}, opt);
+    at::Tensor hi = at::empty({n}, opt.dtype(at::kBFloat16)),
+               low = at::empty({n}, opt.dtype(at::kShort));
+    if (split)
+      splitMaster(p, hi, low);
+    at::Tensor sumSq = at::zeros({}, opt.dtype(at::kDouble));
+    for (int call = 0; call < 2; ++call) {
+      const bool fused =
+          split ? fusedAdamwSplit(hi, low, g, m, v, 1e-3, 0.9, 0.95, 1e-8, 0.1,
+                                  0.5, 0.1, 0.05, &sumSq)
+          : dtype == at::kBFloat16
+              ? fusedAdamwBf16(p, g, m, v, 1e-3, 0.9, 0.95, 1e-8, 0.1, 0.5, 0.1,
+                               0.05, &sumSq)
+              : fusedAdamwFp32(p, g, m, v, nullptr, 1e-3, 0.9, 0.95, 1e-8, 0.1,
+                               0.5, 0.1, 0.05, &sumSq);
+      if (!fused)
+        return out;
+    }
+    const double ref = std::sqrt(2.0) * g.to(at::kDouble).norm().item<double>();
+    out.push_back({(split ? "adamw_split_grad_norm" : "adamw_grad_norm") + suffix,
+                   std::abs(std::sqrt(sumSq.item<double>()) - ref), ref});
+  }
+  return out;
 }
 
 /// Three steps of the split-master kernel (fusedAdamwSplit) against fp32
@@ -1074,7 +1131,16 @@ std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
       if (auto c = checkAdamwSplit(n % 8 ? "adamw_split (scalar)" : "adamw_split",
                                    n, device))
         out.push_back(*c);
+    for (const KernelCheck &c :
+         checkAdamwGradNorm(n % 8 ? " (scalar)" : "", n, device, dtype))
+      out.push_back(c);
   }
+  // A unit's size (2^26: Qwen2.5-0.5B's tied table is 2^27), where the
+  // per-thread fp32 sums are longest.
+  if (!small)
+    for (const KernelCheck &c :
+         checkAdamwGradNorm(" (2^26)", int64_t(1) << 26, device, dtype))
+      out.push_back(c);
   // NF4 dequantization: the kernel against the op chain, exactly.
   {
     at::Tensor w = at::randn({small ? 64 : 4096, small ? 128 : 4096}, opt) * 0.02;

@@ -318,17 +318,44 @@ adamwMath(float &w, float gr, float &m, float &v, float lr, float beta1,
   w -= (lr / bc1) * m / (sqrtf(v) / bc2Sqrt + eps);
 }
 
+// Adds the block's sum of each thread's `s` to *sum, one double atomic per
+// block (the gradients' sum of squares, read as AdamW streams them: no
+// separate norm pass). A no-op when sum is null; every thread of the block
+// calls it (blockDim.x a multiple of 32, at most 1024).
+__device__ __forceinline__ void blockSumInto(double *sum, float s) {
+  if (!sum)
+    return;
+  for (int o = 16; o > 0; o >>= 1)
+    s += __shfl_xor_sync(0xffffffffu, s, o);
+  __shared__ float warpSums[32];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0)
+    warpSums[warp] = s;
+  __syncthreads();
+  if (warp == 0) {
+    s = lane < int(blockDim.x / 32) ? warpSums[lane] : 0.f;
+    for (int o = 16; o > 0; o >>= 1)
+      s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0)
+      atomicAdd(sum, double(s));
+  }
+}
+
 // bf16-mixed AdamW: fp32 master weights, gradients and moments; `out`, when
 // given, receives the updated weights rounded to bf16 (the compute copy).
+// Each kernel adds the sum of the raw gradients' squares to `sumSq` when set.
 __global__ void adamwFp32Kernel(float *p, const float *g, float *m, float *v,
                                 __nv_bfloat16 *out, int64_t n, float lr,
                                 float beta1, float beta2, float eps,
                                 float weightDecay, float gradScale, float bc1,
-                                float bc2Sqrt) {
+                                float bc2Sqrt, double *sumSq) {
+  float sq = 0.f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     float w = p[i], mi = m[i], vi = v[i];
-    adamwMath<false>(w, g[i] * gradScale, mi, vi, lr, beta1, beta2, eps,
+    const float gi = g[i];
+    sq += gi * gi;
+    adamwMath<false>(w, gi * gradScale, mi, vi, lr, beta1, beta2, eps,
                      weightDecay, bc1, bc2Sqrt);
     m[i] = mi;
     v[i] = vi;
@@ -336,6 +363,7 @@ __global__ void adamwFp32Kernel(float *p, const float *g, float *m, float *v,
     if (out)
       out[i] = __float2bfloat16(w);
   }
+  blockSumInto(sumSq, sq);
 }
 
 // The same, 4 elements per 16-byte access (8-byte bf16 stores): the scalar
@@ -345,7 +373,8 @@ __global__ void adamwFp32F4(float4 *p, const float4 *g, float4 *m, float4 *v,
                             __nv_bfloat162 *out, int64_t n4, float lr,
                             float beta1, float beta2, float eps,
                             float weightDecay, float gradScale, float bc1,
-                            float bc2Sqrt) {
+                            float bc2Sqrt, double *sumSq) {
+  float sq = 0.f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4;
        i += int64_t(gridDim.x) * blockDim.x) {
     float4 w = p[i], mi = m[i], vi = v[i];
@@ -353,9 +382,11 @@ __global__ void adamwFp32F4(float4 *p, const float4 *g, float4 *m, float4 *v,
     float *fw = &w.x, *fm = &mi.x, *fv = &vi.x;
     const float *fg = &gr.x;
 #pragma unroll
-    for (int e = 0; e < 4; ++e)
+    for (int e = 0; e < 4; ++e) {
+      sq += fg[e] * fg[e];
       adamwMath<false>(fw[e], fg[e] * gradScale, fm[e], fv[e], lr, beta1, beta2,
                        eps, weightDecay, bc1, bc2Sqrt);
+    }
     m[i] = mi;
     v[i] = vi;
     p[i] = w;
@@ -364,6 +395,7 @@ __global__ void adamwFp32F4(float4 *p, const float4 *g, float4 *m, float4 *v,
       out[2 * i + 1] = __floats2bfloat162_rn(w.z, w.w);
     }
   }
+  blockSumInto(sumSq, sq);
 }
 
 // bf16-mixed AdamW on the master kept in the compute copy
@@ -386,16 +418,20 @@ __global__ void adamwSplitKernel(uint16_t *hi, int16_t *low, const float *g,
                                  float *m, float *v, int64_t n, float lr,
                                  float beta1, float beta2, float eps,
                                  float weightDecay, float gradScale, float bc1,
-                                 float bc2Sqrt) {
+                                 float bc2Sqrt, double *sumSq) {
+  float sq = 0.f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     float w = joinMasterBits(hi[i], low[i]), mi = m[i], vi = v[i];
-    adamwMath<false>(w, g[i] * gradScale, mi, vi, lr, beta1, beta2, eps,
+    const float gi = g[i];
+    sq += gi * gi;
+    adamwMath<false>(w, gi * gradScale, mi, vi, lr, beta1, beta2, eps,
                      weightDecay, bc1, bc2Sqrt);
     m[i] = mi;
     v[i] = vi;
     splitMasterBits(w, hi[i], low[i]);
   }
+  blockSumInto(sumSq, sq);
 }
 
 // The same, 8 elements per thread: 16-byte accesses to hi and low, two to
@@ -404,7 +440,9 @@ __global__ void adamwSplitKernel(uint16_t *hi, int16_t *low, const float *g,
 __global__ void adamwSplit8(uint4 *hi, uint4 *low, const float4 *g, float4 *m,
                             float4 *v, int64_t n8, float lr, float beta1,
                             float beta2, float eps, float weightDecay,
-                            float gradScale, float bc1, float bc2Sqrt) {
+                            float gradScale, float bc1, float bc2Sqrt,
+                            double *sumSq) {
+  float sq = 0.f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n8;
        i += int64_t(gridDim.x) * blockDim.x) {
     union U16x8 {
@@ -421,6 +459,7 @@ __global__ void adamwSplit8(uint4 *hi, uint4 *low, const float4 *g, float4 *m,
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       float w = joinMasterBits(h.u[e], l.s[e]);
+      sq += fg[e] * fg[e];
       adamwMath<false>(w, fg[e] * gradScale, fm[e], fv[e], lr, beta1, beta2,
                        eps, weightDecay, bc1, bc2Sqrt);
       splitMasterBits(w, h.u[e], l.s[e]);
@@ -430,6 +469,7 @@ __global__ void adamwSplit8(uint4 *hi, uint4 *low, const float4 *g, float4 *m,
     m[2 * i] = mv[0], m[2 * i + 1] = mv[1];
     v[2 * i] = vv[0], v[2 * i + 1] = vv[1];
   }
+  blockSumInto(sumSq, sq);
 }
 
 // Vectorized bf16 variants: same arithmetic and rounding as the scalar
@@ -682,25 +722,29 @@ __global__ void adamwBf16Kernel(__nv_bfloat16 *p, const __nv_bfloat16 *g,
                                 __nv_bfloat16 *m, __nv_bfloat16 *v, int64_t n,
                                 float lr, float beta1, float beta2, float eps,
                                 float weightDecay, float gradScale, float bc1,
-                                float bc2Sqrt) {
+                                float bc2Sqrt, double *sumSq) {
+  float sq = 0.f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     float w = __bfloat162float(p[i]), mi = __bfloat162float(m[i]),
           vi = __bfloat162float(v[i]);
-    adamwMath<true>(w, __bfloat162float(g[i]) * gradScale, mi, vi, lr, beta1,
-                    beta2, eps, weightDecay, bc1, bc2Sqrt);
+    const float gi = __bfloat162float(g[i]);
+    sq += gi * gi;
+    adamwMath<true>(w, gi * gradScale, mi, vi, lr, beta1, beta2, eps,
+                    weightDecay, bc1, bc2Sqrt);
     m[i] = __float2bfloat16(mi);
     v[i] = __float2bfloat16(vi);
     p[i] = __float2bfloat16(w);
   }
+  blockSumInto(sumSq, sq);
 }
 
 __global__ void adamwBf16Bf8(__nv_bfloat16 *p, const __nv_bfloat16 *g,
                              __nv_bfloat16 *m, __nv_bfloat16 *v, int64_t n8,
                              float lr, float beta1, float beta2, float eps,
                              float weightDecay, float gradScale, float bc1,
-                             float bc2Sqrt) {
-  float fw[8], fg[8], fm[8], fv[8];
+                             float bc2Sqrt, double *sumSq) {
+  float fw[8], fg[8], fm[8], fv[8], sq = 0.f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n8;
        i += int64_t(gridDim.x) * blockDim.x) {
     load8(p + 8 * i, fw);
@@ -708,13 +752,16 @@ __global__ void adamwBf16Bf8(__nv_bfloat16 *p, const __nv_bfloat16 *g,
     load8(m + 8 * i, fm);
     load8(v + 8 * i, fv);
 #pragma unroll
-    for (int e = 0; e < 8; ++e)
+    for (int e = 0; e < 8; ++e) {
+      sq += fg[e] * fg[e];
       adamwMath<true>(fw[e], fg[e] * gradScale, fm[e], fv[e], lr, beta1, beta2,
                       eps, weightDecay, bc1, bc2Sqrt);
+    }
     store8(m + 8 * i, fm);
     store8(v + 8 * i, fv);
     store8(p + 8 * i, fw);
   }
+  blockSumInto(sumSq, sq);
 }
 
 int gridFor(int64_t n, int threads) {
@@ -906,7 +953,7 @@ int scaleInPlace(void *x, int64_t n, const float *scale, bool bf16,
 int adamwFp32(float *param, const float *grad, float *expAvg, float *expAvgSq,
               void *outBf16, int64_t n, float lr, float beta1, float beta2,
               float eps, float weightDecay, float gradScale, float bc1,
-              float bc2Sqrt, void *stream) {
+              float bc2Sqrt, double *sumSq, void *stream) {
   auto s = static_cast<cudaStream_t>(stream);
   if (n == 0)
     return 0;
@@ -915,18 +962,18 @@ int adamwFp32(float *param, const float *grad, float *expAvg, float *expAvgSq,
     adamwFp32F4<<<gridFor(n / 4, 256), 256, 0, s>>>(
         (float4 *)param, (const float4 *)grad, (float4 *)expAvg,
         (float4 *)expAvgSq, (__nv_bfloat162 *)outBf16, n / 4, lr, beta1, beta2,
-        eps, weightDecay, gradScale, bc1, bc2Sqrt);
+        eps, weightDecay, gradScale, bc1, bc2Sqrt, sumSq);
   else
     adamwFp32Kernel<<<gridFor(n, 256), 256, 0, s>>>(
         param, grad, expAvg, expAvgSq, (bf *)outBf16, n, lr, beta1, beta2, eps,
-        weightDecay, gradScale, bc1, bc2Sqrt);
+        weightDecay, gradScale, bc1, bc2Sqrt, sumSq);
   return done();
 }
 
 int adamwSplit(void *hi, void *low, const float *grad, float *expAvg,
                float *expAvgSq, int64_t n, float lr, float beta1, float beta2,
                float eps, float weightDecay, float gradScale, float bc1,
-               float bc2Sqrt, void *stream) {
+               float bc2Sqrt, double *sumSq, void *stream) {
   auto s = static_cast<cudaStream_t>(stream);
   if (n == 0)
     return 0;
@@ -934,29 +981,29 @@ int adamwSplit(void *hi, void *low, const float *grad, float *expAvg,
     adamwSplit8<<<gridFor(n / 8, 256), 256, 0, s>>>(
         (uint4 *)hi, (uint4 *)low, (const float4 *)grad, (float4 *)expAvg,
         (float4 *)expAvgSq, n / 8, lr, beta1, beta2, eps, weightDecay,
-        gradScale, bc1, bc2Sqrt);
+        gradScale, bc1, bc2Sqrt, sumSq);
   else
     adamwSplitKernel<<<gridFor(n, 256), 256, 0, s>>>(
         (uint16_t *)hi, (int16_t *)low, grad, expAvg, expAvgSq, n, lr, beta1,
-        beta2, eps, weightDecay, gradScale, bc1, bc2Sqrt);
+        beta2, eps, weightDecay, gradScale, bc1, bc2Sqrt, sumSq);
   return done();
 }
 
 int adamwBf16(void *param, const void *grad, void *expAvg, void *expAvgSq,
               int64_t n, float lr, float beta1, float beta2, float eps,
               float weightDecay, float gradScale, float bc1, float bc2Sqrt,
-              void *stream) {
+              double *sumSq, void *stream) {
   auto s = static_cast<cudaStream_t>(stream);
   if (n == 0)
     return 0;
   if (n % 8 == 0 && aligned16(param, grad, expAvg, expAvgSq))
     adamwBf16Bf8<<<gridFor(n / 8, 256), 256, 0, s>>>(
         (bf *)param, (const bf *)grad, (bf *)expAvg, (bf *)expAvgSq, n / 8, lr,
-        beta1, beta2, eps, weightDecay, gradScale, bc1, bc2Sqrt);
+        beta1, beta2, eps, weightDecay, gradScale, bc1, bc2Sqrt, sumSq);
   else
     adamwBf16Kernel<<<gridFor(n, 256), 256, 0, s>>>(
         (bf *)param, (const bf *)grad, (bf *)expAvg, (bf *)expAvgSq, n, lr,
-        beta1, beta2, eps, weightDecay, gradScale, bc1, bc2Sqrt);
+        beta1, beta2, eps, weightDecay, gradScale, bc1, bc2Sqrt, sumSq);
   return done();
 }
 

@@ -143,12 +143,15 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
 
 /// bf16-mixed AdamW step on CUDA for fp32 master/grads/states; writes the
 /// updated weights in bf16 to `out` too when given (the publish copy). False
-/// when not available.
+/// when not available. The three fused AdamW steps add the sum of the
+/// squares of `grad` (as given, before gradScale) to `gradSumSq` when given
+/// (a 0-dim fp64 tensor on the device): the gradient norm without a pass of
+/// its own.
 bool fusedAdamwFp32(at::Tensor &param, const at::Tensor &grad,
                     at::Tensor &expAvg, at::Tensor &expAvgSq, at::Tensor *out,
                     double lr, double beta1, double beta2, double eps,
                     double weightDecay, double gradScale, double bc1,
-                    double bc2);
+                    double bc2, at::Tensor *gradSumSq = nullptr);
 
 /// bf16-mixed's fp32 master kept in the compute copy
 /// (plan::masterInComputeCopy): `hi` (bf16) receives each weight rounded to
@@ -166,7 +169,7 @@ bool fusedAdamwSplit(at::Tensor &hi, at::Tensor &low, const at::Tensor &grad,
                      at::Tensor &expAvg, at::Tensor &expAvgSq, double lr,
                      double beta1, double beta2, double eps,
                      double weightDecay, double gradScale, double bc1,
-                     double bc2);
+                     double bc2, at::Tensor *gradSumSq = nullptr);
 
 /// Pure-bf16 AdamW step on CUDA: bf16 params, grads and states, the update
 /// computed in fp32 and each stored value rounded once; false when not
@@ -174,7 +177,8 @@ bool fusedAdamwSplit(at::Tensor &hi, at::Tensor &low, const at::Tensor &grad,
 bool fusedAdamwBf16(at::Tensor &param, const at::Tensor &grad,
                     at::Tensor &expAvg, at::Tensor &expAvgSq, double lr,
                     double beta1, double beta2, double eps, double weightDecay,
-                    double gradScale, double bc1, double bc2);
+                    double gradScale, double bc1, double bc2,
+                    at::Tensor *gradSumSq = nullptr);
 
 /// The plain LibTorch op chains the fused ops replace (what Model.cpp runs
 /// on CPU), with the same signatures.
