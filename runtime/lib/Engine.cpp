@@ -794,19 +794,19 @@ void Engine::optimizerStep() {
     }
   };
   // Clipping needs the norm before the update. Without it the norm is only
-  // reported: the fused AdamW kernels add the squares up as they read the
-  // gradients (`kernelSum`; no pass of its own: 1.2 ms a step on the 1B),
-  // and another path computes it before it can change the gradients
-  // (torch's fused AdamW unscales them in place) or after the update.
-  bool normDone = training.maxGradNorm || offload;
-  if (normDone) {
+  // reported: the fused AdamW kernels add this rank's squares up as they
+  // read the gradients (`kernelSum`; no pass of its own: 1.2 ms a step on
+  // the 1B), another path computes them before it can change the gradients
+  // (torch's fused AdamW unscales them in place) or after the update, and
+  // the sum over ranks follows the update.
+  const bool upFront = training.maxGradNorm || offload;
+  if (upFront) {
     addNorms();
     if (zero >= 1)
       comm_.allReduceSum(sumSq).wait();
   }
-  auto kernelSum = [&]() -> at::Tensor * {
-    return normDone ? nullptr : &sumSq;
-  };
+  bool local = upFront; // this rank's sum of squares is complete
+  auto kernelSum = [&]() -> at::Tensor * { return local ? nullptr : &sumSq; };
   size_t summed = 0; // units whose pure-bf16 kernel added up their norm
   auto readNorm = [&] {
     lastGradNorm_ = std::sqrt(sumSq.item<double>()) * scale;
@@ -866,7 +866,7 @@ void Engine::optimizerStep() {
           break;
         written[i] = true;
       }
-      normDone = normDone || fused;
+      local = local || fused;
       if (!fused)
         for (auto &U : units_)
           U->master = joinMaster(computePart(*U), U->masterLow);
@@ -888,15 +888,15 @@ void Engine::optimizerStep() {
           break;
         written[i] = toDst;
       }
-    normDone = normDone || fused;
+    local = local || fused;
 #if SWIFT_TORCH_AT_LEAST(2, 1)
     const bool torchFused = !fused && device_.is_cuda() && useFusedAdamW() &&
                             units_[0]->master.scalar_type() == at::kFloat &&
                             gradDtype_ == at::kFloat;
     fused = fused || torchFused;
-    if (torchFused && !normDone) { // it unscales the gradients in place
+    if (torchFused && !local) { // it unscales the gradients in place
       addNorms();
-      normDone = true;
+      local = true;
     }
     if (torchFused) {
       std::vector<at::Tensor> p, g, m, v, steps;
@@ -956,8 +956,9 @@ void Engine::optimizerStep() {
       }
   }
 
-  if (!normDone) { // the tensor-op paths left the gradients as they were
-    if (summed != units_.size()) {
+  if (!upFront) {
+    // The tensor-op paths left the gradients as they were.
+    if (!local && summed != units_.size()) {
       sumSq.zero_();
       addNorms();
     }
