@@ -807,7 +807,6 @@ void Engine::optimizerStep() {
   }
   bool local = upFront; // this rank's sum of squares is complete
   auto kernelSum = [&]() -> at::Tensor * { return local ? nullptr : &sumSq; };
-  size_t summed = 0; // units whose pure-bf16 kernel added up their norm
   auto readNorm = [&] {
     lastGradNorm_ = std::sqrt(sumSq.item<double>()) * scale;
   };
@@ -917,6 +916,7 @@ void Engine::optimizerStep() {
                         /*maximize=*/false, gradScale, /*found_inf=*/{});
     }
 #endif
+    size_t summed = 0; // units whose pure-bf16 kernel added up their norm
     if (!fused)
       for (auto &U : units_) {
         // Pure bf16 on CUDA: one kernel (bf16 params, grads and states).
@@ -946,6 +946,7 @@ void Engine::optimizerStep() {
         if (!p.is_same(U->master))
           U->master.copy_(p);
       }
+    local = local || summed == units_.size();
     if (masterInCompute_ && !written[0]) // the joined masters, split again
       for (size_t i = 0; i < units_.size(); ++i) {
         Unit &U = *units_[i];
@@ -958,7 +959,7 @@ void Engine::optimizerStep() {
 
   if (!upFront) {
     // The tensor-op paths left the gradients as they were.
-    if (!local && summed != units_.size()) {
+    if (!local) {
       sumSq.zero_();
       addNorms();
     }
