@@ -22,6 +22,9 @@
 # and writes where its GPU time goes to traces.txt (trace_summary.py);
 # SBS_TRACE=SUB[,SUB...] traces only the configurations holding a substring;
 # SBS_GAPS=N lists each trace's N longest idle gaps.
+# SBS_AB="VAR=value ...[;VAR=value ...]" runs each configuration again with
+# each of those environments, right after the first (e.g.
+# SWIFT_KERNELS=-overlap).
 # SBS_CLOCKS=1 samples the SM clock and power draw (gpu_clocks.py) and writes
 # each run's median busy clock and power to clocks.txt.
 set -uo pipefail
@@ -91,7 +94,15 @@ for l in open('/tmp/sbs-m.jsonl'):
 }
 table() { python3 $HERE/side_by_side.py table "$OUT" >"$OUT/table.txt" 2>&1; }
 T0=$SECONDS
-for cfg in $CFGS; do swift "$cfg"; done
+for cfg in $CFGS; do
+  swift "$cfg"
+  # SBS_AB="VAR=value ...[;VAR=value ...]": each configuration again with
+  # each of those environments right after (A/B on the same GPU and clocks).
+  if [[ -n ${SBS_AB:-} ]]; then
+    IFS=';' read -ra variants <<<"$SBS_AB"
+    for v in "${variants[@]}"; do swift "$cfg" $v; done
+  fi
+done
 echo "swift-run: $((SECONDS - T0)) s"
 table # a call cut short in the HF part still has the swift side
 if [[ -z ${SBS_SKIP_HF:-} ]]; then

@@ -54,6 +54,14 @@ struct States {
   // Gradients alive while the loss runs (forward and backward): swift-run's
   // fused loss writes the lm_head's gradient during its forward.
   double lossGradients = 0;
+  // swift-run's update in backward with one micro-batch
+  // (plan::updatesInBackward): each unit's gradient is freed once its
+  // update ran, beside the next unit's backward. A layer's backward then
+  // holds its own gradient and the previous unit's, plus the head's when
+  // the embedding shares it (`headKept`: final only after the embedding's
+  // backward); the optimizer step only `finalGradients` (the embedding's).
+  bool updatedInBackward = false, headKept = false;
+  double finalGradients = 0;
 };
 
 struct Candidate {
@@ -297,12 +305,19 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   double mlpBackward = 3 * 2 * T * a.ffnWidth;
   Candidate worst;
   double worstTotal = -1;
+  auto gradientsAt = [&](int64_t done) {
+    if (!st.updatedInBackward)
+      return headGrad + (done + 1) * layerGrad;
+    const bool headInFlight = st.headKept || done == 0;
+    return (headInFlight ? headGrad : 0) +
+           double(std::min<int64_t>(done + 1, 2)) * layerGrad;
+  };
   for (int64_t done = 0; done < L; ++done) {
     Candidate c{{"backward", L - 1 - done, "decoder layer"}, base};
     c.parts.insert(
         c.parts.end(),
         {{"previous_outputs", outHeld},
-         {"gradients", headGrad + (done + 1) * layerGrad},
+         {"gradients", gradientsAt(done)},
          {"activations", (L - done) * perLayer + a.recompute +
                              (autocastCheckpointed ? a.layerWeightCopies : 0)},
          {"backward_temporaries", mlpBackward},
@@ -331,7 +346,9 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   Candidate opt{{"optimizer", -1, "step"}, base};
   opt.parts.insert(opt.parts.end(),
                    {{"previous_outputs", outHeld + a.lateExtra},
-                    {"gradients", st.gradients + st.gradientBuffers},
+                    {"gradients", (st.updatedInBackward ? st.finalGradients
+                                                        : st.gradients) +
+                                      st.gradientBuffers},
                     {"optimizer_temporaries", st.optimizerTemporaries},
                     {"workspace", a.workspace}});
   candidates.push_back(opt);
@@ -606,6 +623,11 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
     headGrad = lora ? 0 : g * headGradientElements(m);
     layerGrad = g * (lora ? adapterLayer : double(m.layerParameters));
     st.lossGradients = headGrad;
+    st.updatedInBackward = plan::updatesInBackward(
+        s.zero, int64_t(W), s.offload, setup.clipsGradients);
+    st.headKept = tiedEmbeddings(m) && !lora;
+    st.finalGradients =
+        lora ? 0 : st.headKept ? headGrad : g * double(m.embeddingParameters);
   }
   Activations a = hfActivations(m, setup, hw, s, exec);
   a.holdsOutputs = false;

@@ -247,6 +247,9 @@ cost::TrainingSetup mlir::swift::trainingSetup(JobOp job) {
     s.loraDropout = lora.getDropout().convertToDouble();
   }
   s.globalBatchSize = job.getGlobalBatchSize();
+  if (OptimizerSettingsAttr o = job.getOptimizerSettingsAttr())
+    if (std::optional<llvm::APFloat> norm = o.getMaxGradNorm())
+      s.clipsGradients = norm->convertToDouble() > 0; // 0: no clipping
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
 #endif
@@ -106,6 +107,45 @@ void HostFence::wait() {
     static_cast<at::cuda::CUDAEvent *>(event_.get())->synchronize();
 #endif
   event_.reset();
+}
+
+SideStream::SideStream(const at::Device &device) : device_(device) {
+#ifdef SWIFT_WITH_CUDA
+  if (device.is_cuda())
+    stream_ = std::make_shared<c10::cuda::CUDAStream>(
+        c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index()));
+#endif
+}
+
+void SideStream::run(const std::function<void()> &work,
+                     const std::vector<at::Tensor> &used) {
+#ifdef SWIFT_WITH_CUDA
+  if (stream_) {
+    const auto &side = *static_cast<c10::cuda::CUDAStream *>(stream_.get());
+    at::cuda::CUDAEvent queued;
+    queued.record(c10::cuda::getCurrentCUDAStream(device_.index()));
+    queued.block(side);
+    for (const at::Tensor &t : used)
+      if (t.defined())
+        c10::cuda::CUDACachingAllocator::recordStream(t.storage().data_ptr(),
+                                                      side);
+    c10::cuda::CUDAStreamGuard guard(side);
+    work();
+    return;
+  }
+#endif
+  (void)used;
+  work();
+}
+
+void SideStream::join() {
+#ifdef SWIFT_WITH_CUDA
+  if (stream_) {
+    at::cuda::CUDAEvent done;
+    done.record(*static_cast<c10::cuda::CUDAStream *>(stream_.get()));
+    done.block(c10::cuda::getCurrentCUDAStream(device_.index()));
+  }
+#endif
 }
 
 int cudaDeviceCount() {

@@ -59,6 +59,9 @@ struct Engine::Unit {
   // `grad` still holds last step's values: the step's first gradient is
   // copied into it, not added.
   bool gradFresh = false;
+  // This step: its gradient's squares are in sumSq_ / AdamW updated it
+  // (during the backward) / that update wrote the compute copy.
+  bool normed = false, updated = false, written = false;
   // Per leaf of this unit's computation (makeLeaves order: its owners'
   // leaves): the op that computes the leaf's gradient writes it into the
   // owner's buffer (a GradSink) instead of returning it through autograd.
@@ -392,6 +395,34 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
       makeRope(m_, plan.training.sequenceLength, onDevice.dtype(computeDtype_));
   if (initial)
     steps_ = initial->step();
+
+  // The update in backward (plan::updatesInBackward): the units whose
+  // backward adds to each unit's gradient.
+  contributors_.assign(numUnits, 0);
+  for (int u = 0; u < numUnits; ++u)
+    for (int o : unitOwners(m_, u))
+      ++contributors_[o];
+  sumSq_ = at::zeros({}, onDevice.dtype(at::kDouble));
+  adamwKernels_ = useFusedAdamW() &&
+                  useFusedKernels(at::empty({0}, onDevice.dtype(at::kFloat)),
+                                  "adamw");
+  side_ = std::make_unique<SideStream>(device_);
+  setUpdateInBackward(kernelSwitchOn("overlap"));
+}
+
+void Engine::setUpdateInBackward(bool on) {
+  // On CUDA only with swift's AdamW kernels (one unit per launch): torch's
+  // multi-tensor kernel, the fallback without them, updates all at once.
+  const bool here = on && (!device_.is_cuda() || adamwKernels_);
+  const bool clips = plan_.training.maxGradNorm.has_value();
+  updateInBackward_ =
+      here && plan::updatesInBackward(plan_.strategy.zero, comm_.worldSize(),
+                                      plan_.strategy.offload, clips);
+  // Clipping: the same units' squares, added up there.
+  normInBackward_ =
+      here && clips &&
+      plan::updatesInBackward(plan_.strategy.zero, comm_.worldSize(),
+                              plan_.strategy.offload, false);
 }
 
 Engine::~Engine() {
@@ -669,6 +700,10 @@ Engine::unitBackward(int u, std::vector<at::Tensor> &&grads, MicroBatch &mb,
   inputs.clear();
   dematerializeBase(u);
   accumulateGrads(u, std::vector<at::Tensor>(g.begin() + 1, g.end()));
+  if (lastMicroBatch_)
+    for (int o : unitOwners(m_, u))
+      if (--contributorsLeft_[o] == 0)
+        gradientFinal(o);
   for (int r : st.release)
     release(r);
   for (int b : st.reduce)
@@ -759,56 +794,154 @@ void Engine::publish(Unit &U, bool written) {
     pending_.push_back(comm_.allGather(dst, U.full));
 }
 
-void Engine::optimizerStep() {
+void Engine::beginStep() {
   const TrainingConfig &training = plan_.training;
-  const int zero = plan_.strategy.zero;
-  // The summed gradients times `scale` are the step's mean gradient.
-  double scale =
-      1.0 / double(comm_.worldSize() * plan_.training.gradientAccumulation);
   const int64_t t = steps_ + 1;
   SWIFT_CHECK(totalSteps_ > 0 || training.lrSchedule.decay == LrDecay::Constant,
               plan_.path, ": training.lr_schedule: decay ",
               toString(training.lrSchedule.decay),
               " needs the run's length (Engine::setTotalSteps)");
-  // The schedule's lr for this step; the rest of AdamW as in the plan.
-  OptimizerConfig o = training.optimizer;
-  o.lr = lrAt(training, t, std::max<int64_t>(totalSteps_, t));
-  lastLr_ = o.lr;
-  const double bc1 = 1.0 - std::pow(o.beta1, double(t));
-  const double bc2 = 1.0 - std::pow(o.beta2, double(t));
+  // The schedule's lr for this step; the rest of AdamW as in the plan. The
+  // summed gradients times stepScale_ are the step's mean gradient.
+  stepOpt_ = training.optimizer;
+  stepOpt_.lr = lrAt(training, t, std::max<int64_t>(totalSteps_, t));
+  lastLr_ = stepOpt_.lr;
+  stepScale_ = 1.0 / double(comm_.worldSize() * training.gradientAccumulation);
+  bc1_ = 1.0 - std::pow(stepOpt_.beta1, double(t));
+  bc2_ = 1.0 - std::pow(stepOpt_.beta2, double(t));
+  sumSq_.zero_();
+  doneInBackward_ = 0;
+  for (auto &U : units_)
+    U->normed = U->updated = U->written = false;
+}
+
+void Engine::addSquares(Unit &U) {
+  at::Tensor g = plan_.strategy.zero == 0 ? U.grad : U.gradShard;
+  at::Tensor n = at::norm(g, at::Scalar(2.0), at::kFloat);
+  sumSq_.add_(n.to(at::kDouble).square());
+  U.normed = true;
+}
+
+void Engine::gradientFinal(int u) {
+  Unit &U = *units_[u];
+  if (U.padded == 0 || !(updateInBackward_ || normInBackward_))
+    return;
+  side_->run(
+      [&] {
+        if (updateInBackward_) {
+          bool summed = false;
+          U.written = updateOnDevice(U, stepScale_, &sumSq_, summed);
+          U.updated = true;
+          if (summed)
+            U.normed = true;
+        }
+        if (!U.normed) // clipping, or the update's tensor-op path (CPU)
+          addSquares(U);
+      },
+      {U.grad});
+  ++doneInBackward_;
+  if (U.updated) // the side stream's use keeps its memory until it is done
+    U.grad = at::Tensor();
+}
+
+bool Engine::updateOnDevice(Unit &U, double scale, at::Tensor *sum,
+                            bool &summed) {
+  const OptimizerConfig &o = stepOpt_;
+  const at::Tensor g = plan_.strategy.zero == 0 ? U.grad : U.gradShard;
+  summed = false;
+  if (useFusedAdamW()) {
+    // CUDA: one kernel per unit, which adds up the gradient's squares.
+    if (masterInCompute_) { // the master's high bits are the compute copy
+      at::Tensor hi = computePart(U);
+      if (fusedAdamwSplit(hi, U.masterLow, g, U.expAvg, U.expAvgSq, o.lr,
+                          o.beta1, o.beta2, o.eps, o.weightDecay, scale, bc1_,
+                          bc2_, sum))
+        return summed = sum != nullptr, true;
+    } else if (U.master.scalar_type() == at::kFloat) {
+      // A separate fp32 master (fp32 precision; publish copies it), which
+      // also writes a bf16 compute copy.
+      at::Tensor dst = computePart(U);
+      const bool toDst = dst.scalar_type() == at::kBFloat16 &&
+                         dst.device() == U.master.device();
+      if (fusedAdamwFp32(U.master, g, U.expAvg, U.expAvgSq,
+                         toDst ? &dst : nullptr, o.lr, o.beta1, o.beta2, o.eps,
+                         o.weightDecay, scale, bc1_, bc2_, sum))
+        return summed = sum != nullptr, toDst;
+    } else if (fusedAdamwBf16(U.master, g, U.expAvg, U.expAvgSq, o.lr, o.beta1,
+                              o.beta2, o.eps, o.weightDecay, scale, bc1_, bc2_,
+                              sum)) { // pure bf16: in place
+      return summed = sum != nullptr, false;
+    }
+  }
+  // Tensor ops (CPU, or SWIFT_ADAMW=ops): the update is computed in fp32
+  // even for bf16 parameters and states (pure bf16); each stored value is
+  // rounded once, and the step uses the moments as stored, as the CUDA
+  // kernel does. The gradient is left as it was.
+  at::Tensor master = masterInCompute_ ? joinMaster(computePart(U), U.masterLow)
+                                       : U.master;
+  at::Tensor gf = g.to(at::kFloat) * scale;
+  at::Tensor p = master.to(at::kFloat);
+  at::Tensor m = U.expAvg.to(at::kFloat), v = U.expAvgSq.to(at::kFloat);
+  p.mul_(1.0 - o.lr * o.weightDecay);
+  m.mul_(o.beta1).add_(gf, 1.0 - o.beta1);
+  v.mul_(o.beta2).addcmul_(gf, gf, 1.0 - o.beta2);
+  if (!m.is_same(U.expAvg)) {
+    U.expAvg.copy_(m);
+    U.expAvgSq.copy_(v);
+    m = U.expAvg.to(at::kFloat);
+    v = U.expAvgSq.to(at::kFloat);
+  }
+  at::Tensor denom = v.sqrt().div_(std::sqrt(bc2_)).add_(o.eps);
+  p.addcdiv_(m, denom, -o.lr / bc1_);
+  if (!p.is_same(master))
+    master.copy_(p);
+  if (!masterInCompute_)
+    return false;
+  at::Tensor hi = computePart(U);
+  splitMaster(master, hi, U.masterLow);
+  return true;
+}
+
+void Engine::optimizerStep() {
+  const TrainingConfig &training = plan_.training;
+  const int zero = plan_.strategy.zero;
   const bool offload = plan_.strategy.offload != Offload::None;
+  // The updates and norms queued during the backward, before anything
+  // reads sumSq_ or the next forward reads their parameters.
+  side_->join();
+  double scale = stepScale_;
+  const OptimizerConfig &o = stepOpt_;
   auto gradOf = [&](Unit &U) { return zero == 0 ? U.grad : U.gradShard; };
-  std::vector<bool> written(units_.size(), false);
 
   // The global gradient norm. Every element is counted once: at ZeRO-0
   // each rank holds the whole all-reduced gradient (this rank's sum is the
   // total), at ZeRO 1-3 each rank its disjoint shard of it (the sum over
   // ranks is); padding is zero. Sums of squares in fp64, over per-unit fp32
-  // norms, then * scale: the norm of the mean gradient.
-  at::Tensor sumSq =
-      at::zeros({}, at::TensorOptions().device(device_).dtype(at::kDouble));
-  auto addNorms = [&] {
-    for (auto &U : units_) {
-      at::Tensor n = at::norm(gradOf(*U), at::Scalar(2.0), at::kFloat);
-      sumSq.add_(n.to(at::kDouble).square());
-    }
-  };
-  // Clipping needs the norm before the update. Without it the norm is only
-  // reported: the fused AdamW kernels add this rank's squares up as they
-  // read the gradients (`kernelSum`; no pass of its own: 1.2 ms a step on
-  // the 1B), another path computes them before it can change the gradients
-  // (torch's fused AdamW unscales them in place) or after the update, and
-  // the sum over ranks follows the update.
-  const bool upFront = training.maxGradNorm || offload;
+  // norms (or the AdamW kernels' block sums), then * scale: the norm of the
+  // mean gradient. Clipping needs it before the update. Without clipping
+  // it is only reported: the fused AdamW kernels add this rank's squares
+  // up as they read the gradients (no pass of its own: 1.2 ms a step on
+  // the 1B), the tensor-op path's are added after the update (it leaves
+  // the gradients as they were), and the sum over ranks follows the update.
+  // torch's fused kernel unscales the gradients in place: its squares come
+  // first.
+  const bool torchFused =
+#if SWIFT_TORCH_AT_LEAST(2, 1)
+      !offload && device_.is_cuda() && useFusedAdamW() && !adamwKernels_ &&
+      gradDtype_ == at::kFloat;
+#else
+      false;
+#endif
+  const bool upFront = training.maxGradNorm || offload || torchFused;
   if (upFront) {
-    addNorms();
+    for (auto &U : units_)
+      if (!U->normed)
+        addSquares(*U);
     if (zero >= 1)
-      comm_.allReduceSum(sumSq).wait();
+      comm_.allReduceSum(sumSq_).wait();
   }
-  bool local = upFront; // this rank's sum of squares is complete
-  auto kernelSum = [&]() -> at::Tensor * { return local ? nullptr : &sumSq; };
   auto readNorm = [&] {
-    lastGradNorm_ = std::sqrt(sumSq.item<double>()) * scale;
+    lastGradNorm_ = std::sqrt(sumSq_.item<double>()) * scale;
   };
   if (training.maxGradNorm) {
     // torch.nn.utils.clip_grad_norm_: gradients * min(1, max/(norm + 1e-6)),
@@ -834,7 +967,7 @@ void Engine::optimizerStep() {
                    float(o.eps),
                    float(o.weightDecay),
                    float(scale),
-                   t};
+                   steps_ + 1};
     for (size_t i = 0; i < units_.size(); ++i) {
       Unit &U = *units_[i];
       downloaded[i].wait();
@@ -846,129 +979,58 @@ void Engine::optimizerStep() {
                    : nullptr);
       publish(U);
     }
-  } else {
-    bool fused = false;
-    if (masterInCompute_) {
-      // bf16-mixed on CUDA: one kernel per unit updates the master in the
-      // compute copy (its high bits) and its low bits. Elsewhere (CPU, or
-      // SWIFT_KERNELS=-adamw) the masters are joined into fp32 tensors for
-      // the paths below and split again after them.
-      for (size_t i = 0; i < units_.size(); ++i) {
-        Unit &U = *units_[i];
-        at::Tensor hi = computePart(U);
-        fused = useFusedAdamW() &&
-                fusedAdamwSplit(hi, U.masterLow, gradOf(U), U.expAvg,
-                                U.expAvgSq, o.lr, o.beta1, o.beta2, o.eps,
-                                o.weightDecay, scale, bc1, bc2, kernelSum());
-        SWIFT_ASSERT(fused || i == 0, "fused AdamW took unit 0 but not ", i);
-        if (!fused)
-          break;
-        written[i] = true;
-      }
-      local = local || fused;
-      if (!fused)
-        for (auto &U : units_)
-          U->master = joinMaster(computePart(*U), U->masterLow);
-    }
-    // A separate fp32 master on CUDA (fp32 precision; publish copies it):
-    // one kernel per unit, which would also write a bf16 compute copy.
-    if (useFusedAdamW() && !fused && !masterInCompute_)
-      for (size_t i = 0; i < units_.size(); ++i) {
-        Unit &U = *units_[i];
-        at::Tensor dst = computePart(U);
-        const bool toDst = dst.scalar_type() == at::kBFloat16 &&
-                           dst.device() == U.master.device();
-        fused = fusedAdamwFp32(U.master, gradOf(U), U.expAvg, U.expAvgSq,
-                               toDst ? &dst : nullptr, o.lr, o.beta1, o.beta2,
-                               o.eps, o.weightDecay, scale, bc1, bc2,
-                               kernelSum());
-        SWIFT_ASSERT(fused || i == 0, "fused AdamW took unit 0 but not ", i);
-        if (!fused)
-          break;
-        written[i] = toDst;
-      }
-    local = local || fused;
+  } else if (torchFused) {
 #if SWIFT_TORCH_AT_LEAST(2, 1)
-    const bool torchFused = !fused && device_.is_cuda() && useFusedAdamW() &&
-                            units_[0]->master.scalar_type() == at::kFloat &&
-                            gradDtype_ == at::kFloat;
-    fused = fused || torchFused;
-    if (torchFused && !local) { // it unscales the gradients in place
-      addNorms();
-      local = true;
+    // CUDA without swift's kernels: torch's multi-tensor AdamW over fp32
+    // masters (joined from the compute copy in bf16-mixed, split after).
+    std::vector<at::Tensor> p, g, m, v, steps;
+    for (auto &U : units_) {
+      if (masterInCompute_)
+        U->master = joinMaster(computePart(*U), U->masterLow);
+      // The fused kernel reads the step count; it does not advance it.
+      U->stepTensor.add_(1);
+      p.push_back(U->master);
+      g.push_back(gradOf(*U));
+      m.push_back(U->expAvg);
+      v.push_back(U->expAvgSq);
+      steps.push_back(U->stepTensor);
     }
-    if (torchFused) {
-      std::vector<at::Tensor> p, g, m, v, steps;
+    // grad_scale divides: pass W*G to average the summed gradients.
+    at::Tensor gradScale =
+        at::full({}, 1.0 / scale, at::TensorOptions().device(device_));
+    at::_fused_adamw_(p, g, m, v, {}, steps, o.lr, o.beta1, o.beta2,
+                      o.weightDecay, o.eps, /*amsgrad=*/false,
+                      /*maximize=*/false, gradScale, /*found_inf=*/{});
+    if (masterInCompute_)
       for (auto &U : units_) {
-        // The fused kernel reads the step count; it does not advance it.
-        U->stepTensor.add_(1);
-        p.push_back(U->master);
-        g.push_back(gradOf(*U));
-        m.push_back(U->expAvg);
-        v.push_back(U->expAvgSq);
-        steps.push_back(U->stepTensor);
+        at::Tensor hi = computePart(*U);
+        splitMaster(U->master, hi, U->masterLow);
+        U->master = at::Tensor();
+        U->written = true;
       }
-      // grad_scale divides: pass W*G to average the summed gradients.
-      at::Tensor gradScale =
-          at::full({}, 1.0 / scale, at::TensorOptions().device(device_));
-      at::_fused_adamw_(p, g, m, v, {}, steps, o.lr, o.beta1, o.beta2,
-                        o.weightDecay, o.eps, /*amsgrad=*/false,
-                        /*maximize=*/false, gradScale, /*found_inf=*/{});
-    }
 #endif
-    size_t summed = 0; // units whose pure-bf16 kernel added up their norm
-    if (!fused)
-      for (auto &U : units_) {
-        // Pure bf16 on CUDA: one kernel (bf16 params, grads and states).
-        if (fusedAdamwBf16(U->master, gradOf(*U), U->expAvg, U->expAvgSq, o.lr,
-                           o.beta1, o.beta2, o.eps, o.weightDecay, scale, bc1,
-                           bc2, kernelSum())) {
-          ++summed;
-          continue;
-        }
-        // The update is computed in fp32 even for bf16 parameters and states
-        // (pure bf16); each stored value is rounded once, and the step uses
-        // the moments as stored, as the CUDA kernel does.
-        at::Tensor g = gradOf(*U).to(at::kFloat) * scale;
-        at::Tensor p = U->master.to(at::kFloat);
-        at::Tensor m = U->expAvg.to(at::kFloat), v = U->expAvgSq.to(at::kFloat);
-        p.mul_(1.0 - o.lr * o.weightDecay);
-        m.mul_(o.beta1).add_(g, 1.0 - o.beta1);
-        v.mul_(o.beta2).addcmul_(g, g, 1.0 - o.beta2);
-        if (!m.is_same(U->expAvg)) {
-          U->expAvg.copy_(m);
-          U->expAvgSq.copy_(v);
-          m = U->expAvg.to(at::kFloat);
-          v = U->expAvgSq.to(at::kFloat);
-        }
-        at::Tensor denom = v.sqrt().div_(std::sqrt(bc2)).add_(o.eps);
-        p.addcdiv_(m, denom, -o.lr / bc1);
-        if (!p.is_same(U->master))
-          U->master.copy_(p);
-      }
-    local = local || summed == units_.size();
-    if (masterInCompute_ && !written[0]) // the joined masters, split again
-      for (size_t i = 0; i < units_.size(); ++i) {
-        Unit &U = *units_[i];
-        at::Tensor hi = computePart(U);
-        splitMaster(U.master, hi, U.masterLow);
-        U.master = at::Tensor();
-        written[i] = true;
-      }
+  } else {
+    for (auto &U : units_) {
+      if (U->updated)
+        continue;
+      bool summed = false;
+      U->written = updateOnDevice(*U, scale, U->normed ? nullptr : &sumSq_,
+                                  summed);
+      if (summed)
+        U->normed = true;
+    }
   }
 
   if (!upFront) {
-    // The tensor-op paths left the gradients as they were.
-    if (!local) {
-      sumSq.zero_();
-      addNorms();
-    }
+    for (auto &U : units_)
+      if (!U->normed)
+        addSquares(*U);
     if (zero >= 1)
-      comm_.allReduceSum(sumSq).wait();
+      comm_.allReduceSum(sumSq_).wait();
   }
   if (!offload)
-    for (size_t i = 0; i < units_.size(); ++i)
-      publish(*units_[i], written[i]);
+    for (auto &U : units_)
+      publish(*U, U->written);
   finishPending();
   if (!training.maxGradNorm)
     readNorm(); // after the update was queued: no sync in front of it
@@ -997,6 +1059,7 @@ double Engine::step(const std::vector<Batch> &microBatches,
   // global batch), so the step's gradient is the mean over its N tokens.
   const double divisor =
       double(stepTrainedTokens) / double(comm_.worldSize() * G);
+  beginStep();
   for (auto &U : units_) {
     // ZeRO 0/1: allocated and overwritten by the unit's first gradient
     // (gradTarget, accumulateGrads).
@@ -1007,6 +1070,7 @@ double Engine::step(const std::vector<Batch> &microBatches,
   at::Tensor lossSum = at::zeros({}, at::TensorOptions().device(device_));
   for (int64_t k = 0; k < G; ++k) {
     lastMicroBatch_ = k == G - 1;
+    contributorsLeft_ = contributors_;
     const Batch &b = microBatches[k];
     SWIFT_ASSERT(b.inputs.size(1) == S, "a micro-batch of ", b.inputs.size(1),
                  " positions; the plan has ", S);

@@ -333,19 +333,25 @@ TEST(Lora, BlockDiagonalIsEachMembersBSideBySide) {
 namespace {
 
 // A two-layer model at ZeRO `zero`, one rank, `accumulation` micro-batches
-// of 2 x 16 tokens per step.
-std::string enginePlan(int zero, int accumulation) {
+// of 2 x 16 tokens per step; `clip`: a max_grad_norm (0: none).
+std::string enginePlan(int zero, int accumulation,
+                       const std::string &precision = "fp32",
+                       bool tied = false, double clip = 0) {
   return R"({"schema": "swift.plan", "version": 1,
     "model": {"hidden_size": 32, "intermediate_size": 48,
       "num_hidden_layers": 2, "num_attention_heads": 4,
       "num_key_value_heads": 2, "head_dim": 8, "vocab_size": 64,
-      "tie_word_embeddings": false, "rms_norm_eps": 1e-5,
+      "tie_word_embeddings": )" +
+         std::string(tied ? "true" : "false") + R"(, "rms_norm_eps": 1e-5,
       "rope_theta": 10000.0},
     "training": {"sequence_length": 16, "global_batch_size": )" +
          std::to_string(2 * accumulation) +
          R"(, "micro_batch_size": 2, "gradient_accumulation": )" +
-         std::to_string(accumulation) + R"(, "precision": "fp32",
-      "optimizer": {"lr": 1e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+         std::to_string(accumulation) + R"(, "precision": ")" + precision +
+         R"(", )" +
+         (clip > 0 ? "\"max_grad_norm\": " + std::to_string(clip) + ", "
+                   : std::string()) +
+         R"("optimizer": {"lr": 1e-3, "betas": [0.9, 0.95], "eps": 1e-8,
         "weight_decay": 0.1}, "seed": 7},
     "world": {"size": 1, "gpus_per_node": 1},
     "strategy": {"zero": )" +
@@ -386,4 +392,53 @@ TEST(Engine, FullGradientsLiveOnlyWithinAStep) {
       EXPECT_GT(engine.lastGradNorm(), 0);
       EXPECT_FALSE(at::equal(before, engine.stateUnit(1)));
     }
+}
+
+// The update in backward (Engine.h): each unit updated (or, when clipping,
+// normed) as soon as its gradient is final gives the parameters and norm
+// of updating all after the backward: with tied embeddings (the table's
+// gradient comes from the head and the embedding), over accumulated
+// micro-batches (final only in the last one), in each precision's path.
+TEST(Engine, UpdateInBackwardEqualsUpdateAfterBackward) {
+  for (const std::string precision : {"fp32", "bf16-mixed", "bf16"})
+    for (bool tied : {false, true})
+      for (int accumulation : {1, 2})
+        for (double clip : {0.0, 0.05}) {
+          SCOPED_TRACE(precision + (tied ? ", tied" : "") + ", accumulation " +
+                       std::to_string(accumulation) +
+                       ", clip " + std::to_string(clip));
+          Plan plan = parsePlanText(
+              enginePlan(0, accumulation, precision, tied, clip), "engine.json");
+          CommOptions opt;
+          opt.backend = "local";
+          std::unique_ptr<Comm> comm = makeComm(opt);
+          Engine during(plan, *comm, at::kCPU), after(plan, *comm, at::kCPU);
+          during.setUpdateInBackward(true);
+          after.setUpdateInBackward(false);
+          at::manual_seed(11);
+          for (int s = 0; s < 3; ++s) {
+            std::vector<at::Tensor> batches;
+            for (int k = 0; k < accumulation; ++k)
+              batches.push_back(at::randint(0, 64, {2, 17}, at::kLong));
+            EXPECT_EQ(during.step(batches), after.step(batches));
+            // Both norms add the same per-unit squares, in another order.
+            EXPECT_NEAR(during.lastGradNorm(), after.lastGradNorm(),
+                        1e-12 * after.lastGradNorm());
+            EXPECT_EQ(during.unitsDoneInBackward(), 4); // embedding, 2, head
+            EXPECT_EQ(after.unitsDoneInBackward(), 0);
+            EXPECT_EQ(during.heldGradientBytes(), 0);
+          }
+          for (int u = 0; u < 4; ++u) {
+            at::Tensor a = during.stateUnit(u), b = after.stateUnit(u);
+            // Clipping scales by max / norm: the norm's last bits may differ.
+            if (clip > 0)
+              EXPECT_TRUE(at::allclose(a.to(at::kDouble), b.to(at::kDouble),
+                                       1e-6, 1e-9))
+                  << "unit " << u;
+            else
+              EXPECT_TRUE(at::equal(a, b)) << "unit " << u;
+            EXPECT_TRUE(at::equal(during.stateUnit(u, StateKind::ExpAvgSq).isfinite().all(),
+                                  at::ones({}, at::kBool)));
+          }
+        }
 }

@@ -150,6 +150,7 @@ struct TrainingSetup {
   int64_t loraRank = 16;
   double loraDropout = 0; // probability of zeroing an adapter's input
   int64_t globalBatchSize = 0;
+  bool clipsGradients = false; // training.max_grad_norm > 0
 };
 
 /// One complete strategy: every decision made.

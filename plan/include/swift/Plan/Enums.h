@@ -118,6 +118,20 @@ constexpr bool selectiveDropsResidualInput(bool fp8Gemm, bool loraAdapted) {
   return !fp8Gemm && !loraAdapted;
 }
 
+/// swift-run updates a unit as soon as its gradient is final (the last
+/// micro-batch's backward has passed every unit that reads it) instead of
+/// after the whole backward: when one rank holds the whole gradient
+/// (nothing to reduce first), the optimizer runs on the device and no
+/// clipping needs the global norm before any update. The unit's gradient
+/// buffer is freed there: with one micro-batch per step the backward holds
+/// only the gradients whose update is still to run. The runtime (Engine)
+/// and the cost model (Memory.cpp memorySwiftRun) both ask this.
+constexpr bool updatesInBackward(int zero, int64_t worldSize, Offload offload,
+                                 bool clipsGradients) {
+  return zero == 0 && worldSize == 1 && offload == Offload::None &&
+         !clipsGradients;
+}
+
 /// The part of the model a schedule unit holds.
 enum class UnitKind : uint8_t {
   Embedding,

@@ -4,7 +4,9 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <vector>
 
 namespace swift::rt {
 
@@ -29,6 +31,27 @@ public:
 
 private:
   std::shared_ptr<void> event_;
+};
+/// A second queue of the device, for bandwidth-bound work that may run
+/// beside the current stream's (the optimizer's update of a unit during
+/// the backward of the units before it). On CPU, where work is
+/// synchronous, run() calls `work` in place and join() does nothing.
+class SideStream {
+public:
+  explicit SideStream(const at::Device &device);
+  /// Queues `work` (which launches on the then-current stream) on the side
+  /// stream, after everything queued so far on the current stream. `used`
+  /// tensors, allocated on the current stream, are marked as used by the
+  /// side stream: their memory is not handed out again before the side
+  /// stream's work on them is done, even if they are freed first.
+  void run(const std::function<void()> &work,
+           const std::vector<at::Tensor> &used);
+  /// The current stream waits for all the side stream's work so far.
+  void join();
+
+private:
+  at::Device device_;
+  std::shared_ptr<void> stream_; // c10::cuda::CUDAStream
 };
 /// Number of CUDA devices (0 in a CPU-only build).
 int cudaDeviceCount();

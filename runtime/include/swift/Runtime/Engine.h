@@ -23,6 +23,14 @@
 //   grad dtype: fp32, except bf16 for pure bf16.
 // The Engine borrows the Comm and the Plan; both must outlive it.
 //
+// The update in backward. At ZeRO-0 on one rank without offload, a unit's
+// gradient is final once the last micro-batch's backward has passed every
+// unit that reads its parameters. Without clipping AdamW updates it then,
+// on a side stream (Device.h SideStream), beside the backward of the units
+// before it, and its gradient buffer is freed; with clipping the side
+// stream adds up its squares there (the norm must be known before any
+// update). The step's end waits for the side stream and updates the rest.
+//
 // Threading: step() runs on the calling thread; unit backwards run on the
 // autograd engine's thread while step() waits in backward(); nothing runs
 // concurrently with anything else that touches the Engine.
@@ -32,6 +40,7 @@
 
 #include "swift/Runtime/Comm.h"
 #include "swift/Runtime/Data.h"
+#include "swift/Runtime/Device.h"
 #include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/Model.h"
 #include "swift/Runtime/PlanTypes.h"
@@ -107,6 +116,13 @@ public:
   double lastLr() const { return lastLr_; }
   double lastGradNorm() const { return lastGradNorm_; }
   int rank() const { return comm_.rank(); }
+  /// Whether a unit's update (no clipping) or gradient norm (clipping) runs
+  /// as soon as its gradient is final, during the backward (see above).
+  /// Default: on where the plan allows it, unless SWIFT_KERNELS has
+  /// "-overlap"; off makes every step update after the whole backward.
+  void setUpdateInBackward(bool on);
+  /// Units whose gradient the last step updated (or normed) in backward.
+  int unitsDoneInBackward() const { return doneInBackward_; }
 
   /// Unit u's optimizer state of `kind` (Master: the fp32 masters, or the
   /// bf16 parameters in pure bf16), flat (padded) on the engine's device,
@@ -164,6 +180,18 @@ private:
   void waitGathered(int u);
   void release(int u);
   void reduceBucket(int b);
+  /// The step's AdamW hyperparameters (the schedule's lr, bias
+  /// corrections, the gradient scale before clipping); zeroes the norm.
+  void beginStep();
+  /// Unit u's gradient is final for this step: update it (or add up its
+  /// squares) on the side stream, when the plan allows it.
+  void gradientFinal(int u);
+  /// AdamW on U's optimizer partition on the device, gradients times
+  /// `scale`. Returns whether the compute copy was written; sets `summed`
+  /// when a kernel added the gradient's squares to `sum` (given).
+  bool updateOnDevice(Unit &U, double scale, at::Tensor *sum, bool &summed);
+  /// Adds the squares of U's gradient (this rank's) to sumSq_.
+  void addSquares(Unit &U);
   void optimizerStep();
   /// `written`: the optimizer kernel already wrote the compute-dtype copy.
   void publish(Unit &U, bool written = false);
@@ -188,6 +216,18 @@ private:
   int64_t totalSteps_ = 0;
   double lastLr_ = 0, lastGradNorm_ = 0;
   bool lastMicroBatch_ = false;
+  // This step's AdamW: lr and bias corrections, scale = 1 / (world * G).
+  OptimizerConfig stepOpt_;
+  double stepScale_ = 1, bc1_ = 1, bc2_ = 1;
+  at::Tensor sumSq_; // fp64 sum of the gradients' squares, on the device
+  // The update in backward (see above): what the plan allows, per unit the
+  // units whose backward contributes to its gradient and how many of them
+  // this micro-batch still has to run.
+  bool updateInBackward_ = false, normInBackward_ = false;
+  bool adamwKernels_ = false; // swift's fused AdamW kernels run here
+  std::vector<int> contributors_, contributorsLeft_;
+  std::unique_ptr<SideStream> side_;
+  int doneInBackward_ = 0;
   bool lora_ = false, qlora_ = false;
 };
 
