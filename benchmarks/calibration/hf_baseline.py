@@ -7,7 +7,8 @@ peak_fwd / alloc_after_fwd / peak_bwd / alloc_after_bwd / peak_opt of the steady
 step with the highest peak, and peak_phase). "new" skips the public cases.
 A case with compile=True runs torch.compile(model) (default mode) and
 warmup=W (default 1) leaves its first W steps (compilation) out of the steady
-numbers; such rows also carry compile_s (the warm-up steps' seconds)."""
+numbers; such rows also carry compile_s (the warm-up steps' seconds).
+max_grad_norm=X clips the gradients before each step (HF Trainer's order)."""
 import os, sys, json, time, gc, traceback, math
 import torch
 import torch.distributed as dist
@@ -120,6 +121,8 @@ def run_case(c):
         ph["peak_bwd"] = torch.cuda.max_memory_allocated() - base_alloc
         ph["alloc_after_bwd"] = torch.cuda.memory_allocated() - base_alloc
         torch.cuda.reset_peak_memory_stats()
+        if c.get("max_grad_norm"):  # as HF Trainer clips: before the step
+            torch.nn.utils.clip_grad_norm_(model.parameters(), c["max_grad_norm"])
         opt.step(); opt.zero_grad(set_to_none=True)
         ph["peak_opt"] = torch.cuda.max_memory_allocated() - base_alloc
         torch.cuda.synchronize()

@@ -34,7 +34,7 @@ counted) + 6 * L * C * S FLOPs per token (attention), against 989 TFLOP/s.
 Peak memory: the caching allocator's peak of allocated bytes in a steady step
 (model states included) on both sides.
 """
-import json, os, subprocess, sys, time
+import json, os, re, subprocess, sys, time
 
 PEAK_FLOPS = 989e12
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -122,8 +122,14 @@ def selected():
 
 
 def hf_case(c):
-    """hf_baseline.run_case's case of a configuration with an HF side."""
-    return dict(model=c["model"], mode=c["hf"], B=c["B"], S=c["S"], ckpt=c["ckpt"] == "full")
+    """hf_baseline.run_case's case of a configuration with an HF side; a
+    configuration whose job clips gradients clips on the HF side too (as HF
+    Trainer does with max_grad_norm: clip_grad_norm_ before the step)."""
+    case = dict(model=c["model"], mode=c["hf"], B=c["B"], S=c["S"], ckpt=c["ckpt"] == "full")
+    clip = re.search(r"max_grad_norm: *([0-9.eE+-]+)", c.get("training") or "")
+    if clip and float(clip.group(1)) > 0:
+        case["max_grad_norm"] = float(clip.group(1))
+    return case
 
 
 def flops_per_token(m, S):
