@@ -54,14 +54,12 @@ struct States {
   // Gradients alive while the loss runs (forward and backward): swift-run's
   // fused loss writes the lm_head's gradient during its forward.
   double lossGradients = 0;
-  // swift-run's update in backward with one micro-batch
-  // (plan::updatesInBackward): each unit's gradient is freed once its
-  // update ran, beside the next unit's backward. A layer's backward then
-  // holds its own gradient and the previous unit's, plus the head's when
-  // the embedding shares it (`headKept`: final only after the embedding's
-  // backward); the optimizer step only `finalGradients` (the embedding's).
-  bool updatedInBackward = false, headKept = false;
-  double finalGradients = 0;
+  // Gradients alive at the start of the backward of the layer with `done`
+  // layers behind it; unset: the head's and every later layer's (walkHF's
+  // headGrad + (done + 1) layerGrad). And at the optimizer step (< 0: all,
+  // `gradients`).
+  std::function<double(int64_t done)> layerGradients;
+  double finalGradients = -1;
 };
 
 struct Candidate {
@@ -306,11 +304,8 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   Candidate worst;
   double worstTotal = -1;
   auto gradientsAt = [&](int64_t done) {
-    if (!st.updatedInBackward)
-      return headGrad + (done + 1) * layerGrad;
-    const bool headInFlight = st.headKept || done == 0;
-    return (headInFlight ? headGrad : 0) +
-           double(std::min<int64_t>(done + 1, 2)) * layerGrad;
+    return st.layerGradients ? st.layerGradients(done)
+                             : headGrad + (done + 1) * layerGrad;
   };
   for (int64_t done = 0; done < L; ++done) {
     Candidate c{{"backward", L - 1 - done, "decoder layer"}, base};
@@ -346,8 +341,8 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   Candidate opt{{"optimizer", -1, "step"}, base};
   opt.parts.insert(opt.parts.end(),
                    {{"previous_outputs", outHeld + a.lateExtra},
-                    {"gradients", (st.updatedInBackward ? st.finalGradients
-                                                        : st.gradients) +
+                    {"gradients", (st.finalGradients >= 0 ? st.finalGradients
+                                                          : st.gradients) +
                                       st.gradientBuffers},
                     {"optimizer_temporaries", st.optimizerTemporaries},
                     {"workspace", a.workspace}});
@@ -614,20 +609,64 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
   // accumulation it is whole through every later micro-batch.
   st.persistentGradients = s.zero >= 1 ? g * P / W : 0;
   double headGrad = 0, layerGrad = 0;
+  const bool tied = tiedEmbeddings(m) && !lora;
+  const double layerG = g * (lora ? adapterLayer : double(m.layerParameters));
   if (s.zero >= 2) {
+    // Micro-batch gradients, each from its unit's first gradient to its
+    // reduce-scatter's end: the current layer's and the last
+    // plan::kReductionsInFlight units' in flight (the untied head's among
+    // them while it is recent), and a tied table's from the head's
+    // backward to the embedding's. Accumulating, the last reductions (the
+    // embedding's and three layers') are still in flight through the next
+    // micro-batch's forward and loss.
+    const int64_t R = plan::kReductionsInFlight;
+    const double headG =
+        lora ? 0 : g * double(tied ? m.headParameters : headGradientElements(m));
+    const double tableG = tied ? g * double(m.embeddingParameters) : 0;
+    const double embeddingG = lora ? 0 : g * double(m.embeddingParameters);
+    // In flight when a micro-batch's backward starts: nothing in the first,
+    // the previous one's last R (three layers', then the embedding's) in
+    // the later ones.
+    std::vector<double> carried;
+    if (s.gradientAccumulation > 1) {
+      carried.assign(R - 1, layerG);
+      carried.push_back(embeddingG);
+    }
     st.gradients = g * unit;
+    st.layerGradients = [=](int64_t done) {
+      // Queued before this layer's backward: the head's, then `done`
+      // layers'; the last R of everything queued are in flight.
+      std::vector<double> queued = carried;
+      queued.push_back(headG);
+      queued.insert(queued.end(), size_t(done), layerG);
+      double inFlight = 0;
+      for (size_t i = queued.size() > size_t(R) ? queued.size() - R : 0;
+           i < queued.size(); ++i)
+        inFlight += queued[i];
+      return tableG + layerG + inFlight; // + this layer's, being written
+    };
+    for (double c : carried)
+      st.lossGradients += c;
   } else if (s.gradientAccumulation > 1) {
     st.persistentGradients += g * P;
   } else {
     st.gradients = g * P;
     headGrad = lora ? 0 : g * headGradientElements(m);
-    layerGrad = g * (lora ? adapterLayer : double(m.layerParameters));
+    layerGrad = layerG;
     st.lossGradients = headGrad;
-    st.updatedInBackward = plan::updatesInBackward(
-        s.zero, int64_t(W), s.offload, setup.clipsGradients);
-    st.headKept = tiedEmbeddings(m) && !lora;
-    st.finalGradients =
-        lora ? 0 : st.headKept ? headGrad : g * double(m.embeddingParameters);
+    if (plan::updatesInBackward(s.zero, int64_t(W), s.offload,
+                                setup.clipsGradients)) {
+      // The update in backward frees each unit's gradient once updated,
+      // beside the next unit's backward: a layer's backward holds its own
+      // and the previous unit's, plus a tied head's (final only after the
+      // embedding's backward); the optimizer step the embedding's.
+      st.layerGradients = [=](int64_t done) {
+        return (tied || done == 0 ? headGrad : 0) +
+               double(std::min<int64_t>(done + 1, 2)) * layerGrad;
+      };
+      st.finalGradients =
+          lora ? 0 : tied ? headGrad : g * double(m.embeddingParameters);
+    }
   }
   Activations a = hfActivations(m, setup, hw, s, exec);
   a.holdsOutputs = false;

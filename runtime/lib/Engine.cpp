@@ -109,9 +109,6 @@ int64_t shardLength(int64_t numel, int64_t world) {
   return (s + 63) / 64 * 64;
 }
 
-// Two buckets' worth of units, typically: enough to overlap one reduction
-// with the next unit's backward.
-constexpr size_t kMaxReductionsInFlight = 4;
 
 // Weight gradients written in place by their GEMMs (Kernels.h GradSink);
 // SWIFT_KERNELS=-sink (or 0) returns them through autograd instead, to
@@ -764,7 +761,9 @@ void Engine::reduceBucket(int b) {
   // done). Waiting on the oldest only orders the compute stream after it
   // (CUDA) or blocks until Gloo is done with it (CPU); the newest stay in
   // flight and overlap with the backward of the next units.
-  while (pending_.size() > kMaxReductionsInFlight) {
+  // plan::kReductionsInFlight: two buckets' worth of units, typically:
+  // enough to overlap one reduction with the next unit's backward.
+  while (pending_.size() > size_t(plan::kReductionsInFlight)) {
     pending_.front().wait();
     pending_.pop_front();
   }

@@ -132,6 +132,14 @@ constexpr bool updatesInBackward(int zero, int64_t worldSize, Offload offload,
          !clipsGradients;
 }
 
+/// swift-run's gradient reductions (ZeRO 0-3) in flight behind the backward,
+/// one per unit: queuing another waits for the oldest beyond this many. At
+/// ZeRO-2/3 each holds its unit's full micro-batch gradient until it
+/// completes, and with gradient accumulation the last ones stay in flight
+/// into the next micro-batch's forward. The runtime (Engine) and the cost
+/// model (Memory.cpp memorySwiftRun) both use it.
+constexpr int kReductionsInFlight = 4;
+
 /// The part of the model a schedule unit holds.
 enum class UnitKind : uint8_t {
   Embedding,
