@@ -109,7 +109,6 @@ int64_t shardLength(int64_t numel, int64_t world) {
   return (s + 63) / 64 * 64;
 }
 
-
 // Weight gradients written in place by their GEMMs (Kernels.h GradSink);
 // SWIFT_KERNELS=-sink (or 0) returns them through autograd instead, to
 // measure the difference.
