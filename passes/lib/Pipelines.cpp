@@ -148,11 +148,24 @@ std::optional<WhatIf> planWhatIf(std::string change, const job::JobSpec &spec,
 
 } // namespace
 
+namespace {
+/// A swift-run job on one GPU that clips: without clipping swift-run would
+/// update in the backward.
+bool clipsOnOneGpu(const ::swift::job::JobSpec &job) {
+  return job.backend == ::swift::plan::Backend::SwiftRun &&
+         job.cluster.numGpus() == 1 && job.training.maxGradNorm &&
+         *job.training.maxGradNorm > 0;
+}
+constexpr const char *kNoClipping =
+    "training.max_grad_norm 0 (no clipping: AdamW updates each layer in the "
+    "backward and frees its gradient)";
+} // namespace
+
 std::vector<WhatIf> mlir::swift::changesThatFit(const job::JobSpec &job,
                                                 MLIRContext &context,
                                                 const PlanningOptions &options) {
   using ::swift::job::JobSpec;
-  enum Kind { Gpus, Open, PureBf16, Adapters, Sequence };
+  enum Kind { Gpus, Open, PureBf16, NoClip, Adapters, Sequence };
   std::vector<std::tuple<Kind, std::string, JobSpec>> tries;
   // More GPUs: fill the node, then double nodes, keeping the global batch.
   for (int64_t gpus = job.cluster.numGpus() * 2;
@@ -197,6 +210,14 @@ std::vector<WhatIf> mlir::swift::changesThatFit(const job::JobSpec &job,
                            plan::toString(bf16.training.precision) +
                            " (bf16 master weights and AdamW states)",
                        bf16);
+  }
+  // No clipping, the strategy as the job fixes it (left open, offload
+  // could fit either way): on one GPU swift-run then frees each gradient
+  // during the backward (plan::updatesInBackward).
+  if (clipsOnOneGpu(job)) {
+    JobSpec unclipped = job;
+    unclipped.training.maxGradNorm = 0.0;
+    tries.emplace_back(NoClip, kNoClipping, unclipped);
   }
   // Adapters: LoRA then QLoRA for a full job, QLoRA for a LoRA one (every
   // backend trains both), with the strategy left open. The adapters run
@@ -294,4 +315,24 @@ std::optional<WhatIf> mlir::swift::fasterWithFp8(const job::JobSpec &job,
                      1.05 * tokensPerSecond)
     return std::nullopt;
   return faster;
+}
+
+std::optional<WhatIf> mlir::swift::withoutClipping(const job::JobSpec &job,
+                                                   double tokensPerSecond,
+                                                   int64_t peakBytes,
+                                                   MLIRContext &context,
+                                                   const PlanningOptions &options) {
+  if (tokensPerSecond <= 0 || !clipsOnOneGpu(job))
+    return std::nullopt;
+  ::swift::job::JobSpec unclipped = job;
+  unclipped.training.maxGradNorm = 0.0;
+  std::optional<WhatIf> w = planWhatIf(kNoClipping, unclipped, context, options);
+  if (!w)
+    return std::nullopt;
+  const bool faster =
+      w->estimate.getTokensPerSecond().convertToDouble() >= 1.05 * tokensPerSecond;
+  const bool leaner = double(w->estimate.getPeakBytes()) <= 0.9 * double(peakBytes);
+  if (!faster && !leaner)
+    return std::nullopt;
+  return w;
 }

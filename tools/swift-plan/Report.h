@@ -25,6 +25,7 @@ struct Replanned {
   std::vector<mlir::swift::WhatIf> changesThatFit; // when nothing fits
   std::optional<mlir::swift::WhatIf> fasterIfOpen;
   std::optional<mlir::swift::WhatIf> fasterWithFp8;
+  std::optional<mlir::swift::WhatIf> withoutClipping;
 };
 
 /// The readable report: the job, then (when planned) the strategy, memory,

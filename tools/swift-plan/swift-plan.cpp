@@ -297,6 +297,9 @@ int main(int argc, char **argv) {
     // FP8 is never chosen for a job; the report suggests it.
     replanned.fasterWithFp8 =
         mlir::swift::fasterWithFp8(*job, tokensPerSecond, context, options);
+    // What clipping costs where swift-run could update in the backward.
+    replanned.withoutClipping = mlir::swift::withoutClipping(
+        *job, tokensPerSecond, estimate.getPeakBytes(), context, options);
   }
   if (repriced)
     errs() << "swift-plan: --emit " << emitName(emit) << " is priced on backend "

@@ -107,6 +107,17 @@ std::optional<WhatIf> fasterWithFp8(const ::swift::job::JobSpec &job,
                                     double tokensPerSecond, MLIRContext &context,
                                     const PlanningOptions &options);
 
+/// A swift-run job on one GPU that clips gradients, without clipping
+/// (training.max_grad_norm 0), planned again with the same fixed keys:
+/// swift-run then updates each unit during the backward and frees its
+/// gradient (plan::updatesInBackward). Returned when that fits and is at
+/// least 5% faster than `tokensPerSecond` or peaks at least 10% below
+/// `peakBytes`, so a report can say what clipping costs.
+std::optional<WhatIf> withoutClipping(const ::swift::job::JobSpec &job,
+                                      double tokensPerSecond, int64_t peakBytes,
+                                      MLIRContext &context,
+                                      const PlanningOptions &options);
+
 } // namespace mlir::swift
 
 #endif // SWIFT_PASSES_PIPELINES_H
