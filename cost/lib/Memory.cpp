@@ -611,6 +611,7 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
   double headGrad = 0, layerGrad = 0;
   const bool tied = tiedEmbeddings(m) && !lora;
   const double layerG = g * (lora ? adapterLayer : double(m.layerParameters));
+  const double embeddingG = lora ? 0 : g * double(m.embeddingParameters);
   if (s.zero >= 2) {
     // Micro-batch gradients, each from its unit's first gradient to its
     // reduce-scatter's end: the current layer's and the last
@@ -622,8 +623,7 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
     const int64_t R = plan::kReductionsInFlight;
     const double headG =
         lora ? 0 : g * double(tied ? m.headParameters : headGradientElements(m));
-    const double tableG = tied ? g * double(m.embeddingParameters) : 0;
-    const double embeddingG = lora ? 0 : g * double(m.embeddingParameters);
+    const double tableG = tied ? embeddingG : 0;
     // In flight when a micro-batch's backward starts: nothing in the first,
     // the previous one's last R (three layers', then the embedding's) in
     // the later ones.
@@ -664,8 +664,7 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
         return (tied || done == 0 ? headGrad : 0) +
                double(std::min<int64_t>(done + 1, 2)) * layerGrad;
       };
-      st.finalGradients =
-          lora ? 0 : tied ? headGrad : g * double(m.embeddingParameters);
+      st.finalGradients = tied ? headGrad : embeddingG;
     }
   }
   Activations a = hfActivations(m, setup, hw, s, exec);

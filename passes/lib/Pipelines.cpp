@@ -146,9 +146,6 @@ std::optional<WhatIf> planWhatIf(std::string change, const job::JobSpec &spec,
                 p.job.getEstimateAttr()};
 }
 
-} // namespace
-
-namespace {
 /// A swift-run job on one GPU that clips: without clipping swift-run would
 /// update in the backward.
 bool clipsOnOneGpu(const ::swift::job::JobSpec &job) {

@@ -409,16 +409,14 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
 void Engine::setUpdateInBackward(bool on) {
   // On CUDA only with swift's AdamW kernels (one unit per launch): torch's
   // multi-tensor kernel, the fallback without them, updates all at once.
-  const bool here = on && (!device_.is_cuda() || adamwKernels_);
-  const bool clips = plan_.training.maxGradNorm.has_value();
-  updateInBackward_ =
-      here && plan::updatesInBackward(plan_.strategy.zero, comm_.worldSize(),
-                                      plan_.strategy.offload, clips);
-  // Clipping: the same units' squares, added up there.
-  normInBackward_ =
-      here && clips &&
+  const bool allowed =
+      on && (!device_.is_cuda() || adamwKernels_) &&
       plan::updatesInBackward(plan_.strategy.zero, comm_.worldSize(),
-                              plan_.strategy.offload, false);
+                              plan_.strategy.offload, /*clipsGradients=*/false);
+  // Clipping: the same units' squares, added up there.
+  const bool clips = plan_.training.maxGradNorm.has_value();
+  updateInBackward_ = allowed && !clips;
+  normInBackward_ = allowed && clips;
 }
 
 Engine::~Engine() {
@@ -813,9 +811,12 @@ void Engine::beginStep() {
     U->normed = U->updated = U->written = false;
 }
 
+at::Tensor &Engine::gradOf(Unit &U) {
+  return plan_.strategy.zero == 0 ? U.grad : U.gradShard;
+}
+
 void Engine::addSquares(Unit &U) {
-  at::Tensor g = plan_.strategy.zero == 0 ? U.grad : U.gradShard;
-  at::Tensor n = at::norm(g, at::Scalar(2.0), at::kFloat);
+  at::Tensor n = at::norm(gradOf(U), at::Scalar(2.0), at::kFloat);
   sumSq_.add_(n.to(at::kDouble).square());
   U.normed = true;
 }
@@ -845,7 +846,7 @@ void Engine::gradientFinal(int u) {
 bool Engine::updateOnDevice(Unit &U, double scale, at::Tensor *sum,
                             bool &summed) {
   const OptimizerConfig &o = stepOpt_;
-  const at::Tensor g = plan_.strategy.zero == 0 ? U.grad : U.gradShard;
+  const at::Tensor &g = gradOf(U);
   summed = false;
   if (useFusedAdamW()) {
     // CUDA: one kernel per unit, which adds up the gradient's squares.
@@ -909,7 +910,6 @@ void Engine::optimizerStep() {
   side_->join();
   double scale = stepScale_;
   const OptimizerConfig &o = stepOpt_;
-  auto gradOf = [&](Unit &U) { return zero == 0 ? U.grad : U.gradShard; };
 
   // The global gradient norm. Every element is counted once: at ZeRO-0
   // each rank holds the whole all-reduced gradient (this rank's sum is the

@@ -190,6 +190,9 @@ private:
   /// `scale`. Returns whether the compute copy was written; sets `summed`
   /// when a kernel added the gradient's squares to `sum` (given).
   bool updateOnDevice(Unit &U, double scale, at::Tensor *sum, bool &summed);
+  /// U's gradient the optimizer reads: the full one at ZeRO-0, else this
+  /// rank's reduced shard.
+  at::Tensor &gradOf(Unit &U);
   /// Adds the squares of U's gradient (this rank's) to sumSq_.
   void addSquares(Unit &U);
   void optimizerStep();
