@@ -19,6 +19,21 @@
 
 namespace swift::rt {
 
+at::Tensor hostStaging(int64_t n, at::ScalarType dtype,
+                       const at::Device &device) {
+  return at::empty({n}, at::TensorOptions().dtype(dtype).pinned_memory(
+                            device.is_cuda()));
+}
+
+at::Tensor toDeviceAsync(const at::Tensor &t, const at::Device &device,
+                         at::ScalarType dtype) {
+  if (!device.is_cuda() || !t.device().is_cpu())
+    return t.to(device, dtype);
+  at::Tensor staged = hostStaging(t.numel(), dtype, device).view(t.sizes());
+  staged.copy_(t);
+  return staged.to(device, dtype, /*non_blocking=*/true);
+}
+
 at::Tensor hostEmpty(int64_t n, at::ScalarType dtype,
                      const at::Device &device) {
 #ifdef SWIFT_WITH_CUDA

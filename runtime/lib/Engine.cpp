@@ -801,7 +801,6 @@ void Engine::beginStep() {
   // summed gradients times stepScale_ are the step's mean gradient.
   stepOpt_ = training.optimizer;
   stepOpt_.lr = lrAt(training, t, std::max<int64_t>(totalSteps_, t));
-  lastLr_ = stepOpt_.lr;
   stepScale_ = 1.0 / double(comm_.worldSize() * training.gradientAccumulation);
   bc1_ = 1.0 - std::pow(stepOpt_.beta1, double(t));
   bc2_ = 1.0 - std::pow(stepOpt_.beta2, double(t));
@@ -908,6 +907,7 @@ void Engine::optimizerStep() {
   // The updates and norms queued during the backward, before anything
   // reads sumSq_ or the next forward reads their parameters.
   side_->join();
+  backwardDone_.record(device_);
   double scale = stepScale_;
   const OptimizerConfig &o = stepOpt_;
 
@@ -938,14 +938,11 @@ void Engine::optimizerStep() {
     if (zero >= 1)
       comm_.allReduceSum(sumSq_).wait();
   }
-  auto readNorm = [&] {
-    lastGradNorm_ = std::sqrt(sumSq_.item<double>()) * scale;
-  };
   if (training.maxGradNorm) {
     // torch.nn.utils.clip_grad_norm_: gradients * min(1, max/(norm + 1e-6)),
     // folded into the optimizer's gradient scale (one host sync per step).
-    readNorm();
-    const double coef = *training.maxGradNorm / (lastGradNorm_ + 1e-6);
+    const double norm = std::sqrt(sumSq_.item<double>()) * scale;
+    const double coef = *training.maxGradNorm / (norm + 1e-6);
     if (coef < 1.0)
       scale *= coef;
   }
@@ -1030,8 +1027,6 @@ void Engine::optimizerStep() {
     for (auto &U : units_)
       publish(*U, U->written);
   finishPending();
-  if (!training.maxGradNorm)
-    readNorm(); // after the update was queued: no sync in front of it
 }
 
 double Engine::step(const std::vector<at::Tensor> &microBatches) {
@@ -1048,8 +1043,33 @@ double Engine::step(const std::vector<at::Tensor> &microBatches) {
 
 double Engine::step(const std::vector<Batch> &microBatches,
                     int64_t stepTrainedTokens) {
+  PendingStep p = launchStep(microBatches, stepTrainedTokens);
+  return finishStep(p).loss;
+}
+
+Engine::StepResult Engine::finishStep(PendingStep &p) {
+  SWIFT_ASSERT(p.pending(), "finishStep of a step not launched (or finished)");
+  p.done_.wait();
+  const double *v = p.readout_.data_ptr<double>();
+  StepResult r;
+  r.loss = v[0] / double(p.microBatches_);
+  r.gradNorm = std::sqrt(v[1]) * p.normScale_;
+  r.lr = p.lr_;
+  p.readout_ = at::Tensor();
+  lastLr_ = r.lr;
+  lastGradNorm_ = r.gradNorm;
+  return r;
+}
+
+Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
+                                       int64_t stepTrainedTokens) {
   const int64_t G = plan_.training.gradientAccumulation,
                 S = plan_.training.sequenceLength;
+  // The previous step's gradients freed during its backward (the side
+  // stream's updates hold them) become reusable once that work is done;
+  // without this wait the host, queueing ahead, would allocate this step's
+  // activations beside them.
+  backwardDone_.wait();
   SWIFT_ASSERT(int64_t(microBatches.size()) == G, "expected ", G,
                " micro-batches");
   // Masked: every micro-batch divides its sum by N / (W * G), the same
@@ -1073,10 +1093,10 @@ double Engine::step(const std::vector<Batch> &microBatches,
     SWIFT_ASSERT(b.inputs.size(1) == S, "a micro-batch of ", b.inputs.size(1),
                  " positions; the plan has ", S);
     MicroBatch mb;
-    mb.inputs = b.inputs.to(device_, at::kLong);
-    mb.targets = b.targets.to(device_, at::kLong);
+    mb.inputs = toDeviceAsync(b.inputs, device_, at::kLong);
+    mb.targets = toDeviceAsync(b.targets, device_, at::kLong);
     if (b.positions.defined())
-      mb.rope = ropeAt(rope_, b.positions.to(device_, at::kLong));
+      mb.rope = ropeAt(rope_, toDeviceAsync(b.positions, device_, at::kLong));
     if (b.segments.defined())
       mb.packing = makePacking(b.segments, device_, computeDtype_, m_.headDim);
     mb.masked = b.masked;
@@ -1112,7 +1132,17 @@ double Engine::step(const std::vector<Batch> &microBatches,
   for (auto &U : units_) // ZeRO 0/1: the next step allocates them again
     U->grad = at::Tensor();
   ++steps_;
-  return lossSum.item<double>() / double(G);
+  // The loss and the norm's sum of squares, copied to the host behind the
+  // step's work (the next step zeroes sumSq_ after the copy, in order).
+  PendingStep p;
+  p.readout_ = hostStaging(2, at::kDouble, device_);
+  p.readout_.copy_(at::stack({lossSum.to(at::kDouble), sumSq_.reshape({})}),
+                   /*non_blocking=*/true);
+  p.done_.record(device_);
+  p.lr_ = stepOpt_.lr;
+  p.normScale_ = stepScale_;
+  p.microBatches_ = G;
+  return p;
 }
 
 Engine::StateBytes Engine::stateBytes() const {

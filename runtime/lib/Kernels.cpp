@@ -3,6 +3,7 @@
 #include "swift/Runtime/Autograd.h"
 #include "swift/Runtime/Check.h"
 #include "swift/Runtime/Nf4.h"
+#include "swift/Runtime/TorchCompat.h"
 
 #include <torch/csrc/autograd/custom_function.h>
 
@@ -18,6 +19,8 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
+#include <map>
+#include <mutex>
 #define SWIFT_KERNEL(call) SWIFT_CUDA_CHECK(cudaError_t(call))
 #endif
 
@@ -44,65 +47,84 @@ void *stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
 bool isBf16(const at::Tensor &x) { return x.scalar_type() == at::kBFloat16; }
 #endif
 
+/// RMSNorm's forward: y and the per-row rstd (fp32) its backward reads;
+/// the kernel on CUDA, the formula elsewhere.
+std::pair<at::Tensor, at::Tensor> rmsNormForward(const at::Tensor &xIn,
+                                                 const at::Tensor &w,
+                                                 double eps) {
+  at::Tensor x = xIn.contiguous();
+  const int64_t C = x.size(-1), R = x.numel() / C;
+#ifdef SWIFT_WITH_KERNELS
+  if (kernelsFor(x) && C <= cuda::kRmsNormMaxCols) {
+    at::Tensor wc = w.contiguous().to(x.scalar_type());
+    at::Tensor y = at::empty_like(x);
+    at::Tensor rstd = at::empty({R}, x.options().dtype(at::kFloat));
+    SWIFT_KERNEL(cuda::rmsNormForward(x.data_ptr(), wc.data_ptr(), y.data_ptr(),
+                                      rstd.data_ptr<float>(), R, C, float(eps),
+                                      isBf16(x), stream()));
+    return {y, rstd};
+  }
+#endif
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor r = at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return {(xf * r).to(x.scalar_type()) * w, r.reshape({R})};
+}
+
+/// RMSNorm's backward: x's gradient (plus `dres`, when defined: what a
+/// residual branch sends to x, added once dx is rounded to x's dtype, as
+/// autograd's add of the two would) and w's.
+std::pair<at::Tensor, at::Tensor>
+rmsNormBackward(const at::Tensor &dyIn, const at::Tensor &xIn,
+                const at::Tensor &w, const at::Tensor &rstd,
+                const at::Tensor &dresIn) {
+  at::Tensor x = xIn.contiguous();
+  const int64_t C = x.size(-1), R = x.numel() / C;
+  at::Tensor dres;
+  if (dresIn.defined())
+    dres = dresIn.to(x.scalar_type()).contiguous().view(x.sizes());
+  if (!dyIn.defined()) // only the residual branch reached x
+    return {dres, at::Tensor()};
+#ifdef SWIFT_WITH_KERNELS
+  if (kernelsFor(x) && C <= cuda::kRmsNormMaxCols) {
+    at::Tensor wc = w.contiguous().to(x.scalar_type());
+    at::Tensor dy = dyIn.to(x.scalar_type()).contiguous();
+    at::Tensor dx = at::empty_like(x);
+    const int blocks = cuda::rmsNormBackwardBlocks(R);
+    at::Tensor partial = at::empty({blocks, C}, x.options().dtype(at::kFloat));
+    SWIFT_KERNEL(cuda::rmsNormBackward(
+        dy.data_ptr(), x.data_ptr(), wc.data_ptr(), rstd.data_ptr<float>(),
+        dres.defined() ? dres.data_ptr() : nullptr, dx.data_ptr(),
+        partial.data_ptr<float>(), R, C, blocks, isBf16(x), stream()));
+    return {dx, partial.sum(0).to(w.scalar_type())};
+  }
+#endif
+  at::Tensor xh = x.reshape({R, C}).to(at::kFloat) * rstd.unsqueeze(1);
+  at::Tensor dyf = dyIn.reshape({R, C}).to(at::kFloat);
+  at::Tensor dn = dyf * w.to(at::kFloat);
+  at::Tensor dot = (dn * xh).mean(1, /*keepdim=*/true);
+  at::Tensor dx = (rstd.unsqueeze(1) * (dn - xh * dot))
+                      .to(x.scalar_type())
+                      .view(x.sizes());
+  if (dres.defined())
+    dx = dx + dres;
+  at::Tensor dw =
+      (dyf * xh.to(x.scalar_type()).to(at::kFloat)).sum(0).to(w.scalar_type());
+  return {dx, dw};
+}
+
 struct RmsNormFn : torch::autograd::Function<RmsNormFn> {
   static at::Tensor forward(AutogradContext *ctx, at::Tensor x, at::Tensor w,
                             double eps) {
     x = x.contiguous();
-    const int64_t C = x.size(-1), R = x.numel() / C;
-    at::Tensor y, rstd;
-#ifdef SWIFT_WITH_KERNELS
-    if (kernelsFor(x) && C <= cuda::kRmsNormMaxCols) {
-      at::Tensor wc = w.contiguous().to(x.scalar_type());
-      y = at::empty_like(x);
-      rstd = at::empty({R}, x.options().dtype(at::kFloat));
-      SWIFT_KERNEL(cuda::rmsNormForward(x.data_ptr(), wc.data_ptr(),
-                                        y.data_ptr(), rstd.data_ptr<float>(), R,
-                                        C, float(eps), isBf16(x), stream()));
-    }
-#endif
-    if (!y.defined()) {
-      at::Tensor xf = x.to(at::kFloat);
-      at::Tensor r = at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
-      y = (xf * r).to(x.scalar_type()) * w;
-      rstd = r.reshape({R});
-    }
+    auto [y, rstd] = rmsNormForward(x, w, eps);
     ctx->save_for_backward({x, w, rstd});
     return y;
   }
 
   static variable_list backward(AutogradContext *ctx, variable_list grads) {
     auto saved = ctx->get_saved_variables();
-    at::Tensor x = saved[0], w = saved[1], rstd = saved[2];
-    at::Tensor dy = grads[0].contiguous();
-    const int64_t C = x.size(-1), R = x.numel() / C;
-    at::Tensor dx, dw;
-#ifdef SWIFT_WITH_KERNELS
-    if (kernelsFor(x) && C <= cuda::kRmsNormMaxCols) {
-      at::Tensor wc = w.contiguous().to(x.scalar_type());
-      dy = dy.to(x.scalar_type());
-      dx = at::empty_like(x);
-      const int blocks = cuda::rmsNormBackwardBlocks(R);
-      at::Tensor partial =
-          at::empty({blocks, C}, x.options().dtype(at::kFloat));
-      SWIFT_KERNEL(cuda::rmsNormBackward(
-          dy.data_ptr(), x.data_ptr(), wc.data_ptr(), rstd.data_ptr<float>(),
-          dx.data_ptr(), partial.data_ptr<float>(), R, C, blocks, isBf16(x),
-          stream()));
-      dw = partial.sum(0).to(w.scalar_type());
-    }
-#endif
-    if (!dx.defined()) {
-      at::Tensor xh = x.reshape({R, C}).to(at::kFloat) * rstd.unsqueeze(1);
-      at::Tensor dyf = dy.reshape({R, C}).to(at::kFloat);
-      at::Tensor dn = dyf * w.to(at::kFloat);
-      at::Tensor dot = (dn * xh).mean(1, /*keepdim=*/true);
-      dx = (rstd.unsqueeze(1) * (dn - xh * dot))
-               .to(x.scalar_type())
-               .view(x.sizes());
-      dw = (dyf * xh.to(x.scalar_type()).to(at::kFloat))
-               .sum(0)
-               .to(w.scalar_type());
-    }
+    auto [dx, dw] =
+        rmsNormBackward(grads[0], saved[0], saved[1], saved[2], at::Tensor());
     return {dx, dw, at::Tensor()};
   }
 };
@@ -310,6 +332,123 @@ std::pair<at::Tensor, at::Tensor> linearGrads(const at::Tensor &dyIn,
   return {da, at::Tensor()};
 }
 
+#if defined(SWIFT_WITH_KERNELS) && SWIFT_TORCH_AT_LEAST(2, 9)
+/// Largest power of two (up to 256) dividing the address: cuBLASLt's
+/// algorithms state the alignment they need.
+uint32_t alignmentOf(const void *p) {
+  uint32_t a = 256;
+  while (a > 2 && reinterpret_cast<uintptr_t>(p) % a)
+    a /= 2;
+  return a;
+}
+
+/// One cuBLASLt problem y (T, N) = x + a (T, K) w (N, K)^T in bf16 with fp32
+/// accumulation, column-major as cuBLASLt sees it: D (N, T) = W^T(op) A + C,
+/// C = x, D a new tensor. Descriptors and the heuristic's algorithm are made
+/// once per shape and alignment.
+struct LtResidualPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t w = nullptr, a = nullptr, y = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool found = false;
+};
+
+const LtResidualPlan &ltResidualPlan(int64_t T, int64_t N, int64_t K,
+                                     uint32_t align, size_t workspace) {
+  using Key = std::tuple<int64_t, int64_t, int64_t, uint32_t, size_t, int>;
+  static std::mutex mutex;
+  static std::map<Key, LtResidualPlan> plans;
+  int dev = 0;
+  SWIFT_CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mutex);
+  LtResidualPlan &p = plans[Key{T, N, K, align, workspace, dev}];
+  if (p.op)
+    return p;
+  auto ok = [](cublasStatus_t st, const char *what) {
+    SWIFT_CHECK(st == CUBLAS_STATUS_SUCCESS, what, " failed: cuBLAS status ",
+                int(st));
+  };
+  ok(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+     "cublasLtMatmulDescCreate");
+  const cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
+  ok(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &t,
+                                    sizeof t),
+     "cublasLtMatmulDescSetAttribute");
+  ok(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &n,
+                                    sizeof n),
+     "cublasLtMatmulDescSetAttribute");
+  ok(cublasLtMatrixLayoutCreate(&p.w, CUDA_R_16BF, K, N, K),
+     "cublasLtMatrixLayoutCreate");
+  ok(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, T, K),
+     "cublasLtMatrixLayoutCreate");
+  ok(cublasLtMatrixLayoutCreate(&p.y, CUDA_R_16BF, N, T, N),
+     "cublasLtMatrixLayoutCreate");
+  cublasLtMatmulPreference_t pref;
+  ok(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  ok(cublasLtMatmulPreferenceSetAttribute(
+         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
+         sizeof workspace),
+     "cublasLtMatmulPreferenceSetAttribute");
+  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    ok(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align),
+       "cublasLtMatmulPreferenceSetAttribute");
+  cublasLtMatmulHeuristicResult_t result{};
+  int count = 0;
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+      at::cuda::getCurrentCUDABlasLtHandle(), p.op, p.w, p.a, p.y, p.y, pref,
+      1, &result, &count);
+  cublasLtMatmulPreferenceDestroy(pref);
+  p.found = st == CUBLAS_STATUS_SUCCESS && count > 0;
+  if (p.found)
+    p.algo = result.algo;
+  return p;
+}
+
+/// x + a w^T through cuBLASLt, reading x as C and writing a new D; nothing
+/// where cuBLASLt offers no algorithm (the caller uses addmm).
+std::optional<at::Tensor> ltResidualMm(const at::Tensor &x, const at::Tensor &a,
+                                       const at::Tensor &w) {
+  const int64_t T = a.size(0), K = a.size(1), N = w.size(0);
+  at::Tensor y = at::empty({T, N}, x.options());
+  const uint32_t align = std::min({alignmentOf(x.data_ptr()),
+                                   alignmentOf(a.data_ptr()),
+                                   alignmentOf(w.data_ptr()),
+                                   alignmentOf(y.data_ptr())});
+  const size_t workspace = at::cuda::getCUDABlasLtWorkspaceSize();
+  const LtResidualPlan &p = ltResidualPlan(T, N, K, align, workspace);
+  if (!p.found)
+    return std::nullopt;
+  const float one = 1.f;
+  cublasStatus_t st = cublasLtMatmul(
+      at::cuda::getCurrentCUDABlasLtHandle(), p.op, &one, w.data_ptr(), p.w,
+      a.data_ptr(), p.a, &one, x.data_ptr(), p.y, y.data_ptr(), p.y, &p.algo,
+      at::cuda::getCUDABlasLtWorkspace(), workspace, stream());
+  SWIFT_CHECK(st == CUBLAS_STATUS_SUCCESS, "cublasLtMatmul (residual ", T, "x",
+              N, " over ", K, ") failed: cuBLAS status ", int(st));
+  return y;
+}
+#endif
+
+/// x + a w^T for the residual branches, x (T, N), a (T, K), w (N, K): on
+/// CUDA in bf16 one cuBLASLt GEMM whose C is x and whose D is the result
+/// (addmm copies x into the result first, since cuBLAS's C is its D: two
+/// full-width copies a layer); addmm elsewhere.
+at::Tensor residualMm(const at::Tensor &x, const at::Tensor &a,
+                      const at::Tensor &w) {
+#if defined(SWIFT_WITH_KERNELS) && SWIFT_TORCH_AT_LEAST(2, 9)
+  if (x.is_cuda() && kernelSwitchOn("ltres") && x.dim() == 2 &&
+      x.scalar_type() == at::kBFloat16 && a.scalar_type() == at::kBFloat16 &&
+      w.scalar_type() == at::kBFloat16 && x.is_contiguous() &&
+      a.is_contiguous() && w.is_contiguous() && a.size(0) > 0)
+    if (std::optional<at::Tensor> y = ltResidualMm(x, a, w))
+      return *y;
+#endif
+  return at::addmm(x, a, w.t());
+}
+
 } // namespace
 
 at::Tensor rows2d(const at::Tensor &t) {
@@ -368,6 +507,30 @@ at::Tensor opRope(const at::Tensor &x, const at::Tensor &cos,
 
 at::Tensor fusedRmsNorm(const at::Tensor &x, const at::Tensor &w, double eps) {
   return RmsNormFn::apply(x, w, eps);
+}
+
+std::pair<at::Tensor, at::Tensor>
+fusedRmsNormResidual(const at::Tensor &x, const at::Tensor &w, double eps) {
+  if (!needsBackward({x, w}))
+    return {rmsNormForward(x, w, eps).first, x};
+  at::Tensor xc = x.contiguous();
+  auto [y, rstd] = [&] {
+    at::NoGradGuard noGrad;
+    return rmsNormForward(xc, w, eps);
+  }();
+  // The residual's x is an alias of x that is an output of this node: its
+  // gradient arrives here beside y's, and the backward adds the two.
+  std::vector<at::Tensor> outs{y, x.detach()};
+  attachBackward(
+      {x, w}, outs,
+      [xd = xc.detach(), wd = w.detach(),
+       rstd = rstd](std::vector<at::Tensor> &&grads) mutable {
+        auto [dx, dw] = rmsNormBackward(grads[0], xd, wd, rstd, grads[1]);
+        xd = wd = rstd = at::Tensor();
+        return std::vector<at::Tensor>{dx, dw};
+      },
+      "RmsNormResidualBackward");
+  return {outs[0], outs[1]};
 }
 at::Tensor fusedSwiglu(const at::Tensor &gateUp) {
   return SwigluFn::apply(gateUp);
@@ -461,7 +624,7 @@ at::Tensor residualLinear(const at::Tensor &x, const at::Tensor &a,
   std::vector<at::Tensor> outs;
   {
     at::NoGradGuard noGrad;
-    outs.push_back(value ? at::addmm(rows2d(x), rows2d(a), w.t()).view(x.sizes())
+    outs.push_back(value ? residualMm(rows2d(x), rows2d(a), w).view(x.sizes())
                          : at::empty(x.sizes(), x.options()));
   }
   if (!needsBackward({x, a, w}))
@@ -491,7 +654,7 @@ at::Tensor recomputedResidualLinear(const at::Tensor &x, const TensorFn &fn,
     at::NoGradGuard noGrad;
     if (value) {
       at::Tensor a = fn(fnInputs)[0];
-      at::Tensor y = at::addmm(rows2d(x), rows2d(a), w.t());
+      at::Tensor y = residualMm(rows2d(x), rows2d(a), w);
       if (bias.defined())
         y.add_(bias);
       outs.push_back(y.view(x.sizes()));
@@ -557,7 +720,7 @@ at::Tensor loraLinear(const at::Tensor &x, const at::Tensor &xd,
     at::addmm_out(xa, xa, xd2, a.t(), /*beta=*/0, /*alpha=*/scale);
     at::Tensor y;
     if (residual.defined()) {
-      y = value ? at::addmm(rows2d(residual), x2, w.t())
+      y = value ? residualMm(rows2d(residual), x2, w)
                 : at::empty({x2.size(0), w.size(0)}, x2.options());
       if (value)
         y.addmm_(xa, bd.t());
@@ -1068,6 +1231,24 @@ std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
   out.push_back(compare(
       "rmsnorm", {x, w}, [](auto &v) { return fusedRmsNorm(v[0], v[1], 1e-5); },
       [](auto &v) { return opRmsNorm(v[0], v[1], 1e-5); }));
+  // Both outputs get gradients: the norm's and the residual's, which the
+  // fused backward adds into x's.
+  out.push_back(compare(
+      "rmsnorm_residual", {x, w},
+      [](auto &v) {
+        auto [y, r] = fusedRmsNormResidual(v[0], v[1], 1e-5);
+        return at::cat({y.flatten(), r.flatten()});
+      },
+      [](auto &v) {
+        return at::cat({opRmsNorm(v[0], v[1], 1e-5).flatten(), v[0].flatten()});
+      }));
+  // The residual GEMM (cuBLASLt with C = x on CUDA) against x + a w^T.
+  at::Tensor ra = at::randn({B, S, 2 * C}, opt),
+             rw = 0.02 * at::randn({C, 2 * C}, opt);
+  out.push_back(compare(
+      "residual_linear", {x, ra, rw},
+      [](auto &v) { return residualLinear(v[0], v[1], v[2]); },
+      [](auto &v) { return v[0] + at::linear(v[1], v[2]); }));
   at::Tensor gu = at::randn({B, S, 8 * C}, opt);
   out.push_back(compare(
       "swiglu", {gu}, [](auto &v) { return fusedSwiglu(v[0]); },

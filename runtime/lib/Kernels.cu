@@ -108,8 +108,8 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     rmsNormBackwardKernel(const T *dy, const T *x, const T *w,
-                          const float *rstd, T *dx, float *dwPartial,
-                          int64_t rows, int64_t cols) {
+                          const float *rstd, const T *dres, T *dx,
+                          float *dwPartial, int64_t rows, int64_t cols) {
   // dw accumulator: each thread owns columns j = tid + k * kThreads, so no
   // two threads touch one entry and no barrier is needed around it.
   extern __shared__ float dwAcc[];
@@ -126,8 +126,11 @@ __global__ void __launch_bounds__(kThreads)
     }
     dot = blockSum(dot) / float(cols);
     for (int64_t j = threadIdx.x; j < cols; j += kThreads) {
-      const float xh = ld(x, base + j) * r;
-      dx[base + j] = cvt<T>(r * (ld(dy, base + j) * ld(w, j) - xh * dot));
+      const float xh = ld(x, base + j) * r,
+                  g = r * (ld(dy, base + j) * ld(w, j) - xh * dot);
+      // The residual's gradient is added to the rounded one, as autograd's
+      // add of the two would.
+      dx[base + j] = cvt<T>(dres ? round<T>(g) + ld(dres, base + j) : g);
     }
   }
   for (int64_t j = threadIdx.x; j < cols; j += kThreads)
@@ -504,8 +507,8 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads)
     rmsNormBackwardBf8(const __nv_bfloat16 *dy, const __nv_bfloat16 *x,
                        const __nv_bfloat16 *w, const float *rstd,
-                       __nv_bfloat16 *dx, float *dwPartial, int64_t rows,
-                       int64_t cols) {
+                       const __nv_bfloat16 *dres, __nv_bfloat16 *dx,
+                       float *dwPartial, int64_t rows, int64_t cols) {
   extern __shared__ float4 dwAcc4[]; // (cols / 4): thread-owned 8-column runs
   const int64_t n8 = cols / 8;
   for (int64_t j = threadIdx.x; j < n8; j += kThreads)
@@ -538,6 +541,12 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int i = 0; i < 8; ++i)
         fx[i] = r * (fg[i] * fw[i] - fx[i] * r * dot);
+      if (dres) {
+        load8(dres + base + 8 * j, fg);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          fx[i] = roundBf(fx[i]) + fg[i];
+      }
       store8(dx + base + 8 * j, fx);
     }
   }
@@ -806,11 +815,13 @@ int rmsNormBackwardBlocks(int64_t rows) {
 }
 
 int rmsNormBackward(const void *dy, const void *x, const void *w,
-                    const float *rstd, void *dx, float *dwPartial, int64_t rows,
-                    int64_t cols, int blocks, bool bf16, void *stream) {
+                    const float *rstd, const void *dres, void *dx,
+                    float *dwPartial, int64_t rows, int64_t cols, int blocks,
+                    bool bf16, void *stream) {
   auto s = static_cast<cudaStream_t>(stream);
   const size_t smem = size_t(cols) * sizeof(float);
-  const bool vec = bf16 && cols % 8 == 0 && aligned16(dy, x, w, dx, dwPartial);
+  const bool vec =
+      bf16 && cols % 8 == 0 && aligned16(dy, x, w, dres, dx, dwPartial);
   if (smem > 48 * 1024) {
     auto k = vec    ? (const void *)rmsNormBackwardBf8
              : bf16 ? (const void *)rmsNormBackwardKernel<bf>
@@ -822,16 +833,16 @@ int rmsNormBackward(const void *dy, const void *x, const void *w,
   }
   if (vec)
     rmsNormBackwardBf8<<<blocks, kThreads, smem, s>>>(
-        (const bf *)dy, (const bf *)x, (const bf *)w, rstd, (bf *)dx, dwPartial,
-        rows, cols);
+        (const bf *)dy, (const bf *)x, (const bf *)w, rstd, (const bf *)dres,
+        (bf *)dx, dwPartial, rows, cols);
   else if (bf16)
     rmsNormBackwardKernel<bf><<<blocks, kThreads, smem, s>>>(
-        (const bf *)dy, (const bf *)x, (const bf *)w, rstd, (bf *)dx, dwPartial,
-        rows, cols);
+        (const bf *)dy, (const bf *)x, (const bf *)w, rstd, (const bf *)dres,
+        (bf *)dx, dwPartial, rows, cols);
   else
     rmsNormBackwardKernel<float><<<blocks, kThreads, smem, s>>>(
         (const float *)dy, (const float *)x, (const float *)w, rstd,
-        (float *)dx, dwPartial, rows, cols);
+        (const float *)dres, (float *)dx, dwPartial, rows, cols);
   return done();
 }
 

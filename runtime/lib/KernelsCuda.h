@@ -16,12 +16,15 @@ namespace swift::rt::cuda {
 int rmsNormForward(const void *x, const void *w, void *y, float *rstd,
                    int64_t rows, int64_t cols, float eps, bool bf16,
                    void *stream);
-/// dx per row; dwPartial (blocks, cols) fp32 partial sums of dy * bf16(x *
-/// rstd), one row per block of the grid; `blocks` is what the caller
-/// allocated (rmsNormBackwardBlocks).
+/// dx per row, plus dres (rows, cols) when not null: the gradient a
+/// residual branch sends to x, added to dx rounded to the element type (as
+/// autograd would add the two); dwPartial (blocks, cols) fp32 partial sums
+/// of dy * bf16(x * rstd), one row per block of the grid; `blocks` is what
+/// the caller allocated (rmsNormBackwardBlocks).
 int rmsNormBackward(const void *dy, const void *x, const void *w,
-                    const float *rstd, void *dx, float *dwPartial, int64_t rows,
-                    int64_t cols, int blocks, bool bf16, void *stream);
+                    const float *rstd, const void *dres, void *dx,
+                    float *dwPartial, int64_t rows, int64_t cols, int blocks,
+                    bool bf16, void *stream);
 int rmsNormBackwardBlocks(int64_t rows);
 /// Largest `cols` the backward's shared-memory accumulator takes.
 constexpr int64_t kRmsNormMaxCols = 12288;

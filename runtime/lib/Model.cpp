@@ -9,6 +9,7 @@
 #include "swift/Runtime/Fp8.h"
 #include "swift/Runtime/Autograd.h"
 #include "swift/Runtime/Check.h"
+#include "swift/Runtime/Device.h"
 #include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/TorchCompat.h"
 
@@ -17,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <tuple>
 
 namespace swift::rt {
 
@@ -309,8 +311,9 @@ Packing makePacking(const at::Tensor &segments, const at::Device &device,
   starts.push_back(int32_t(B * S));
   for (size_t i = 1; i < starts.size(); ++i)
     p.maxSeqlen = std::max<int64_t>(p.maxSeqlen, starts[i] - starts[i - 1]);
-  p.cuSeqlens = at::tensor(starts, at::TensorOptions().dtype(at::kInt))
-                    .to(device, /*non_blocking=*/false);
+  p.cuSeqlens = toDeviceAsync(
+      at::tensor(starts, at::TensorOptions().dtype(at::kInt)), device,
+      at::kInt);
   return p;
 }
 
@@ -321,6 +324,17 @@ namespace {
 at::Tensor rmsNorm(const at::Tensor &x, const at::Tensor &w, double eps) {
   return useFusedKernels(x, "norm") ? fusedRmsNorm(x, w, eps)
                                     : opRmsNorm(x, w, eps);
+}
+
+/// (norm(x), the x the residual add reads): on CUDA one node, whose
+/// backward adds the residual's gradient in the norm's kernel; elsewhere x
+/// itself, and autograd adds the two.
+std::pair<at::Tensor, at::Tensor> rmsNormResidual(const at::Tensor &x,
+                                                  const at::Tensor &w,
+                                                  double eps) {
+  if (useFusedKernels(x, "norm") && kernelSwitchOn("normres"))
+    return fusedRmsNormResidual(x, w, eps);
+  return {rmsNorm(x, w, eps), x};
 }
 
 /// x: (B, S, H, D); rotates the two halves of D (HF's rotate_half layout).
@@ -350,7 +364,9 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
                           const DecoderAdapters *adapters) {
   // One GEMM for q, k, v and one for gate, up: their weights are adjacent
   // in the unit's flat buffer (unitLayout stacks them into one leaf).
-  at::Tensor h = rmsNorm(x, w.inputNorm, m.rmsNormEps);
+  // `res`: x as the attention's residual add reads it (rmsNormResidual).
+  at::Tensor h, res;
+  std::tie(h, res) = rmsNormResidual(x, w.inputNorm, m.rmsNormEps);
   // LoRA: peft's base(x) + lora_B(lora_A(dropout(x))) * scaling, one
   // loraLinear per group of linears sharing an input (q/k/v, o, gate/up,
   // down); o's and down's take the residual too. `group` (0-3) picks the
@@ -450,15 +466,16 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
   };
   at::Tensor x1;
   if (dropsInput(oAdapted)) {
-    x1 = recomputedResidualLinear(x, core, coreIn, w.o, w.oBias, true, w.oSink);
+    x1 = recomputedResidualLinear(res, core, coreIn, w.o, w.oBias, true,
+                                  w.oSink);
   } else {
     at::Tensor attn = selective ? recompute(core, coreIn)[0] : core(coreIn)[0];
-    x1 = oAdapted ? adapterOp(attn, w.o, w.oBias, adapters->o, 1, x, true)
-                  : residualDense(x, attn, w.o, w.oBias, w.oSink, true,
+    x1 = oAdapted ? adapterOp(attn, w.o, w.oBias, adapters->o, 1, res, true)
+                  : residualDense(res, attn, w.o, w.oBias, w.oSink, true,
                                   /*inputKept=*/true);
   }
 
-  h = rmsNorm(x1, w.postNorm, m.rmsNormEps);
+  std::tie(h, x1) = rmsNormResidual(x1, w.postNorm, m.rmsNormEps);
   at::Tensor gateUp = // (B, S, 2 I)
       adapters ? adapted(h, w.gateUp, {}, w.gateUpSink, adapters->gateUp, 2)
                : dense(h, w.gateUp, {}, w.gateUpSink);

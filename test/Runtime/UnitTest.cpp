@@ -394,6 +394,61 @@ TEST(Engine, FullGradientsLiveOnlyWithinAStep) {
     }
 }
 
+// launchStep/finishStep (Engine.h): steps queued one ahead of their reading
+// (as swift-run runs them) report each its own loss, norm and lr, and train
+// as step() does: the readout is the step's, not what the next one left in
+// the engine's buffers.
+TEST(Engine, StepsReadOneBehindEqualStepsReadInTurn) {
+  for (int zero : {0, 1})
+    for (double clip : {0.0, 0.05}) {
+      SCOPED_TRACE("zero " + std::to_string(zero) + ", clip " +
+                   std::to_string(clip));
+      Plan plan = parsePlanText(enginePlan(zero, 2, "fp32", false, clip),
+                                "engine.json");
+      CommOptions opt;
+      opt.backend = "local";
+      std::unique_ptr<Comm> comm = makeComm(opt);
+      Engine inTurn(plan, *comm, at::kCPU), ahead(plan, *comm, at::kCPU);
+      at::manual_seed(5);
+      std::vector<std::vector<Batch>> steps(4);
+      for (auto &batches : steps)
+        for (int k = 0; k < 2; ++k) {
+          at::Tensor t = at::randint(0, 64, {2, 17}, at::kLong);
+          Batch b;
+          b.inputs = t.narrow(1, 0, 16);
+          b.targets = t.narrow(1, 1, 16);
+          batches.push_back(b);
+        }
+      std::vector<Engine::StepResult> want, got;
+      for (auto &batches : steps) {
+        Engine::StepResult r;
+        r.loss = inTurn.step(batches);
+        r.gradNorm = inTurn.lastGradNorm();
+        r.lr = inTurn.lastLr();
+        want.push_back(r);
+      }
+      Engine::PendingStep previous = ahead.launchStep(steps[0]);
+      for (size_t s = 1; s <= steps.size(); ++s) {
+        Engine::PendingStep next;
+        if (s < steps.size())
+          next = ahead.launchStep(steps[s]);
+        got.push_back(ahead.finishStep(previous));
+        EXPECT_FALSE(previous.pending());
+        previous = next;
+      }
+      for (size_t s = 0; s < steps.size(); ++s) {
+        EXPECT_EQ(got[s].loss, want[s].loss) << "step " << s;
+        EXPECT_EQ(got[s].gradNorm, want[s].gradNorm) << "step " << s;
+        EXPECT_EQ(got[s].lr, want[s].lr) << "step " << s;
+        if (s > 0)
+          EXPECT_NE(got[s].gradNorm, got[s - 1].gradNorm) << "step " << s;
+      }
+      for (int u = 0; u < 4; ++u)
+        EXPECT_TRUE(at::equal(inTurn.stateUnit(u), ahead.stateUnit(u)))
+            << "unit " << u;
+    }
+}
+
 // The update in backward (Engine.h): each unit updated (or, when clipping,
 // normed) as soon as its gradient is final gives the parameters and norm
 // of updating all after the backward: with tied embeddings (the table's

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <cstdlib>
 #include <chrono>
 #include <csignal>
@@ -480,47 +481,41 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   int64_t rated = 0;
   auto runStart = std::chrono::steady_clock::now();
   const int64_t firstStep = engine.stepsDone(); // > 0 when resumed
-  for (int64_t s = firstStep; s < a.steps; ++s) {
-    if (fault && std::to_string(env.rank) + ":" + std::to_string(s) == fault)
-      std::raise(SIGKILL);
-    // Global sample (window) numbers: the step's batch at any world size.
-    std::vector<Batch> micro;
-    for (int64_t k = 0; k < t.gradientAccumulation; ++k)
-      micro.push_back(data->batch(
-          s * t.globalBatchSize + (k * env.world + env.rank) * t.microBatchSize,
-          t.microBatchSize));
-    // The loss averages over the step's trained tokens (JSONL: labels not
-    // -100), counted over the whole global batch on every rank; tokens/s
-    // counts real (non-padding) tokens.
-    const int64_t stepTrained =
-        micro[0].masked
-            ? data->trainedTokens(s * t.globalBatchSize, t.globalBatchSize)
-            : 0;
-    const int64_t stepTokens =
-        micro[0].masked
-            ? data->realTokens(s * t.globalBatchSize, t.globalBatchSize)
-            : tokensPerStep;
-    resetPeakMemory(device);
-    gActivity = "running step " + std::to_string(s + 1);
-    const bool traced =
-        lead && !a.trace.empty() && s == std::min<int64_t>(2, a.steps - 1);
-    if (traced)
-      trace.start(device);
-    auto t0 = std::chrono::steady_clock::now();
-    double loss = engine.step(micro, stepTrained);
-    deviceSynchronize(device);
-    if (traced)
+  // Steps are read one behind: step s+1 is queued (Engine::launchStep)
+  // before step s's numbers are read, so the device does not idle while
+  // the host reports, loads the next batch and queues its first kernels. A
+  // step that is traced, saved or last is read before anything else is
+  // queued.
+  struct Launched {
+    Engine::PendingStep pending;
+    int64_t step = 0, tokens = 0, peakMem = 0;
+    bool traced = false;
+    std::chrono::steady_clock::time_point start;
+  };
+  std::optional<Launched> inFlight;
+  auto lastRead = runStart; // when the last step's numbers were read
+  const bool readsBehind = kernelSwitchOn("ahead"); // off: read each in turn
+  auto savesAfter = [&](int64_t s) {
+    return !a.saveDir.empty() &&
+           ((a.saveEvery && (s + 1) % a.saveEvery == 0) || s + 1 == a.steps);
+  };
+  auto readStep = [&](Launched &l) {
+    const int64_t s = l.step;
+    const Engine::StepResult r = engine.finishStep(l.pending);
+    if (l.traced)
       trace.stop(a.trace);
-    double dt =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-            .count();
-    std::vector<double> v{loss, dt};
+    const auto now = std::chrono::steady_clock::now();
+    // From its launch, or, queued behind the previous step, from the end
+    // of that one: back-to-back steps add up to the run's time.
+    double dt = std::chrono::duration<double>(now - std::max(l.start, lastRead))
+                    .count();
+    lastRead = now;
+    std::vector<double> v{r.loss, dt};
     comm->allReduceHost(v);
-    loss = v[0] / env.world;
+    const double loss = v[0] / env.world;
     dt = v[1] / env.world;
     watchdog.progress("a training step");
-    if (!a.saveDir.empty() &&
-        ((a.saveEvery && (s + 1) % a.saveEvery == 0) || s + 1 == a.steps)) {
+    if (savesAfter(s)) {
       gActivity = "saving the checkpoint of step " + std::to_string(s + 1);
       const auto saveStart = std::chrono::steady_clock::now();
       const std::string saved = saveCheckpoint(engine, plan, a.saveDir, s + 1, a.keep, hfConfig,
@@ -532,16 +527,17 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
                   << transferReport(safetensorsBytes(saved),
                                     secondsSince(saveStart))
                   << ")" << std::endl;
+      lastRead = std::chrono::steady_clock::now();
     }
-    const double tps = double(stepTokens) / dt;
+    const double tps = double(l.tokens) / dt;
     const double mfu = peak > 0 ? tps * flopsTok / (peak * env.world) : 0;
-    const int64_t peakMem = peakMemoryBytes(device);
+    const int64_t peakMem = l.peakMem;
     if (s > 0 || a.steps == 1) {
       sumRate += tps;
       ++rated;
     }
     if (!lead)
-      continue;
+      return;
     if (tty)
       std::fprintf(stderr, "\r\033[K");
     // MFU needs the device's peak FLOP/s (n/a where unknown: CPU); on CPU
@@ -565,9 +561,8 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     std::snprintf(line, sizeof line,
                   "step %lld/%lld | loss %.6f | lr %.3g | grad norm %.4g | "
                   "%.3f s | %.0f tok/s | MFU %s | %s",
-                  (long long)(s + 1), (long long)a.steps, loss,
-                  engine.lastLr(), engine.lastGradNorm(), dt, tps, mfuText,
-                  memText);
+                  (long long)(s + 1), (long long)a.steps, loss, r.lr,
+                  r.gradNorm, dt, tps, mfuText, memText);
     std::cout << line << std::endl;
     if (tty) {
       double elapsed = std::chrono::duration<double>(
@@ -580,11 +575,11 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
       nlohmann::json j = {
           {"step", s + 1},
           {"loss", loss},
-          {"lr", engine.lastLr()},
-          {"grad_norm", engine.lastGradNorm()},
+          {"lr", r.lr},
+          {"grad_norm", r.gradNorm},
           {"step_seconds", dt},
           {"tokens_per_second", tps},
-          {"tokens", stepTokens},
+          {"tokens", l.tokens},
           {"mfu", peak > 0 ? nlohmann::json(mfu) : nlohmann::json()},
           // The device's peak is what the plan predicts; a CPU run has only
           // the process's resident set, which is not comparable.
@@ -597,6 +592,53 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
         j["peak_reserved_bytes"] = peakReservedBytes(device);
       metrics << j.dump() << std::endl;
     }
+  };
+  auto readInFlight = [&] {
+    if (inFlight)
+      readStep(*inFlight);
+    inFlight.reset();
+  };
+  for (int64_t s = firstStep; s < a.steps; ++s) {
+    if (fault && std::to_string(env.rank) + ":" + std::to_string(s) == fault)
+      std::raise(SIGKILL);
+    // Global sample (window) numbers: the step's batch at any world size.
+    std::vector<Batch> micro;
+    for (int64_t k = 0; k < t.gradientAccumulation; ++k)
+      micro.push_back(data->batch(
+          s * t.globalBatchSize + (k * env.world + env.rank) * t.microBatchSize,
+          t.microBatchSize));
+    // The loss averages over the step's trained tokens (JSONL: labels not
+    // -100), counted over the whole global batch on every rank; tokens/s
+    // counts real (non-padding) tokens.
+    const int64_t stepTrained =
+        micro[0].masked
+            ? data->trainedTokens(s * t.globalBatchSize, t.globalBatchSize)
+            : 0;
+    Launched l;
+    l.step = s;
+    l.tokens = micro[0].masked
+                   ? data->realTokens(s * t.globalBatchSize, t.globalBatchSize)
+                   : tokensPerStep;
+    // Every rank reads (a collective) and queues (collectives) in the same
+    // order: the traced step runs alone on all of them, traced on rank 0.
+    const bool alone =
+        !a.trace.empty() && s == std::min<int64_t>(2, a.steps - 1);
+    l.traced = lead && alone;
+    if (alone) // its trace holds its own work only
+      readInFlight();
+    gActivity = "running step " + std::to_string(s + 1);
+    resetPeakMemory(device);
+    if (l.traced)
+      trace.start(device);
+    l.start = std::chrono::steady_clock::now();
+    l.pending = engine.launchStep(micro, stepTrained);
+    // The allocator's peak is the host's view: every allocation of the
+    // step was made while queueing it.
+    l.peakMem = peakMemoryBytes(device);
+    readInFlight();
+    inFlight = std::move(l);
+    if (alone || savesAfter(s) || s + 1 == a.steps || !readsBehind)
+      readInFlight();
   }
   if (tty)
     std::fprintf(stderr, "\n");

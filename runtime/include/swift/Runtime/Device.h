@@ -13,6 +13,16 @@ namespace swift::rt {
 /// Host memory the device can DMA from/to asynchronously (pinned on CUDA,
 /// ordinary on a CPU run).
 at::Tensor hostEmpty(int64_t n, at::ScalarType dtype, const at::Device &device);
+/// Small per-step host buffers the device copies into asynchronously:
+/// LibTorch's caching pinned allocator on CUDA (hostEmpty allocates and
+/// frees pinned memory exactly, and freeing it waits for the device).
+at::Tensor hostStaging(int64_t n, at::ScalarType dtype,
+                       const at::Device &device);
+/// `t` as `dtype` on `device`, without blocking the host: a host tensor is
+/// staged through pinned memory on CUDA (a copy from pageable memory waits
+/// for everything queued on the stream).
+at::Tensor toDeviceAsync(const at::Tensor &t, const at::Device &device,
+                         at::ScalarType dtype);
 /// Blocks the host until all work queued on `device` is done.
 void deviceSynchronize(const at::Device &device);
 /// Peak bytes since the last reset: allocator-allocated bytes on CUDA,

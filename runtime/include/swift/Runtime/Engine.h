@@ -100,6 +100,37 @@ public:
   double step(const std::vector<Batch> &microBatches,
               int64_t stepTrainedTokens = 0);
 
+  /// What a step reports once its work is done.
+  struct StepResult {
+    double loss = 0;     // this rank's mean micro-batch loss (as step())
+    double gradNorm = 0; // the global norm before clipping (lastGradNorm)
+    double lr = 0;       // the schedule's lr of the step
+  };
+  /// A step queued on the device whose numbers are not read yet.
+  class PendingStep {
+  public:
+    bool pending() const { return readout_.defined(); }
+
+  private:
+    friend class Engine;
+    at::Tensor readout_; // host: the loss sum, the sum of squares
+    HostFence done_;     // after the readout's copy
+    double lr_ = 0, normScale_ = 1;
+    int64_t microBatches_ = 1;
+  };
+  /// step() in two halves: launchStep queues the whole step (forward,
+  /// backward, update) and the copy of its loss and norm to the host, and
+  /// returns without waiting for the device (unless clipping, which reads
+  /// the norm mid-step); finishStep waits for that step's work only and
+  /// reads its numbers. The host can so queue step N+1 before reading step
+  /// N: the device does not idle while the host reports, loads the next
+  /// batch and queues the next step's first kernels. A launch first waits
+  /// for the previous step's backward and in-backward updates (not its
+  /// tail), so the gradients those freed are reused, not doubled.
+  PendingStep launchStep(const std::vector<Batch> &microBatches,
+                         int64_t stepTrainedTokens = 0);
+  StepResult finishStep(PendingStep &step);
+
   /// Every parameter in HF order and shape, fp32 on the host, gathered from
   /// the shards (collective: every rank must call it).
   std::vector<std::pair<std::string, at::Tensor>> parameters();
@@ -110,9 +141,9 @@ public:
   /// plan's lr schedule (swift::plan::lrAt). Default 0: only a constant
   /// schedule (warmup allowed) may run.
   void setTotalSteps(int64_t steps) { totalSteps_ = steps; }
-  /// The last step's learning rate (the schedule's) and the global L2 norm
-  /// of its averaged gradients over all parameters and ranks, before
-  /// clipping (as torch.nn.utils.clip_grad_norm_ returns it).
+  /// The last finished step's learning rate (the schedule's) and the
+  /// global L2 norm of its averaged gradients over all parameters and
+  /// ranks, before clipping (as torch.nn.utils.clip_grad_norm_ returns it).
   double lastLr() const { return lastLr_; }
   double lastGradNorm() const { return lastGradNorm_; }
   int rank() const { return comm_.rank(); }
@@ -218,6 +249,7 @@ private:
   int64_t steps_ = 0;
   int64_t totalSteps_ = 0;
   double lastLr_ = 0, lastGradNorm_ = 0;
+  HostFence backwardDone_; // the last launched step's, after its side work
   bool lastMicroBatch_ = false;
   // This step's AdamW: lr and bias corrections, scale = 1 / (world * G).
   OptimizerConfig stepOpt_;

@@ -24,13 +24,23 @@ namespace swift::rt {
 
 /// True when `x` is on CUDA, the kernels were compiled in and SWIFT_KERNELS
 /// does not turn `op` off: "0" turns all off, a comma list of "-op" names
-/// (norm, swiglu, rope, loss, adamw) those ops, for measuring each alone.
+/// (norm, swiglu, rope, loss, adamw; normres: the residual's gradient in
+/// the norm's backward; ltres: the residual GEMMs through cuBLASLt;
+/// overlap: the update in backward; ahead: swift-run queueing a step before
+/// reading the last) those ops, for measuring each alone.
 bool useFusedKernels(const at::Tensor &x, const char *op = "");
 /// The SWIFT_KERNELS switch alone (any device): false when "0" or "-op".
 bool kernelSwitchOn(const char *op);
 
 /// RMSNorm over the last dim, HF rounding: bf16(x * rstd) * w.
 at::Tensor fusedRmsNorm(const at::Tensor &x, const at::Tensor &w, double eps);
+/// (fusedRmsNorm(x), x) for a decoder's residual stream, where x feeds both
+/// the norm and the residual add: the second is x itself for the residual
+/// branch, and one node takes both gradients, so RMSNorm's backward kernel
+/// adds the residual's into x's gradient as it writes it (no autograd add
+/// of two full-width gradients, bit-equal to it).
+std::pair<at::Tensor, at::Tensor>
+fusedRmsNormResidual(const at::Tensor &x, const at::Tensor &w, double eps);
 /// silu(gate) * up of the packed gate/up projection (..., 2 I), gate in the
 /// first half of each row; returns (..., I). Its gradient is packed the same
 /// way, so the weight gradient of gate/up is one GEMM.
