@@ -25,6 +25,8 @@
 # SBS_AB="VAR=value ...[;VAR=value ...]" runs each configuration again with
 # each of those environments, right after the first (e.g.
 # SWIFT_KERNELS=-overlap).
+# SBS_NEED_KERNELS=1 stops when swift-run does not build with its kernels
+# (else it measures without them).
 # SBS_CLOCKS=1 samples the SM clock and power draw (gpu_clocks.py) and writes
 # each run's median busy clock and power to clocks.txt.
 set -uo pipefail
@@ -42,6 +44,8 @@ build() {
 }
 T0=$SECONDS
 if ! build >"$OUT/build.log" 2>&1; then
+  # SBS_NEED_KERNELS=1: an A/B of the kernels themselves; stop here.
+  [[ -n ${SBS_NEED_KERNELS:-} ]] && { grep -B2 -A12 -m3 'error' "$OUT/build.log"; exit 1; }
   # Never lose the call to a kernel build problem: measure without them.
   echo "== build with kernels failed; building without (see build.log)" | tee -a "$OUT/build.log"
   rm -rf build-gpu

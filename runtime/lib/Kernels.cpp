@@ -425,7 +425,8 @@ std::optional<at::Tensor> ltResidualMm(const at::Tensor &x, const at::Tensor &a,
   cublasStatus_t st = cublasLtMatmul(
       at::cuda::getCurrentCUDABlasLtHandle(), p.op, &one, w.data_ptr(), p.w,
       a.data_ptr(), p.a, &one, x.data_ptr(), p.y, y.data_ptr(), p.y, &p.algo,
-      at::cuda::getCUDABlasLtWorkspace(), workspace, stream());
+      at::cuda::getCUDABlasLtWorkspace(), workspace,
+      static_cast<cudaStream_t>(stream()));
   SWIFT_CHECK(st == CUBLAS_STATUS_SUCCESS, "cublasLtMatmul (residual ", T, "x",
               N, " over ", K, ") failed: cuBLAS status ", int(st));
   return y;
