@@ -105,15 +105,17 @@ int64_t peakReservedBytes(const at::Device &device) {
   return 0;
 }
 
-void HostFence::record(const at::Device &device) {
+void HostFence::record(const at::Device &device, bool timed) {
 #ifdef SWIFT_WITH_CUDA
   if (device.is_cuda()) {
-    auto ev = std::make_shared<at::cuda::CUDAEvent>();
+    auto ev = std::make_shared<at::cuda::CUDAEvent>(
+        timed ? cudaEventDefault : cudaEventDisableTiming);
     ev->record(c10::cuda::getCurrentCUDAStream(device.index()));
     event_ = ev;
   }
 #endif
   (void)device;
+  (void)timed;
 }
 
 void HostFence::wait() {
@@ -121,7 +123,19 @@ void HostFence::wait() {
   if (event_)
     static_cast<at::cuda::CUDAEvent *>(event_.get())->synchronize();
 #endif
-  event_.reset();
+}
+
+double HostFence::secondsBetween(const HostFence &from, const HostFence &to) {
+#ifdef SWIFT_WITH_CUDA
+  if (from.event_ && to.event_)
+    return static_cast<at::cuda::CUDAEvent *>(from.event_.get())
+               ->elapsed_time(*static_cast<at::cuda::CUDAEvent *>(
+                   to.event_.get())) /
+           1000.0;
+#endif
+  (void)from;
+  (void)to;
+  return -1;
 }
 
 SideStream::SideStream(const at::Device &device) : device_(device) {

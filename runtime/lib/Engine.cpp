@@ -1055,6 +1055,8 @@ Engine::StepResult Engine::finishStep(PendingStep &p) {
   r.loss = v[0] / double(p.microBatches_);
   r.gradNorm = std::sqrt(v[1]) * p.normScale_;
   r.lr = p.lr_;
+  r.sincePrevious = HostFence::secondsBetween(lastDone_, p.done_);
+  lastDone_ = p.done_;
   p.readout_ = at::Tensor();
   lastLr_ = r.lr;
   lastGradNorm_ = r.gradNorm;
@@ -1138,7 +1140,7 @@ Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
   p.readout_ = hostStaging(2, at::kDouble, device_);
   p.readout_.copy_(at::stack({lossSum.to(at::kDouble), sumSq_.reshape({})}),
                    /*non_blocking=*/true);
-  p.done_.record(device_);
+  p.done_.record(device_, /*timed=*/true);
   p.lr_ = stepOpt_.lr;
   p.normScale_ = stepScale_;
   p.microBatches_ = G;

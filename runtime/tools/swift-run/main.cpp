@@ -490,11 +490,13 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     Engine::PendingStep pending;
     int64_t step = 0, tokens = 0, peakMem = 0;
     bool traced = false;
+    bool behind = false; // queued while the previous step was unread
     std::chrono::steady_clock::time_point start;
   };
   std::optional<Launched> inFlight;
-  auto lastRead = runStart; // when the last step's numbers were read
-  const bool readsBehind = kernelSwitchOn("ahead"); // off: read each in turn
+  // Off: each step read before the next is queued (and on CPU, where a
+  // step's work is done when it has been queued).
+  const bool readsBehind = device.is_cuda() && kernelSwitchOn("ahead");
   auto savesAfter = [&](int64_t s) {
     return !a.saveDir.empty() &&
            ((a.saveEvery && (s + 1) % a.saveEvery == 0) || s + 1 == a.steps);
@@ -504,12 +506,13 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     const Engine::StepResult r = engine.finishStep(l.pending);
     if (l.traced)
       trace.stop(a.trace);
-    const auto now = std::chrono::steady_clock::now();
-    // From its launch, or, queued behind the previous step, from the end
-    // of that one: back-to-back steps add up to the run's time.
-    double dt = std::chrono::duration<double>(now - std::max(l.start, lastRead))
-                    .count();
-    lastRead = now;
+    // Queued behind the previous step: the device's time from that one's
+    // end to this one's (the host may read either late). Otherwise from
+    // its launch to its reading.
+    double dt =
+        l.behind && r.sincePrevious >= 0
+            ? r.sincePrevious
+            : secondsSince(l.start);
     std::vector<double> v{r.loss, dt};
     comm->allReduceHost(v);
     const double loss = v[0] / env.world;
@@ -527,7 +530,6 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
                   << transferReport(safetensorsBytes(saved),
                                     secondsSince(saveStart))
                   << ")" << std::endl;
-      lastRead = std::chrono::steady_clock::now();
     }
     const double tps = double(l.tokens) / dt;
     const double mfu = peak > 0 ? tps * flopsTok / (peak * env.world) : 0;
@@ -631,6 +633,7 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     if (l.traced)
       trace.start(device);
     l.start = std::chrono::steady_clock::now();
+    l.behind = inFlight.has_value();
     l.pending = engine.launchStep(micro, stepTrained);
     // The allocator's peak is the host's view: every allocation of the
     // step was made while queueing it.

@@ -36,12 +36,17 @@ int64_t peakReservedBytes(const at::Device &device);
 /// event); on CPU, where work is synchronous, both calls do nothing.
 class HostFence {
 public:
-  void record(const at::Device &device);
+  /// `timed`: the event keeps the device's time, for secondsBetween.
+  void record(const at::Device &device, bool timed = false);
   void wait();
+  /// Device seconds from `from` to `to` (both recorded timed and done);
+  /// negative where the device keeps no clock (CPU).
+  static double secondsBetween(const HostFence &from, const HostFence &to);
 
 private:
   std::shared_ptr<void> event_;
 };
+
 /// A second queue of the device, for bandwidth-bound work that may run
 /// beside the current stream's (the optimizer's update of a unit during
 /// the backward of the units before it). On CPU, where work is

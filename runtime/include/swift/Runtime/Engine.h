@@ -105,6 +105,11 @@ public:
     double loss = 0;     // this rank's mean micro-batch loss (as step())
     double gradNorm = 0; // the global norm before clipping (lastGradNorm)
     double lr = 0;       // the schedule's lr of the step
+    /// Device seconds from the end of the step finished before this one
+    /// to this one's end: the step's time when it was queued behind that
+    /// one (nothing idles in between that this misses); negative on CPU
+    /// and for the first step.
+    double sincePrevious = -1;
   };
   /// A step queued on the device whose numbers are not read yet.
   class PendingStep {
@@ -250,6 +255,7 @@ private:
   int64_t totalSteps_ = 0;
   double lastLr_ = 0, lastGradNorm_ = 0;
   HostFence backwardDone_; // the last launched step's, after its side work
+  HostFence lastDone_;     // the last finished step's end (timed)
   bool lastMicroBatch_ = false;
   // This step's AdamW: lr and bias corrections, scale = 1 / (world * G).
   OptimizerConfig stepOpt_;
