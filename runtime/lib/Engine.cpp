@@ -1068,10 +1068,14 @@ Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
   const int64_t G = plan_.training.gradientAccumulation,
                 S = plan_.training.sequenceLength;
   // The previous step's gradients freed during its backward (the side
-  // stream's updates hold them) become reusable once that work is done;
-  // without this wait the host, queueing ahead, would allocate this step's
-  // activations beside them.
-  backwardDone_.wait();
+  // stream's updates hold them) become reusable once that work is done.
+  // The host waits for it before this step's first backward, where
+  // gradients are allocated (the forward reuses the activations the
+  // previous backward freed in stream order); with "-lead" before the
+  // forward already.
+  static const bool leads = kernelSwitchOn("lead");
+  if (!leads)
+    backwardDone_.wait();
   SWIFT_ASSERT(int64_t(microBatches.size()) == G, "expected ", G,
                " micro-batches");
   // Masked: every micro-batch divides its sum by N / (W * G), the same
@@ -1121,6 +1125,8 @@ Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
         release(r);
     }
     lossSum += x.detach();
+    if (k == 0)
+      backwardDone_.wait();
     x.backward();
   }
   finishPending();

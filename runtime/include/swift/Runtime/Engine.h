@@ -129,9 +129,9 @@ public:
   /// the norm mid-step); finishStep waits for that step's work only and
   /// reads its numbers. The host can so queue step N+1 before reading step
   /// N: the device does not idle while the host reports, loads the next
-  /// batch and queues the next step's first kernels. A launch first waits
-  /// for the previous step's backward and in-backward updates (not its
-  /// tail), so the gradients those freed are reused, not doubled.
+  /// batch and queues the next step's forward. Before its first backward a
+  /// launch waits for the previous step's backward and in-backward updates
+  /// (not its tail), so the gradients those freed are reused, not doubled.
   PendingStep launchStep(const std::vector<Batch> &microBatches,
                          int64_t stepTrainedTokens = 0);
   StepResult finishStep(PendingStep &step);

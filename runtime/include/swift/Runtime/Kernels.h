@@ -27,7 +27,8 @@ namespace swift::rt {
 /// (norm, swiglu, rope, loss, adamw; normres: the residual's gradient in
 /// the norm's backward; ltres: the residual GEMMs through cuBLASLt;
 /// overlap: the update in backward; ahead: swift-run queueing a step before
-/// reading the last) those ops, for measuring each alone.
+/// reading the last; lead: the next step's forward queued before the last
+/// step's backward is done) those ops, for measuring each alone.
 bool useFusedKernels(const at::Tensor &x, const char *op = "");
 /// The SWIFT_KERNELS switch alone (any device): false when "0" or "-op".
 bool kernelSwitchOn(const char *op);
