@@ -16,11 +16,10 @@
 
 #ifdef SWIFT_WITH_KERNELS
 #include "KernelsCuda.h"
+#include "LtGemm.h"
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime.h>
-#include <map>
-#include <mutex>
 #define SWIFT_KERNEL(call) SWIFT_CUDA_CHECK(cudaError_t(call))
 #endif
 
@@ -280,9 +279,94 @@ struct QkvRopeFn : torch::autograd::Function<QkvRopeFn> {
   }
 };
 
+/// Whether the cuBLASLt GEMMs (LtGemm.h) take these operands: bf16, rows
+/// contiguous, on CUDA, not turned off (SWIFT_KERNELS=-lt).
+bool ltTakes(std::initializer_list<const at::Tensor *> ts) {
+#if defined(SWIFT_WITH_KERNELS) && SWIFT_TORCH_AT_LEAST(2, 9)
+  static const bool on = kernelSwitchOn("lt");
+  if (!on)
+    return false;
+  for (const at::Tensor *t : ts)
+    if (!t->is_cuda() || t->scalar_type() != at::kBFloat16 || t->dim() != 2 ||
+        !t->is_contiguous() || t->size(0) == 0 || t->size(1) == 0)
+      return false;
+  return true;
+#else
+  (void)ts;
+  return false;
+#endif
+}
+
+/// y (T, N) = a (T, K) w (N, K)^T [+ c (T, N)], row-major: column-major
+/// y^T = W^T(op) a^T (+ c^T). Undefined when cuBLASLt does not take it.
+at::Tensor ltLinear(const at::Tensor &a, const at::Tensor &w,
+                    const at::Tensor &c = {}) {
+  if (!ltTakes({&a, &w}) || (c.defined() && !ltTakes({&c})))
+    return {};
+#if defined(SWIFT_WITH_KERNELS) && SWIFT_TORCH_AT_LEAST(2, 9)
+  const int64_t T = a.size(0), K = a.size(1), N = w.size(0);
+  at::Tensor y = at::empty({T, N}, a.options());
+  lt::Problem p;
+  p.transA = true;
+  p.m = N, p.n = T, p.k = K;
+  p.a = w.data_ptr(), p.lda = K;
+  p.b = a.data_ptr(), p.ldb = K;
+  p.d = y.data_ptr(), p.ldd = N;
+  p.c = c.defined() ? c.data_ptr() : p.d;
+  p.beta = c.defined() ? 1.f : 0.f;
+  if (lt::matmul(p))
+    return y;
+#endif
+  return {};
+}
+
+/// da (T, K) = dy (T, N) w (N, K): column-major da^T = W dy^T.
+at::Tensor ltInputGrad(const at::Tensor &dy, const at::Tensor &w) {
+  if (!ltTakes({&dy, &w}))
+    return {};
+#if defined(SWIFT_WITH_KERNELS) && SWIFT_TORCH_AT_LEAST(2, 9)
+  const int64_t T = dy.size(0), N = dy.size(1), K = w.size(1);
+  at::Tensor da = at::empty({T, K}, dy.options());
+  lt::Problem p;
+  p.m = K, p.n = T, p.k = N;
+  p.a = w.data_ptr(), p.lda = K;
+  p.b = dy.data_ptr(), p.ldb = N;
+  p.c = p.d = da.data_ptr(), p.ldd = K;
+  if (lt::matmul(p))
+    return da;
+#endif
+  return {};
+}
+
+/// dst (N, K) fp32 = dy (T, N)^T a (T, K) (+ dst): column-major dst^T =
+/// a^T dy (op T).
+bool ltWeightGrad(at::Tensor &dst, bool accumulate, const at::Tensor &dy,
+                  const at::Tensor &a) {
+  if (!ltTakes({&dy, &a}) || dst.scalar_type() != at::kFloat ||
+      !dst.is_contiguous())
+    return false;
+#if defined(SWIFT_WITH_KERNELS) && SWIFT_TORCH_AT_LEAST(2, 9)
+  const int64_t T = a.size(0), K = a.size(1), N = dy.size(1);
+  lt::Problem p;
+  p.transB = true;
+  p.m = K, p.n = N, p.k = T;
+  p.a = a.data_ptr(), p.lda = K;
+  p.b = dy.data_ptr(), p.ldb = N;
+  p.c = p.d = dst.data_ptr(), p.ldd = K;
+  p.beta = accumulate ? 1.f : 0.f;
+  p.fp32Out = true;
+  return lt::matmul(p);
+#else
+  (void)accumulate;
+  return false;
+#endif
+}
+
 /// dst (N, K) = dy^T a (+ dst when `accumulate`), dy (T, N), a (T, K).
 void weightGradInto(at::Tensor dst, bool accumulate, const at::Tensor &dy,
                     const at::Tensor &a) {
+  if (ltWeightGrad(dst, accumulate, dy, a))
+    return;
 #ifdef SWIFT_WITH_KERNELS
   if (dst.is_cuda() && dst.scalar_type() == at::kFloat &&
       dy.scalar_type() == at::kBFloat16 && a.scalar_type() == at::kBFloat16 &&
@@ -322,7 +406,8 @@ std::pair<at::Tensor, at::Tensor> linearGrads(const at::Tensor &dyIn,
                                               const GradSink &sink,
                                               bool needW = true) {
   at::Tensor dy = rows2d(dyIn.to(a.scalar_type()));
-  at::Tensor da = at::mm(dy, w).view(a.sizes());
+  at::Tensor da = ltInputGrad(dy, w);
+  da = (da.defined() ? da : at::mm(dy, w)).view(a.sizes());
   if (!needW)
     return {da, at::Tensor()};
   if (!sink)
@@ -332,122 +417,14 @@ std::pair<at::Tensor, at::Tensor> linearGrads(const at::Tensor &dyIn,
   return {da, at::Tensor()};
 }
 
-#if defined(SWIFT_WITH_KERNELS) && SWIFT_TORCH_AT_LEAST(2, 9)
-/// Largest power of two (up to 256) dividing the address: cuBLASLt's
-/// algorithms state the alignment they need.
-uint32_t alignmentOf(const void *p) {
-  uint32_t a = 256;
-  while (a > 2 && reinterpret_cast<uintptr_t>(p) % a)
-    a /= 2;
-  return a;
-}
-
-/// One cuBLASLt problem y (T, N) = x + a (T, K) w (N, K)^T in bf16 with fp32
-/// accumulation, column-major as cuBLASLt sees it: D (N, T) = W^T(op) A + C,
-/// C = x, D a new tensor. Descriptors and the heuristic's algorithm are made
-/// once per shape and alignment.
-struct LtResidualPlan {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t w = nullptr, a = nullptr, y = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  bool found = false;
-};
-
-const LtResidualPlan &ltResidualPlan(int64_t T, int64_t N, int64_t K,
-                                     uint32_t align, size_t workspace) {
-  using Key = std::tuple<int64_t, int64_t, int64_t, uint32_t, size_t, int>;
-  static std::mutex mutex;
-  static std::map<Key, LtResidualPlan> plans;
-  int dev = 0;
-  SWIFT_CUDA_CHECK(cudaGetDevice(&dev));
-  std::lock_guard<std::mutex> lock(mutex);
-  LtResidualPlan &p = plans[Key{T, N, K, align, workspace, dev}];
-  if (p.op)
-    return p;
-  auto ok = [](cublasStatus_t st, const char *what) {
-    SWIFT_CHECK(st == CUBLAS_STATUS_SUCCESS, what, " failed: cuBLAS status ",
-                int(st));
-  };
-  ok(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-     "cublasLtMatmulDescCreate");
-  const cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
-  ok(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &t,
-                                    sizeof t),
-     "cublasLtMatmulDescSetAttribute");
-  ok(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &n,
-                                    sizeof n),
-     "cublasLtMatmulDescSetAttribute");
-  ok(cublasLtMatrixLayoutCreate(&p.w, CUDA_R_16BF, K, N, K),
-     "cublasLtMatrixLayoutCreate");
-  ok(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, T, K),
-     "cublasLtMatrixLayoutCreate");
-  ok(cublasLtMatrixLayoutCreate(&p.y, CUDA_R_16BF, N, T, N),
-     "cublasLtMatrixLayoutCreate");
-  cublasLtMatmulPreference_t pref;
-  ok(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-  ok(cublasLtMatmulPreferenceSetAttribute(
-         pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
-         sizeof workspace),
-     "cublasLtMatmulPreferenceSetAttribute");
-  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-    ok(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof align),
-       "cublasLtMatmulPreferenceSetAttribute");
-  cublasLtMatmulHeuristicResult_t result{};
-  int count = 0;
-  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-      at::cuda::getCurrentCUDABlasLtHandle(), p.op, p.w, p.a, p.y, p.y, pref,
-      1, &result, &count);
-  cublasLtMatmulPreferenceDestroy(pref);
-  p.found = st == CUBLAS_STATUS_SUCCESS && count > 0;
-  if (p.found)
-    p.algo = result.algo;
-  return p;
-}
-
-/// x + a w^T through cuBLASLt, reading x as C and writing a new D; nothing
-/// where cuBLASLt offers no algorithm (the caller uses addmm).
-std::optional<at::Tensor> ltResidualMm(const at::Tensor &x, const at::Tensor &a,
-                                       const at::Tensor &w) {
-  const int64_t T = a.size(0), K = a.size(1), N = w.size(0);
-  at::Tensor y = at::empty({T, N}, x.options());
-  const uint32_t align = std::min({alignmentOf(x.data_ptr()),
-                                   alignmentOf(a.data_ptr()),
-                                   alignmentOf(w.data_ptr()),
-                                   alignmentOf(y.data_ptr())});
-  const size_t workspace = at::cuda::getCUDABlasLtWorkspaceSize();
-  const LtResidualPlan &p = ltResidualPlan(T, N, K, align, workspace);
-  if (!p.found)
-    return std::nullopt;
-  const float one = 1.f;
-  cublasStatus_t st = cublasLtMatmul(
-      at::cuda::getCurrentCUDABlasLtHandle(), p.op, &one, w.data_ptr(), p.w,
-      a.data_ptr(), p.a, &one, x.data_ptr(), p.y, y.data_ptr(), p.y, &p.algo,
-      at::cuda::getCUDABlasLtWorkspace(), workspace,
-      static_cast<cudaStream_t>(stream()));
-  SWIFT_CHECK(st == CUBLAS_STATUS_SUCCESS, "cublasLtMatmul (residual ", T, "x",
-              N, " over ", K, ") failed: cuBLAS status ", int(st));
-  return y;
-}
-#endif
-
 /// x + a w^T for the residual branches, x (T, N), a (T, K), w (N, K): on
 /// CUDA in bf16 one cuBLASLt GEMM whose C is x and whose D is the result
 /// (addmm copies x into the result first, since cuBLAS's C is its D: two
 /// full-width copies a layer); addmm elsewhere.
 at::Tensor residualMm(const at::Tensor &x, const at::Tensor &a,
                       const at::Tensor &w) {
-#if defined(SWIFT_WITH_KERNELS) && SWIFT_TORCH_AT_LEAST(2, 9)
-  if (x.is_cuda() && kernelSwitchOn("ltres") && x.dim() == 2 &&
-      x.scalar_type() == at::kBFloat16 && a.scalar_type() == at::kBFloat16 &&
-      w.scalar_type() == at::kBFloat16 && x.is_contiguous() &&
-      a.is_contiguous() && w.is_contiguous() && a.size(0) > 0)
-    if (std::optional<at::Tensor> y = ltResidualMm(x, a, w))
-      return *y;
-#endif
-  return at::addmm(x, a, w.t());
+  at::Tensor y = ltLinear(a, w, x);
+  return y.defined() ? y : at::addmm(x, a, w.t());
 }
 
 } // namespace
@@ -547,14 +524,31 @@ std::vector<at::Tensor> fusedQkvRope(const at::Tensor &qkv,
   return QkvRopeFn::apply(qkv, cos, sin, nh, nkv);
 }
 
+namespace {
+/// x w^T + b where nothing differentiates it (grad mode off, or no input
+/// requiring grad): cuBLASLt where it takes it (no bias).
+at::Tensor linearValue(const at::Tensor &x, const at::Tensor &w,
+                       const at::Tensor &bias) {
+  if (!bias.defined()) {
+    std::vector<int64_t> shape = x.sizes().vec();
+    shape.back() = w.size(0);
+    at::Tensor y = ltLinear(rows2d(x), w);
+    if (y.defined())
+      return y.view(shape);
+  }
+  return at::linear(x, w, bias);
+}
+} // namespace
+
 at::Tensor linear(const at::Tensor &x, const at::Tensor &w,
                   const at::Tensor &bias, const GradSink &sink) {
   if (!sink || !needsBackward({x, w, bias}))
-    return at::linear(x, w, bias);
+    return needsBackward({x, w, bias}) ? at::linear(x, w, bias)
+                                       : linearValue(x, w, bias);
   std::vector<at::Tensor> outs;
   {
     at::NoGradGuard noGrad;
-    outs.push_back(at::linear(x, w, bias));
+    outs.push_back(linearValue(x, w, bias));
   }
   std::vector<at::Tensor> in{x, w};
   if (bias.defined())
@@ -1250,6 +1244,38 @@ std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
       "residual_linear", {x, ra, rw},
       [](auto &v) { return residualLinear(v[0], v[1], v[2]); },
       [](auto &v) { return v[0] + at::linear(v[1], v[2]); }));
+  // A linear with a gradient sink, as the decoder's (cuBLASLt on CUDA): its
+  // output, input gradient and the fp32 weight gradient the sink gets over
+  // two backwards (written, then added), against at::linear's.
+  {
+    at::Tensor lx = at::randn({B * S, C}, opt).requires_grad_(),
+               lw = (0.02 * at::randn({3 * C, C}, opt)).requires_grad_();
+    at::Tensor rx = lx.detach().clone().requires_grad_(),
+               rw = lw.detach().clone().requires_grad_();
+    at::Tensor sunk = at::zeros({3 * C, C}, opt.dtype(at::kFloat));
+    bool written = false;
+    GradSink sink = [&] {
+      const bool add = written;
+      written = true;
+      return std::make_pair(sunk, add);
+    };
+    at::Tensor dy = at::randn({B * S, 3 * C}, opt), y, ry;
+    at::AutoGradMode enable(true);
+    for (int r = 0; r < 2; ++r) {
+      y = linear(lx, lw, {}, sink);
+      y.backward(dy);
+      ry = at::linear(rx, rw);
+      ry.backward(dy);
+    }
+    KernelCheck c{"linear_sink"};
+    for (auto [got, want] : {std::pair{y, ry}, std::pair{lx.grad(), rx.grad()},
+                             std::pair{sunk, rw.grad()}}) {
+      c.maxAbsDiff = std::max(
+          c.maxAbsDiff, maxAbs(got.to(at::kFloat) - want.to(at::kFloat)));
+      c.maxAbsRef = std::max(c.maxAbsRef, maxAbs(want.to(at::kFloat)));
+    }
+    out.push_back(c);
+  }
   at::Tensor gu = at::randn({B, S, 8 * C}, opt);
   out.push_back(compare(
       "swiglu", {gu}, [](auto &v) { return fusedSwiglu(v[0]); },

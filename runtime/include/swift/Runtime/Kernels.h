@@ -25,7 +25,8 @@ namespace swift::rt {
 /// True when `x` is on CUDA, the kernels were compiled in and SWIFT_KERNELS
 /// does not turn `op` off: "0" turns all off, a comma list of "-op" names
 /// (norm, swiglu, rope, loss, adamw; normres: the residual's gradient in
-/// the norm's backward; ltres: the residual GEMMs through cuBLASLt;
+/// the norm's backward; lt: the decoder's GEMMs through cuBLASLt; tune:
+/// their algorithms timed (else cuBLASLt's first choice);
 /// overlap: the update in backward; ahead: swift-run queueing a step before
 /// reading the last; lead: the next step's forward queued before the last
 /// step's backward is done) those ops, for measuring each alone.
