@@ -815,8 +815,10 @@ at::Tensor &Engine::gradOf(Unit &U) {
 }
 
 void Engine::addSquares(Unit &U) {
-  at::Tensor n = at::norm(gradOf(U), at::Scalar(2.0), at::kFloat);
-  sumSq_.add_(n.to(at::kDouble).square());
+  if (!addSumOfSquares(gradOf(U), sumSq_)) {
+    at::Tensor n = at::norm(gradOf(U), at::Scalar(2.0), at::kFloat);
+    sumSq_.add_(n.to(at::kDouble).square());
+  }
   U.normed = true;
 }
 

@@ -1055,6 +1055,20 @@ bool fusedAdamwBf16(at::Tensor &param, const at::Tensor &grad,
   return false;
 }
 
+bool addSumOfSquares(const at::Tensor &g, at::Tensor &sumSq) {
+#ifdef SWIFT_WITH_KERNELS
+  if (kernelsFor(g) && useFusedKernels(g, "sumsq") && g.is_contiguous() &&
+      sumSq.is_cuda() && sumSq.scalar_type() == at::kDouble) {
+    SWIFT_KERNEL(cuda::sumSquares(g.data_ptr(), g.numel(), isBf16(g),
+                                  sumSq.data_ptr<double>(), stream()));
+    return true;
+  }
+#endif
+  (void)g;
+  (void)sumSq;
+  return false;
+}
+
 namespace {
 
 double maxAbs(const at::Tensor &t) {
@@ -1149,6 +1163,15 @@ std::vector<KernelCheck> checkAdamwGradNorm(const std::string &suffix,
                                             at::ScalarType dtype) {
   auto opt = at::TensorOptions().device(device).dtype(dtype);
   std::vector<KernelCheck> out;
+  {
+    at::Tensor g = at::randn({n}, opt);
+    at::Tensor sumSq = at::zeros({}, opt.dtype(at::kDouble));
+    if (addSumOfSquares(g, sumSq) && addSumOfSquares(g, sumSq)) {
+      const double ref = 2.0 * g.to(at::kDouble).pow(2).sum().item<double>();
+      out.push_back({"sum_of_squares" + suffix,
+                     std::abs(sumSq.item<double>() - ref) / ref, 1.0});
+    }
+  }
   for (bool split : {false, true}) {
     if (split && dtype != at::kFloat)
       continue;

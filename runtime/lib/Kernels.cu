@@ -344,6 +344,42 @@ __device__ __forceinline__ void blockSumInto(double *sum, float s) {
   }
 }
 
+// The sum of squares alone (clipping needs the norm before any update):
+// one fp32 sum per thread, one fp64 add per block.
+template <typename T>
+__global__ void sumSquaresKernel(const T *x, int64_t n, double *sum) {
+  float sq = 0.f;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float v = ld(x, i);
+    sq += v * v;
+  }
+  blockSumInto(sum, sq);
+}
+
+__global__ void sumSquaresBf8(const __nv_bfloat16 *x, int64_t n8,
+                              double *sum) {
+  float f[8], sq = 0.f;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n8;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    load8(x + 8 * i, f);
+#pragma unroll
+    for (int k = 0; k < 8; ++k)
+      sq += f[k] * f[k];
+  }
+  blockSumInto(sum, sq);
+}
+
+__global__ void sumSquaresF4(const float4 *x, int64_t n4, double *sum) {
+  float sq = 0.f;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float4 v = x[i];
+    sq += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+  }
+  blockSumInto(sum, sq);
+}
+
 // bf16-mixed AdamW: fp32 master weights, gradients and moments; `out`, when
 // given, receives the updated weights rounded to bf16 (the compute copy).
 // Each kernel adds the sum of the raw gradients' squares to `sumSq` when set.
@@ -944,6 +980,25 @@ int crossEntropyRows(void *logits, const int64_t *targets, float *lossRows,
   else
     crossEntropyRowsKernel<float><<<rows, kThreads, 0, s>>>(
         (float *)logits, targets, lossRows, vocab, gradScale);
+  return done();
+}
+
+int sumSquares(const void *x, int64_t n, bool bf16, double *sum,
+               void *stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  if (n == 0)
+    return 0;
+  if (bf16 && n % 8 == 0 && aligned16(x))
+    sumSquaresBf8<<<gridFor(n / 8, 256), 256, 0, s>>>((const bf *)x, n / 8,
+                                                      sum);
+  else if (bf16)
+    sumSquaresKernel<bf><<<gridFor(n, 256), 256, 0, s>>>((const bf *)x, n, sum);
+  else if (n % 4 == 0 && aligned16(x))
+    sumSquaresF4<<<gridFor(n / 4, 256), 256, 0, s>>>((const float4 *)x, n / 4,
+                                                     sum);
+  else
+    sumSquaresKernel<float><<<gridFor(n, 256), 256, 0, s>>>((const float *)x,
+                                                            n, sum);
   return done();
 }
 

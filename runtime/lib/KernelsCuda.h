@@ -61,6 +61,10 @@ int crossEntropyRows(void *logits, const int64_t *targets, float *lossRows,
                      int64_t rows, int64_t vocab, float gradScale, bool bf16,
                      void *stream);
 
+/// *sum += the sum of x's squares (x contiguous, n elements; `sum` one fp64
+/// on the device): a gradient's share of the norm clipping needs.
+int sumSquares(const void *x, int64_t n, bool bf16, double *sum, void *stream);
+
 /// x[i] *= *scale in place (x contiguous, `scale` one fp32 on the device):
 /// a loss gradient times its upstream gradient without a host sync.
 int scaleInPlace(void *x, int64_t n, const float *scale, bool bf16,

@@ -26,10 +26,11 @@ namespace swift::rt {
 /// does not turn `op` off: "0" turns all off, a comma list of "-op" names
 /// (norm, swiglu, rope, loss, adamw; normres: the residual's gradient in
 /// the norm's backward; lt: the decoder's GEMMs through cuBLASLt; tune:
-/// their algorithms timed (else cuBLASLt's first choice);
-/// overlap: the update in backward; ahead: swift-run queueing a step before
-/// reading the last; lead: the next step's forward queued before the last
-/// step's backward is done) those ops, for measuring each alone.
+/// their algorithms timed (else cuBLASLt's first choice); sumsq:
+/// clipping's sum of squares in one kernel; overlap: the update in
+/// backward; ahead: swift-run queueing a step before reading the last;
+/// lead: the next step's forward queued before the last step's backward is
+/// done) those ops, for measuring each alone.
 bool useFusedKernels(const at::Tensor &x, const char *op = "");
 /// The SWIFT_KERNELS switch alone (any device): false when "0" or "-op".
 bool kernelSwitchOn(const char *op);
@@ -191,6 +192,11 @@ bool fusedAdamwBf16(at::Tensor &param, const at::Tensor &grad,
                     double beta1, double beta2, double eps, double weightDecay,
                     double gradScale, double bc1, double bc2,
                     at::Tensor *gradSumSq = nullptr);
+
+/// sumSq (one fp64 on the device) += the sum of g's squares, in one pass
+/// at the memory's bandwidth (CUDA, bf16 or fp32, contiguous); false
+/// elsewhere (the caller uses at::norm).
+bool addSumOfSquares(const at::Tensor &g, at::Tensor &sumSq);
 
 /// The plain LibTorch op chains the fused ops replace (what Model.cpp runs
 /// on CPU), with the same signatures.
