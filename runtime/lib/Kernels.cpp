@@ -542,9 +542,10 @@ at::Tensor linearValue(const at::Tensor &x, const at::Tensor &w,
 
 at::Tensor linear(const at::Tensor &x, const at::Tensor &w,
                   const at::Tensor &bias, const GradSink &sink) {
-  if (!sink || !needsBackward({x, w, bias}))
-    return needsBackward({x, w, bias}) ? at::linear(x, w, bias)
-                                       : linearValue(x, w, bias);
+  if (!needsBackward({x, w, bias}))
+    return linearValue(x, w, bias);
+  if (!sink)
+    return at::linear(x, w, bias);
   std::vector<at::Tensor> outs;
   {
     at::NoGradGuard noGrad;
@@ -1057,7 +1058,7 @@ bool fusedAdamwBf16(at::Tensor &param, const at::Tensor &grad,
 
 bool addSumOfSquares(const at::Tensor &g, at::Tensor &sumSq) {
 #ifdef SWIFT_WITH_KERNELS
-  if (kernelsFor(g) && useFusedKernels(g, "sumsq") && g.is_contiguous() &&
+  if (useFusedKernels(g, "sumsq") && g.is_contiguous() &&
       sumSq.is_cuda() && sumSq.scalar_type() == at::kDouble) {
     SWIFT_KERNEL(cuda::sumSquares(g.data_ptr(), g.numel(), isBf16(g),
                                   sumSq.data_ptr<double>(), stream()));
