@@ -623,9 +623,11 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
                    : tokensPerStep;
     // Every rank reads (a collective) and queues (collectives) in the same
     // order: the traced step runs alone on all of them, traced on rank 0.
-    const bool alone =
+    const bool tracedStep =
         !a.trace.empty() && s == std::min<int64_t>(2, a.steps - 1);
-    l.traced = lead && alone;
+    static const bool traceBehind = std::getenv("SWIFT_TRACE_BEHIND");
+    const bool alone = tracedStep && !traceBehind;
+    l.traced = lead && tracedStep;
     if (alone) // its trace holds its own work only
       readInFlight();
     gActivity = "running step " + std::to_string(s + 1);
