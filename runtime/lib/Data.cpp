@@ -62,6 +62,7 @@ public:
                 ": cannot open data file: ", std::strerror(errno));
     struct stat st;
     SWIFT_CHECK(fstat(fd_, &st) == 0, path, ": cannot stat data file");
+    SWIFT_CHECK(S_ISREG(st.st_mode), path, ": not a regular file");
     bytes_ = size_t(st.st_size);
     SWIFT_CHECK(bytes_ % width_ == 0, path, ": size ", bytes_,
                 " is not a multiple of ", width_, " (uint", width_ * 8,
@@ -123,7 +124,7 @@ public:
         SWIFT_CHECK(false, path, ": line ", line, ": ", why);
       };
       if (text.find_first_not_of(" \t\r") == std::string::npos)
-        fail("empty line (one JSON object a line: {\"input_ids\": [...]})");
+        continue; // blank lines carry no sample (as HF's JSON reader)
       nlohmann::json j;
       try {
         j = nlohmann::json::parse(text);
@@ -344,11 +345,27 @@ std::unique_ptr<TokenSource> makeTokenSource(const std::string &path,
                                              uint64_t seed, bool packing) {
   if (path.empty())
     return std::make_unique<SyntheticTokens>(vocab, seq, seed);
-  const std::string ext = ".jsonl";
-  if (path.size() >= ext.size() &&
-      path.compare(path.size() - ext.size(), ext.size(), ext) == 0)
+  // The format is the name's: any file's bytes read as token ids, so a
+  // guess would train on an HF .json or a .parquet as if it were tokens.
+  auto endsWith = [&](const std::string &ext) {
+    return path.size() >= ext.size() &&
+           path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+  };
+  if (endsWith(".jsonl"))
     return std::make_unique<JsonlTokens>(path, vocab, seq, packing);
-  return std::make_unique<FileTokens>(path, vocab, seq);
+  for (const char *ext : {".bin", ".u16", ".uint16", ".u32", ".uint32"})
+    if (endsWith(ext))
+      return std::make_unique<FileTokens>(path, vocab, seq);
+  SWIFT_CHECK(!endsWith(".json"), path,
+              ": a .json file; --data reads JSON Lines: name it .jsonl with "
+              "one {\"input_ids\": [...], \"labels\": [...]} object per "
+              "line (a JSON array of such objects: write one element per "
+              "line)");
+  SWIFT_CHECK(false, path,
+              ": unknown data format; --data takes .jsonl (JSON Lines of "
+              "{\"input_ids\": [...], \"labels\": [...]}) or raw token ids: "
+              ".bin/.u16/.uint16 (uint16), .u32/.uint32 (uint32)");
+  return nullptr;
 }
 
 } // namespace swift::rt

@@ -10,6 +10,7 @@
 
 #include "swift/Runtime/Data.h"
 
+#include <filesystem>
 #include <random>
 
 using namespace swift::rt::testing;
@@ -185,8 +186,6 @@ TEST(Jsonl, BadLinesExitTwoNamingTheLine) {
     std::string line, message;
   };
   const std::vector<Case> cases = {
-      {"", "line 2: empty line"},
-      {"   ", "line 2: empty line"},
       {"[1, 2]", "line 2: expected an object"},
       {"{\"input_ids\": [1, 2", "line 2: not JSON"},
       {R"({"labels": [1, 2]})", "line 2: missing \"input_ids\""},
@@ -219,4 +218,36 @@ TEST(Jsonl, BadLinesExitTwoNamingTheLine) {
   Result r = runPlan(p, "--steps 1");
   EXPECT_EQ(r.exitCode, 2) << r.output;
   EXPECT_NE(r.output.find("packing"), std::string::npos) << r.output;
+}
+
+TEST(Data, TheNameSaysTheFormatAndBlankLinesCarryNoSample) {
+  // Raw token files are any bytes: only their own names are read as such,
+  // so an HF-style .json or a .parquet is refused instead of trained on.
+  const std::string dir = freshDir();
+  std::ofstream(dir + "/sft.json") << R"([{"input_ids": [1, 2, 3]}])" << "\n";
+  std::ofstream(dir + "/train.parquet") << "PAR1....PAR1";
+  std::filesystem::create_directory(dir + "/dir.bin");
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"sft.json", "sft.json: a .json file; --data reads JSON Lines"},
+      {"train.parquet", "train.parquet: unknown data format"},
+      {"dir.bin", "dir.bin: not a regular file"},
+  };
+  for (const auto &[name, message] : refused) {
+    Result r = runPlan(tinyPlan(0, 1), "--steps 1 --data " + dir + "/" + name);
+    EXPECT_EQ(r.exitCode, 2) << name << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos)
+        << name << "\n" << r.output;
+  }
+  // Blank lines (between samples, at the end) are skipped as HF's JSON
+  // reader skips them: the same samples, the same losses.
+  const std::string a = R"({"input_ids": [5, 6, 7, 8, 9]})",
+                    b = R"({"input_ids": [9, 8, 7], "labels": [-100, 8, 7]})";
+  std::ofstream(dir + "/plain.jsonl") << a << "\n" << b << "\n";
+  std::ofstream(dir + "/blank.jsonl")
+      << "\n" << a << "\n  \n\r\n" << b << "\n\n";
+  Result plain = runPlan(tinyPlan(0, 1), "--steps 2 --data " + dir + "/plain.jsonl");
+  Result blank = runPlan(tinyPlan(0, 1), "--steps 2 --data " + dir + "/blank.jsonl");
+  ASSERT_EQ(plain.exitCode, 0) << plain.output;
+  ASSERT_EQ(blank.exitCode, 0) << blank.output;
+  EXPECT_EQ(plain.losses(), blank.losses());
 }
