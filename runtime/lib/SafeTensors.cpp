@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <sstream>
 
 namespace swift::rt::safetensors {
@@ -463,6 +464,34 @@ void write(const std::string &dir, const std::vector<TensorSpec> &tensors,
     writeFileAtomically(index.string(), j.dump(2) + "\n");
   } else {
     fs::remove(index, ec); // a stale index would name the wrong files
+  }
+  // An earlier export's weights that this one did not overwrite: a single
+  // file beside new shards (transformers loads it before any index), or
+  // shards of another count. Removed once the new files are complete.
+  std::set<std::string> written;
+  for (size_t s = 0; s < n; ++s)
+    written.insert(shardName(s));
+  auto isShard = [&](const std::string &name) {
+    // stem-NNNNN-of-NNNNN.safetensors
+    const std::string tail = ".safetensors";
+    const size_t midLength = 15; // -NNNNN-of-NNNNN
+    if (name.size() != stem.size() + midLength + tail.size() ||
+        name.compare(0, stem.size(), stem) != 0 ||
+        name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
+      return false;
+    const std::string mid = name.substr(stem.size(), midLength);
+    for (size_t k : {size_t(1), size_t(10)})
+      for (size_t d = k; d < k + 5; ++d)
+        if (mid[d] < '0' || mid[d] > '9')
+          return false;
+    return mid[0] == '-' && mid.compare(6, 4, "-of-") == 0;
+  };
+  for (const fs::directory_entry &e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (written.count(name) || !e.is_regular_file())
+      continue;
+    if (name == stem + ".safetensors" || isShard(name))
+      fs::remove(e.path(), ec);
   }
 }
 

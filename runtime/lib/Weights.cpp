@@ -31,6 +31,42 @@ std::string shapeText(const std::vector<int64_t> &shape) {
   return os.str();
 }
 
+/// The dtype's name in config.json (torch's).
+const char *hfDtypeName(st::DType dtype) {
+  return dtype == st::DType::F32   ? "float32"
+         : dtype == st::DType::F16 ? "float16"
+                                   : "bfloat16";
+}
+
+/// The input's config.json with its dtype made the export's: transformers
+/// loads `dtype="auto"` as config.json says (an fp32 label on bf16 weights
+/// doubles the loaded model). Verbatim when it already says so; both of
+/// the key's spellings (`torch_dtype`, transformers 5's `dtype`) where
+/// present, `torch_dtype` where neither is.
+std::string withDtype(const std::string &text, st::DType dtype) {
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::exception &) {
+    return text; // read and checked at the run's start; kept as it was
+  }
+  if (!j.is_object())
+    return text;
+  const std::string name = hfDtypeName(dtype);
+  bool present = false, same = true;
+  for (const char *key : {"torch_dtype", "dtype"})
+    if (j.contains(key)) {
+      present = true;
+      same = same && j[key] == name;
+      j[key] = name;
+    }
+  if (present && same)
+    return text;
+  if (!present)
+    j["torch_dtype"] = name;
+  return j.dump(2) + "\n";
+}
+
 /// config.json of a model the plan describes (when there is no input
 /// config to preserve).
 nlohmann::ordered_json configJson(const ModelConfig &m,
@@ -47,9 +83,7 @@ nlohmann::ordered_json configJson(const ModelConfig &m,
   for (const char *flag : {"attention_qkv_bias", "attention_o_bias", "qk_norm"})
     j.erase(flag);
   j["hidden_act"] = "silu";
-  j["torch_dtype"] = dtype == st::DType::F32   ? "float32"
-                     : dtype == st::DType::F16 ? "float16"
-                                               : "bfloat16";
+  j["torch_dtype"] = hfDtypeName(dtype);
   if (!m.qkvBias && !m.qkNorm)
     j["attention_bias"] = m.oBias;
   int64_t positions = options.maxPositionEmbeddings;
@@ -255,7 +289,8 @@ void exportHF(Engine &engine, const Plan &plan, const std::string &dir,
              options.maxShardBytes, "model");
   const fs::path config = fs::path(dir) / "config.json";
   if (!options.configText.empty()) {
-    st::writeFileAtomically(config.string(), options.configText);
+    st::writeFileAtomically(config.string(),
+                            withDtype(options.configText, options.dtype));
   } else {
     st::writeFileAtomically(config.string(),
                             configJson(m, options).dump(2) + "\n");

@@ -104,7 +104,7 @@ TEST(Checkpoint, KeepsTheInputConfigForExportsAfterAResume) {
   // (max_position_embeddings, a marker): a run from it saves a checkpoint
   // (with --keep 1, so the resumed checkpoint is deleted before the end),
   // and the export after the resume writes that config.json, not one made
-  // from the plan.
+  // from the plan, but for its dtype, the export's.
   json p = planWith(0, 1, "none");
   Result init = runPlan(p, "--steps 0 --export-hf model --export-dtype fp32");
   ASSERT_EQ(init.exitCode, 0) << init.output;
@@ -122,7 +122,10 @@ TEST(Checkpoint, KeepsTheInputConfigForExportsAfterAResume) {
                      init.dir + "/ckpt --export-hf out");
   ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
   EXPECT_FALSE(fs::exists(init.dir + "/ckpt/step-00000002"));
-  EXPECT_EQ(json::parse(slurp(resumed.dir + "/out/config.json")), config);
+  // The export's dtype (bf16, the default) replaces the input's fp32.
+  json exported = config;
+  exported["torch_dtype"] = "bfloat16";
+  EXPECT_EQ(json::parse(slurp(resumed.dir + "/out/config.json")), exported);
 }
 
 TEST(Checkpoint, AKillMidSaveLeavesThePreviousOneLatestAndLoadable) {

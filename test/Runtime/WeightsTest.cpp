@@ -215,4 +215,63 @@ TEST(Weights, LargeModelsAreShardedWithAnIndex) {
   EXPECT_EQ(readModel(exported(r)), readModel(back.dir + "/again"));
 }
 
+TEST(Weights, AnExportReplacesTheDirectorysModelAndSaysItsDtype) {
+  // A sharded export over a single-file one: transformers would load the
+  // stale model.safetensors before the index.
+  json p = tinyPlan(0, 1);
+  Result single = runPlan(p, "--steps 0 --export-hf hf --export-dtype fp32");
+  ASSERT_EQ(single.exitCode, 0) << single.output;
+  const std::string dir = exported(single);
+  Result sharded = runPlan(p, "--steps 1 --export-hf " + dir + " --export-dtype fp32",
+                           "SWIFT_EXPORT_SHARD_BYTES=100000");
+  ASSERT_EQ(sharded.exitCode, 0) << sharded.output;
+  EXPECT_FALSE(fs::exists(dir + "/model.safetensors"));
+  EXPECT_TRUE(fs::exists(dir + "/model.safetensors.index.json"));
+  // Then fewer shards, then one file again: nothing of the earlier exports
+  // is left beside the new one.
+  auto modelFiles = [&] {
+    std::set<std::string> names;
+    for (const auto &e : fs::directory_iterator(dir))
+      if (e.path().filename().string().rfind("model", 0) == 0)
+        names.insert(e.path().filename().string());
+    return names;
+  };
+  const size_t many = modelFiles().size();
+  ASSERT_GE(many, 4u); // three shards or more, and the index
+  Result fewer = runPlan(p, "--steps 1 --export-hf " + dir + " --export-dtype fp32",
+                         "SWIFT_EXPORT_SHARD_BYTES=200000");
+  ASSERT_EQ(fewer.exitCode, 0) << fewer.output;
+  json index = json::parse(slurp(dir + "/model.safetensors.index.json"));
+  std::set<std::string> expected{"model.safetensors.index.json"};
+  for (auto &[name, file] : index["weight_map"].items())
+    expected.insert(file.get<std::string>());
+  EXPECT_LT(expected.size(), many);
+  EXPECT_EQ(modelFiles(), expected);
+  Result again = runPlan(p, "--steps 1 --export-hf " + dir + " --export-dtype fp32");
+  ASSERT_EQ(again.exitCode, 0) << again.output;
+  EXPECT_EQ(modelFiles(), std::set<std::string>{"model.safetensors"});
+
+  // config.json says the export's dtype, in the spelling the input used
+  // (transformers 5: "dtype"); the rest of the input's config is kept.
+  json config = json::parse(slurp(dir + "/config.json"));
+  config.erase("torch_dtype");
+  config["dtype"] = "float32";
+  config["swift_test_marker"] = "kept";
+  std::ofstream(dir + "/config.json") << config.dump(2);
+  Result bf16 = runPlan(p, "--steps 0 --weights " + dir + " --export-hf out");
+  ASSERT_EQ(bf16.exitCode, 0) << bf16.output;
+  json out = json::parse(slurp(bf16.dir + "/out/config.json"));
+  EXPECT_EQ(out.value("dtype", ""), "bfloat16");
+  EXPECT_FALSE(out.contains("torch_dtype"));
+  EXPECT_EQ(out.value("swift_test_marker", ""), "kept");
+
+  // The export may not overwrite the model the run reads.
+  Result over = runPlan(p, "--steps 1 --weights " + dir + " --export-hf " + dir);
+  EXPECT_EQ(over.exitCode, 2) << over.output;
+  EXPECT_NE(over.output.find("the export would overwrite the model it read"),
+            std::string::npos)
+      << over.output;
+  EXPECT_EQ(modelFiles(), std::set<std::string>{"model.safetensors"});
+}
+
 } // namespace

@@ -402,6 +402,27 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   }
   if (lora && !weightsDir.empty())
     base = std::make_unique<HFWeights>(weightsDir, plan.model);
+  // The export replaces a directory's model files: never the run's input.
+  if (!a.exportHF.empty()) {
+    auto same = [&](const std::string &dir) {
+      std::error_code ec;
+      return !dir.empty() && std::filesystem::exists(dir, ec) &&
+             std::filesystem::exists(a.exportHF, ec) &&
+             std::filesystem::equivalent(dir, a.exportHF, ec);
+    };
+    std::vector<std::pair<std::string, std::string>> inputs = {
+        {weightsDir, "the model's weights (--weights or the plan's)"},
+        {a.adapter, "the adapter (--adapter)"},
+        {a.resume, "the resumed checkpoints (--resume)"}};
+    if (!a.resume.empty())
+      inputs.push_back({static_cast<Checkpoint &>(*initial).dir(),
+                        "the resumed checkpoint"});
+    for (const auto &[dir, what] : inputs)
+      if (same(dir))
+        throw UserError("--export-hf " + a.exportHF + " is " + what +
+                         ": the export would overwrite the model it read; "
+                         "export to another directory");
+  }
   // Directories that cannot be written fail now, not after the last step.
   if (env.rank == 0) {
     if (!a.exportHF.empty())
