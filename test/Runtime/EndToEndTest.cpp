@@ -627,6 +627,23 @@ TEST(Data, TokenFileGivesTheSameGlobalBatchAtAnyWorldSize) {
       << bad.output;
 }
 
+TEST(Telemetry, TraceIsWrittenOrRefusedBeforeTheFirstStep) {
+  // A LibTorch without Kineto (Debian's) cannot write traces: the run must
+  // say so before training, not at the traced step with its checkpoint
+  // and export lost. One that can writes a Chrome trace.
+  Result r = runPlan(tinyPlan(0, 1),
+                     "--steps 4 --trace t.json --save-dir ck --export-hf out");
+  if (r.exitCode == 0) {
+    json trace = json::parse(slurp(r.dir + "/t.json"));
+    EXPECT_TRUE(trace.contains("traceEvents")) << r.output;
+    return;
+  }
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("--trace"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("step 1/"), std::string::npos) << r.output;
+  EXPECT_TRUE(r.metrics.empty());
+}
+
 TEST(Telemetry, MetricsFileHasOneLinePerStepWithTheContractKeys) {
   json p = tinyPlan(0, 2);
   p["predicted"] = {{"peak_memory_bytes", 123456789},

@@ -433,6 +433,13 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
       checkWritableFile(a.saveParams, "--save-params");
     if (!a.metrics.empty())
       checkWritableFile(a.metrics, "--metrics");
+    // A LibTorch that cannot profile or write traces fails now, not at the
+    // traced step (after which the run's checkpoint and export were lost).
+    if (!a.trace.empty()) {
+      StepTrace probe;
+      probe.start(device);
+      probe.stop(a.trace);
+    }
   }
   gActivity = initial ? "loading the initial state" : "allocating the model states";
   // The HF config.json that exports and checkpoints preserve: the resumed
