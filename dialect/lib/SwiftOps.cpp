@@ -1,6 +1,7 @@
 //===- SwiftOps.cpp - verifiers and structure of swift ops ----------------===//
 
 #include "swift/Dialect/SwiftOps.h"
+#include "swift/Plan/Plan.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -37,6 +38,15 @@ LogicalResult JobOp::verify() {
            << irKeyword(getMethod()) << " needs a 'lora' attribute";
   if (!adapters && getLora())
     return emitOpError("'lora' is set but method is full");
+  // The job reader's bounds (a hand-written or edited job op meets them
+  // too): tokens per step and the sizes derived from it stay in int64.
+  if (getSequenceLength() > ::swift::plan::limits::kSequenceLength)
+    return emitOpError("sequence_length (")
+           << getSequenceLength() << ") exceeds "
+           << ::swift::plan::limits::kSequenceLength;
+  if (getGlobalBatchSize() > ::swift::plan::limits::kBatch)
+    return emitOpError("global_batch_size (")
+           << getGlobalBatchSize() << ") exceeds " << ::swift::plan::limits::kBatch;
   if (getMicroBatchSize() && *getMicroBatchSize() > getGlobalBatchSize())
     return emitOpError("micro_batch_size (")
            << *getMicroBatchSize() << ") exceeds global_batch_size ("
@@ -45,8 +55,22 @@ LogicalResult JobOp::verify() {
 }
 
 LogicalResult JobOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  if (!symbolTable.lookupNearestSymbolFrom<ModelOp>(*this, getModelAttr()))
+  auto model = symbolTable.lookupNearestSymbolFrom<ModelOp>(*this, getModelAttr());
+  if (!model)
     return emitOpError("'") << getModel() << "' is not a swift.model";
+  // The model's (input_ids, labels) are (batch, sequence) tensors: a static
+  // sequence dimension is the job's (what the passes price).
+  Region &body = model.getBody();
+  auto ids = body.empty() || body.front().getNumArguments() == 0
+                 ? RankedTensorType()
+                 : dyn_cast<RankedTensorType>(
+                       body.front().getArgument(0).getType());
+  if (ids && ids.getRank() == 2 && !ids.isDynamicDim(1) &&
+      ids.getDimSize(1) != getSequenceLength())
+    return emitOpError("sequence_length (")
+           << getSequenceLength()
+           << ") is not the sequence dimension of the input_ids of '"
+           << getModel() << "' (" << ids.getDimSize(1) << ")";
   auto cluster =
       symbolTable.lookupNearestSymbolFrom<ClusterOp>(*this, getClusterAttr());
   if (!cluster)

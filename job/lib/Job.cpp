@@ -225,18 +225,18 @@ struct JobError {
 // What Diagnostic::file says for an override: "--set KEY=VALUE".
 const std::string kSetPrefix = "--set ";
 
-// Upper bounds on sizes: the plan reader's (plan/lib/Plan.cpp), so that every
+// Upper bounds on sizes: the plan layer's (swift/Plan/Plan.h), so that every
 // job the planner accepts gives a plan swift-run reads, and so that products
 // of sizes (tokens x hidden x layers ...) stay far from overflowing.
 constexpr int64_t kBig = int64_t(1) << 40;
-constexpr int64_t kMaxHiddenSize = 1 << 20;
-constexpr int64_t kMaxIntermediateSize = 1 << 22;
-constexpr int64_t kMaxLayers = 4096;
-constexpr int64_t kMaxHeads = 4096;
-constexpr int64_t kMaxHeadDim = 4096;
-constexpr int64_t kMaxVocabSize = 1 << 24;
-constexpr int64_t kMaxSequenceLength = 1 << 22;
-constexpr int64_t kMaxBatch = 1 << 24;
+constexpr int64_t kMaxHiddenSize = plan::limits::kHiddenSize;
+constexpr int64_t kMaxIntermediateSize = plan::limits::kIntermediateSize;
+constexpr int64_t kMaxLayers = plan::limits::kLayers;
+constexpr int64_t kMaxHeads = plan::limits::kHeads;
+constexpr int64_t kMaxHeadDim = plan::limits::kHeadDim;
+constexpr int64_t kMaxVocabSize = plan::limits::kVocabSize;
+constexpr int64_t kMaxSequenceLength = plan::limits::kSequenceLength;
+constexpr int64_t kMaxBatch = plan::limits::kBatch;
 constexpr int64_t kMaxGpusPerNode = 1024;
 constexpr int64_t kMaxNodes = 65536;
 constexpr int64_t kMaxWorld = 1 << 20;

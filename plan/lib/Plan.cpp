@@ -144,12 +144,12 @@ ModelConfig parseModel(const Node &n) {
                        "rope_theta", "attention_qkv_bias", "attention_o_bias",
                        "qk_norm", "rope_scaling", "name"});
   ModelConfig m;
-  m.hiddenSize = n.at("hidden_size").integer(1, 1 << 20);
-  m.intermediateSize = n.at("intermediate_size").integer(1, 1 << 22);
-  m.numLayers = n.at("num_hidden_layers").integer(1, 4096);
-  m.numHeads = n.at("num_attention_heads").integer(1, 4096);
+  m.hiddenSize = n.at("hidden_size").integer(1, limits::kHiddenSize);
+  m.intermediateSize = n.at("intermediate_size").integer(1, limits::kIntermediateSize);
+  m.numLayers = n.at("num_hidden_layers").integer(1, limits::kLayers);
+  m.numHeads = n.at("num_attention_heads").integer(1, limits::kHeads);
   m.numKvHeads = n.has("num_key_value_heads")
-                     ? n.at("num_key_value_heads").integer(1, 4096)
+                     ? n.at("num_key_value_heads").integer(1, limits::kHeads)
                      : m.numHeads;
   if (m.numHeads % m.numKvHeads != 0)
     n.at("num_key_value_heads")
@@ -157,7 +157,7 @@ ModelConfig parseModel(const Node &n) {
               ") is not a multiple of it (" + std::to_string(m.numKvHeads) +
               ")");
   if (n.has("head_dim")) {
-    m.headDim = n.at("head_dim").integer(2, 4096);
+    m.headDim = n.at("head_dim").integer(2, limits::kHeadDim);
   } else {
     if (m.hiddenSize % m.numHeads != 0)
       n.at("hidden_size")
@@ -166,7 +166,7 @@ ModelConfig parseModel(const Node &n) {
   }
   if (m.headDim % 2 != 0)
     n.fail("head_dim must be even for rotary embeddings");
-  m.vocabSize = n.at("vocab_size").integer(2, 1 << 24);
+  m.vocabSize = n.at("vocab_size").integer(2, limits::kVocabSize);
   m.tieWordEmbeddings = n.at("tie_word_embeddings").boolean();
   m.rmsNormEps = n.at("rms_norm_eps").number(0, 1);
   m.ropeTheta = n.at("rope_theta").number(1, 1e12);
@@ -185,7 +185,7 @@ TrainingConfig parseTraining(const Node &n) {
                        "optimizer", "lr_schedule", "max_grad_norm", "seed",
                        "packing", "method", "lora"});
   TrainingConfig t;
-  t.sequenceLength = n.at("sequence_length").integer(2, 1 << 22);
+  t.sequenceLength = n.at("sequence_length").integer(2, limits::kSequenceLength);
   t.globalBatchSize = n.at("global_batch_size").integer(1, kBig);
   t.microBatchSize = n.at("micro_batch_size").integer(1, kBig);
   t.gradientAccumulation = n.at("gradient_accumulation").integer(1, kBig);

@@ -172,3 +172,48 @@ func.func private @uses() attributes {a = #bad_betas}
 // expected-error @+1 {{adamw: min_lr_ratio needs decay linear or cosine}}
 #bad_floor = #swift.adamw<lr = 1.0e-4, beta1 = 0.9, beta2 = 0.95, eps = 1.0e-8, weight_decay = 0.0, warmup_steps = 0, decay = constant, min_lr_ratio = 0.5, seed = 0>
 func.func private @uses() attributes {a = #bad_floor}
+
+// -----
+
+// The job reader's bounds hold for a written or edited job op: tokens per
+// step stay in int64 (2^63 - 1 positions made them -128).
+swift.cluster @c nodes 1 x 1 gpu #swift.gpu<name = "a10", memory_bytes = 25769803776, bf16_tflops = 125.0, hbm_gbps = 600.0, host_link_gbps = 32.0, nvlink_gbps = 0.0> intra_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> inter_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> host_memory 1
+swift.model @m("llama") {
+^bb0(%ids: tensor<?x8xi64>, %labels: tensor<?x8xi64>):
+  %table = swift.param "model.embed_tokens.weight" : tensor<32x16xbf16>
+  %x = swift.embedding %ids, %table : (tensor<?x8xi64>, tensor<32x16xbf16>) -> tensor<?x8x16xbf16>
+  %logits = swift.linear %x, %table : (tensor<?x8x16xbf16>, tensor<32x16xbf16>) -> tensor<?x8x32xbf16>
+  %loss = swift.cross_entropy %logits, %labels : (tensor<?x8x32xbf16>, tensor<?x8xi64>) -> tensor<f32>
+  swift.loss %loss : tensor<f32>
+}
+// expected-error @+1 {{sequence_length (9223372036854775807) exceeds 4194304}}
+swift.job @job trains @m on @c {sequence_length = 9223372036854775807 : i64, global_batch_size = 4 : i64, precision = #swift.precision<bf16>, optimizer = #swift.optimizer<adamw>, method = #swift.method<full>, backend = #swift.backend<hf>, strategy = #swift.strategy<>}
+
+// -----
+
+swift.cluster @c nodes 1 x 1 gpu #swift.gpu<name = "a10", memory_bytes = 25769803776, bf16_tflops = 125.0, hbm_gbps = 600.0, host_link_gbps = 32.0, nvlink_gbps = 0.0> intra_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> inter_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> host_memory 1
+swift.model @m("llama") {
+^bb0(%ids: tensor<?x8xi64>, %labels: tensor<?x8xi64>):
+  %table = swift.param "model.embed_tokens.weight" : tensor<32x16xbf16>
+  %x = swift.embedding %ids, %table : (tensor<?x8xi64>, tensor<32x16xbf16>) -> tensor<?x8x16xbf16>
+  %logits = swift.linear %x, %table : (tensor<?x8x16xbf16>, tensor<32x16xbf16>) -> tensor<?x8x32xbf16>
+  %loss = swift.cross_entropy %logits, %labels : (tensor<?x8x32xbf16>, tensor<?x8xi64>) -> tensor<f32>
+  swift.loss %loss : tensor<f32>
+}
+// expected-error @+1 {{global_batch_size (1099511627776) exceeds 16777216}}
+swift.job @job trains @m on @c {sequence_length = 8 : i64, global_batch_size = 1099511627776 : i64, precision = #swift.precision<bf16>, optimizer = #swift.optimizer<adamw>, method = #swift.method<full>, backend = #swift.backend<hf>, strategy = #swift.strategy<>}
+
+// -----
+
+// The job's sequence length is the model's sequence dimension.
+swift.cluster @c nodes 1 x 1 gpu #swift.gpu<name = "a10", memory_bytes = 25769803776, bf16_tflops = 125.0, hbm_gbps = 600.0, host_link_gbps = 32.0, nvlink_gbps = 0.0> intra_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> inter_node #swift.link<name = "pcie4", bandwidth_gbps = 32.0, latency_us = 10.0> host_memory 1
+swift.model @m("llama") {
+^bb0(%ids: tensor<?x8xi64>, %labels: tensor<?x8xi64>):
+  %table = swift.param "model.embed_tokens.weight" : tensor<32x16xbf16>
+  %x = swift.embedding %ids, %table : (tensor<?x8xi64>, tensor<32x16xbf16>) -> tensor<?x8x16xbf16>
+  %logits = swift.linear %x, %table : (tensor<?x8x16xbf16>, tensor<32x16xbf16>) -> tensor<?x8x32xbf16>
+  %loss = swift.cross_entropy %logits, %labels : (tensor<?x8x32xbf16>, tensor<?x8xi64>) -> tensor<f32>
+  swift.loss %loss : tensor<f32>
+}
+// expected-error @+1 {{sequence_length (16) is not the sequence dimension of the input_ids of 'm' (8)}}
+swift.job @job trains @m on @c {sequence_length = 16 : i64, global_batch_size = 4 : i64, precision = #swift.precision<bf16>, optimizer = #swift.optimizer<adamw>, method = #swift.method<full>, backend = #swift.backend<hf>, strategy = #swift.strategy<>}

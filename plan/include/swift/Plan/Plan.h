@@ -26,6 +26,22 @@ namespace swift::plan {
 inline constexpr const char *kPlanSchemaName = "swift.plan";
 inline constexpr int kPlanSchemaVersion = 1;
 
+/// Upper bounds on a model's and a run's sizes, for every reader of them
+/// (plans, jobs, the dialect's verifiers): what one accepts the others
+/// accept, and products of sizes (tokens x hidden x layers ...) stay far
+/// from overflowing int64.
+namespace limits {
+inline constexpr int64_t kHiddenSize = 1 << 20;
+inline constexpr int64_t kIntermediateSize = 1 << 22;
+inline constexpr int64_t kLayers = 4096;
+inline constexpr int64_t kHeads = 4096;
+inline constexpr int64_t kHeadDim = 4096;
+inline constexpr int64_t kVocabSize = 1 << 24;
+inline constexpr int64_t kSequenceLength = 1 << 22;
+/// Sequences a step (a job's global batch); plans read up to 2^40.
+inline constexpr int64_t kBatch = 1 << 24;
+} // namespace limits
+
 /// "model.rope_scaling" (absent: rope_type default): HF config.json's
 /// rope_scaling, as transformers' ROPE_INIT_FUNCTIONS read it. The runtime's
 /// makeRope() is the one place that turns it into frequencies.
