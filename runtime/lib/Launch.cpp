@@ -61,8 +61,9 @@ std::string writtenErrorFile(const std::string &dir, int r) {
   return {};
 }
 
+/// The signal that asked the launcher to stop (SIGINT, SIGTERM), else 0.
 volatile sig_atomic_t gStopRequested = 0;
-void onStopSignal(int) { gStopRequested = 1; }
+void onStopSignal(int sig) { gStopRequested = sig; }
 
 std::string describeStatus(int status) {
   if (WIFSIGNALED(status))
@@ -258,9 +259,10 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
       continue;
     }
     if (gStopRequested && !stopping) {
-      std::cerr << "swift-run: interrupted; stopping all ranks\n";
+      std::cerr << "swift-run: " << strsignal(gStopRequested)
+                << "; stopping all ranks\n";
       stopping = true;
-      exitCode = 130;
+      exitCode = 128 + gStopRequested; // 130 for SIGINT, 143 for SIGTERM
       stopAll(SIGTERM);
       killAt = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     }

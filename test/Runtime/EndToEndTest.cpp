@@ -362,6 +362,18 @@ TEST(Failure, KilledRankStopsTheLocalLauncher) {
   EXPECT_LT(r.seconds, 60);
 }
 
+TEST(Failure, TerminatedLauncherStopsItsRanksAndExitsAsTheSignalSays) {
+  // SIGTERM (a scheduler's cancel) to the launcher: every rank stops and the
+  // exit status is 128 + 15, as a process killed by it reports.
+  Result r = runPlan(tinyPlan(0, 2), "--steps 1000000 --nproc-per-node 2",
+                     "timeout --preserve-status -s TERM 6");
+  EXPECT_EQ(r.exitCode, 143) << r.output;
+  EXPECT_NE(r.output.find("swift-run: Terminated; stopping all ranks"),
+            std::string::npos)
+      << r.output;
+  EXPECT_LT(r.seconds, 30);
+}
+
 TEST(Failure, KilledRankIsTheCauseEvenWhenItsPeerIsReapedFirst) {
   // Rank 1 is killed; rank 0's all-gather breaks and it exits 1 with Gloo's
   // "Connection reset". With the launcher reaping every 1.5 s both are gone
