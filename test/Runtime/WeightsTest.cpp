@@ -11,6 +11,8 @@
 
 #include "swift/Runtime/SafeTensors.h"
 
+#include <cstring>
+#include <limits>
 #include <functional>
 #include <map>
 #include <set>
@@ -272,6 +274,29 @@ TEST(Weights, AnExportReplacesTheDirectorysModelAndSaysItsDtype) {
             std::string::npos)
       << over.output;
   EXPECT_EQ(modelFiles(), std::set<std::string>{"model.safetensors"});
+}
+
+TEST(Weights, NonFiniteWeightsStopTheRunBeforeAnythingIsSaved) {
+  // A NaN in the initial weights (or a diverged run) makes the loss NaN:
+  // the run stops (exit 1) at that step's reading, before its checkpoint,
+  // which a rotating --keep would otherwise let replace the good ones.
+  Result a = exportInitial();
+  const std::string file = exported(a) + "/model.safetensors";
+  std::string bytes = slurp(file);
+  uint64_t header = 0;
+  for (int k = 0; k < 8; ++k)
+    header |= uint64_t(uint8_t(bytes[size_t(k)])) << (8 * k);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (size_t at = 8 + header; at + 4 <= bytes.size(); at += 4 * 97)
+    std::memcpy(&bytes[at], &nan, 4); // fp32 tensors: every 97th value
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+  Result r = runPlan(tinyPlan(0, 1), "--steps 3 --weights " + exported(a) +
+                                         " --save-dir ck --save-every 1");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("step 1: the loss is nan"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(r.dir + "/ck/latest")) << r.output;
+  EXPECT_TRUE(r.metrics.empty());
 }
 
 } // namespace

@@ -36,6 +36,7 @@
 #include <optional>
 #include <cstdlib>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -545,6 +546,25 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     comm->allReduceHost(v);
     const double loss = v[0] / env.world;
     dt = v[1] / env.world;
+    // A non-finite loss or gradient norm means the weights are, or are
+    // about to be: stop before saving them (a rotating --keep would delete
+    // the good checkpoints) or training on. Every rank reads the same
+    // numbers (the loss all-reduced, the norm global).
+    auto number = [](double x) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%g", x);
+      return std::string(text);
+    };
+    if (!std::isfinite(loss) || !std::isfinite(r.gradNorm))
+      throw RuntimeFailure(
+          "step " + std::to_string(s + 1) + ": the loss is " +
+          number(loss) + " and the gradient norm " +
+          number(r.gradNorm) +
+          ": training diverged (or the initial weights hold NaN/inf); "
+          "stopped before saving anything of this step" +
+          (a.saveDir.empty() ? std::string()
+                             : " (--save-dir " + a.saveDir +
+                                   " keeps the earlier checkpoints)"));
     watchdog.progress("a training step");
     if (savesAfter(s)) {
       gActivity = "saving the checkpoint of step " + std::to_string(s + 1);
