@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -184,6 +185,12 @@ public:
       labels_.insert(labels_.end(), labels.begin(), labels.end());
     }
     SWIFT_CHECK(!lengths_.empty(), path, ": holds no samples");
+    // Nothing to learn from: every step's loss and gradient would be 0.
+    SWIFT_CHECK(std::any_of(trained_.begin(), trained_.end(),
+                            [](int64_t t) { return t > 0; }),
+                path,
+                ": no sample has a target (every label after a sample's "
+                "first is -100, or every sample is one token long)");
     layOut();
   }
 

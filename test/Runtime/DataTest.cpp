@@ -245,6 +245,16 @@ TEST(Data, TheNameSaysTheFormatAndBlankLinesCarryNoSample) {
   std::ofstream(dir + "/plain.jsonl") << a << "\n" << b << "\n";
   std::ofstream(dir + "/blank.jsonl")
       << "\n" << a << "\n  \n\r\n" << b << "\n\n";
+  // A file with nothing to learn from: every label -100 but the first
+  // (which is never a target), or one-token samples.
+  std::ofstream(dir + "/nothing.jsonl")
+      << R"({"input_ids": [5, 6, 7], "labels": [5, -100, -100]})" << "\n"
+      << R"({"input_ids": [9]})" << "\n";
+  Result nothing = runPlan(tinyPlan(0, 1), "--steps 1 --data " + dir + "/nothing.jsonl");
+  EXPECT_EQ(nothing.exitCode, 2) << nothing.output;
+  EXPECT_NE(nothing.output.find("nothing.jsonl: no sample has a target"),
+            std::string::npos)
+      << nothing.output;
   Result plain = runPlan(tinyPlan(0, 1), "--steps 2 --data " + dir + "/plain.jsonl");
   Result blank = runPlan(tinyPlan(0, 1), "--steps 2 --data " + dir + "/blank.jsonl");
   ASSERT_EQ(plain.exitCode, 0) << plain.output;
