@@ -511,6 +511,11 @@ public:
 
   bool boolean(const YAML::Node &node, const std::string &field) const {
     std::string text = scalar(node, field);
+    // A quoted scalar is a string (a JSON config's "no" is no boolean:
+    // Python would read it as true).
+    if (node.Tag() == "!")
+      fail(node, field, "expected true or false, got the string \"" + text +
+                            "\"");
     std::string lower = text;
     std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
     if (lower == "true" || lower == "yes" || lower == "on")

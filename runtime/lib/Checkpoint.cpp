@@ -168,6 +168,8 @@ Checkpoint::Checkpoint(const std::string &path, const Plan &plan) {
     in >> name;
     SWIFT_CHECK(!name.empty() && name.find('/') == std::string::npos,
                 (dir / "latest").string(), ": does not name a step directory");
+    SWIFT_CHECK(fs::is_directory(dir / name), (dir / "latest").string(),
+                ": names ", name, ", which is not a directory there");
     dir /= name;
   }
   dir_ = dir.string();
@@ -181,8 +183,11 @@ Checkpoint::Checkpoint(const std::string &path, const Plan &plan) {
   SWIFT_CHECK(manifest.value("version", 0) == kVersion, manifestPath.string(),
               ": version ", manifest.value("version", 0), " (this swift-run reads ",
               kVersion, ")");
-  SWIFT_CHECK(manifest.contains("step") && manifest["step"].is_number_unsigned(),
-              manifestPath.string(), ": step: missing");
+  SWIFT_CHECK(manifest.contains("step"), manifestPath.string(),
+              ": step: missing");
+  SWIFT_CHECK(manifest["step"].is_number_unsigned(), manifestPath.string(),
+              ": step is ", manifest["step"].dump(),
+              ", not a count of steps (an integer >= 0)");
   step_ = manifest["step"].get<int64_t>();
   if (manifest.contains("base_weights") && manifest["base_weights"].is_string())
     baseWeights_ = manifest["base_weights"].get<std::string>();

@@ -381,6 +381,33 @@ TEST(JobErrors, WrongType) {
   EXPECT_NE(d.message.find("expected an integer"), std::string::npos);
 }
 
+TEST(JobErrors, QuotedBooleansAreStrings) {
+  // JSON's "no" is a string (Python would read it as true); YAML's plain
+  // no is false.
+  std::string config = writeTemp(R"({"model_type": "llama", "hidden_size": 64,
+    "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "vocab_size": 256, "tie_word_embeddings": "no"})",
+                                 ".json");
+  Diagnostic diag;
+  EXPECT_FALSE(loadHFConfig(config, diag));
+  EXPECT_NE(diag.message.find("expected true or false, got the string \"no\""),
+            std::string::npos)
+      << diag.str();
+  std::string plain = writeTemp(R"(model_type: llama
+hidden_size: 64
+intermediate_size: 128
+num_hidden_layers: 2
+num_attention_heads: 4
+vocab_size: 256
+tie_word_embeddings: no
+)",
+                                ".yaml");
+  Diagnostic ok;
+  auto model = loadHFConfig(plain, ok);
+  ASSERT_TRUE(model) << ok.str();
+  EXPECT_FALSE(model->tieWordEmbeddings);
+}
+
 TEST(JobErrors, UnknownPresets) {
   EXPECT_NE(fail(kBaseJob, {"model=qwen2.5-8b"}).message.find("did you mean"),
             std::string::npos);

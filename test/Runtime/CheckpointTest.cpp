@@ -169,6 +169,29 @@ TEST(Checkpoint, KeepsTheNewestAndRefusesAnotherModel) {
   Result none = runPlan(p, "--steps 2 --resume " + r.dir);
   EXPECT_EQ(none.exitCode, 2) << none.output;
   EXPECT_NE(none.output.find("not a checkpoint"), std::string::npos) << none.output;
+  // A damaged manifest or latest says what is wrong with it.
+  const std::string step5 = r.dir + "/ckpt/step-00000005/manifest.json";
+  const std::string manifestText = slurp(step5);
+  json manifest = json::parse(manifestText);
+  for (const json &bad : {json(-5), json("five")}) {
+    manifest["step"] = bad;
+    std::ofstream(step5, std::ios::trunc) << manifest.dump();
+    Result damaged = runPlan(p, "--steps 6 --resume " + r.dir + "/ckpt");
+    EXPECT_EQ(damaged.exitCode, 2) << damaged.output;
+    EXPECT_NE(damaged.output.find("manifest.json: step is " + bad.dump() +
+                                  ", not a count of steps"),
+              std::string::npos)
+        << damaged.output;
+  }
+  std::ofstream(step5, std::ios::trunc) << manifestText;
+  std::ofstream(r.dir + "/ckpt/latest", std::ios::trunc) << "step-00000009\n";
+  Result gone = runPlan(p, "--steps 6 --resume " + r.dir + "/ckpt");
+  EXPECT_EQ(gone.exitCode, 2) << gone.output;
+  EXPECT_NE(gone.output.find("latest: names step-00000009, which is not a "
+                             "directory there"),
+            std::string::npos)
+      << gone.output;
+  std::ofstream(r.dir + "/ckpt/latest", std::ios::trunc) << "step-00000005\n";
   // Resume with --steps 0 and export: the checkpoint's model, no training.
   Result exported = runPlan(p, "--steps 0 --resume " + r.dir +
                                    "/ckpt --export-hf hf --export-dtype fp32");
