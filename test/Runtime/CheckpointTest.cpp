@@ -158,17 +158,20 @@ TEST(Checkpoint, KeepsTheNewestAndRefusesAnotherModel) {
   std::sort(kept.begin(), kept.end());
   EXPECT_EQ(kept, (std::vector<std::string>{"latest", "step-00000004",
                                             "step-00000005"}));
+  // Resuming from r's checkpoints is refused (exit 2) with `message`.
+  auto expectRefused = [&](const json &plan, const std::string &from,
+                           const std::string &message) {
+    Result refused = runPlan(plan, "--steps 6 --resume " + from);
+    EXPECT_EQ(refused.exitCode, 2) << refused.output;
+    EXPECT_NE(refused.output.find(message), std::string::npos)
+        << refused.output;
+  };
   json other = p;
   other["model"]["intermediate_size"] = 96;
-  Result refused = runPlan(other, "--steps 6 --resume " + r.dir + "/ckpt");
-  EXPECT_EQ(refused.exitCode, 2) << refused.output;
-  EXPECT_NE(refused.output.find("a checkpoint of another model: "
-                                "intermediate_size is 128, the plan's model has 96"),
-            std::string::npos)
-      << refused.output;
-  Result none = runPlan(p, "--steps 2 --resume " + r.dir);
-  EXPECT_EQ(none.exitCode, 2) << none.output;
-  EXPECT_NE(none.output.find("not a checkpoint"), std::string::npos) << none.output;
+  expectRefused(other, r.dir + "/ckpt",
+                "a checkpoint of another model: intermediate_size is 128, the "
+                "plan's model has 96");
+  expectRefused(p, r.dir, "not a checkpoint");
   // A damaged manifest or latest says what is wrong with it.
   const std::string step5 = r.dir + "/ckpt/step-00000005/manifest.json";
   const std::string manifestText = slurp(step5);
@@ -176,21 +179,14 @@ TEST(Checkpoint, KeepsTheNewestAndRefusesAnotherModel) {
   for (const json &bad : {json(-5), json("five")}) {
     manifest["step"] = bad;
     std::ofstream(step5, std::ios::trunc) << manifest.dump();
-    Result damaged = runPlan(p, "--steps 6 --resume " + r.dir + "/ckpt");
-    EXPECT_EQ(damaged.exitCode, 2) << damaged.output;
-    EXPECT_NE(damaged.output.find("manifest.json: step is " + bad.dump() +
-                                  ", not a count of steps"),
-              std::string::npos)
-        << damaged.output;
+    expectRefused(p, r.dir + "/ckpt",
+                  "manifest.json: step is " + bad.dump() +
+                      ", not a count of steps");
   }
   std::ofstream(step5, std::ios::trunc) << manifestText;
   std::ofstream(r.dir + "/ckpt/latest", std::ios::trunc) << "step-00000009\n";
-  Result gone = runPlan(p, "--steps 6 --resume " + r.dir + "/ckpt");
-  EXPECT_EQ(gone.exitCode, 2) << gone.output;
-  EXPECT_NE(gone.output.find("latest: names step-00000009, which is not a "
-                             "directory there"),
-            std::string::npos)
-      << gone.output;
+  expectRefused(p, r.dir + "/ckpt",
+                "latest: names step-00000009, which is not a directory there");
   std::ofstream(r.dir + "/ckpt/latest", std::ios::trunc) << "step-00000005\n";
   // Resume with --steps 0 and export: the checkpoint's model, no training.
   Result exported = runPlan(p, "--steps 0 --resume " + r.dir +
