@@ -240,16 +240,21 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
       --alive;
       statuses[r] = status;
       bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+      // A stop signal sent to the process group (Ctrl-C in a terminal, a
+      // scheduler's cancel) reaches the ranks too, maybe before the
+      // launcher sees its own: an interruption, not a rank's failure.
+      const int stopSignal = gStopRequested;
       if (WIFSIGNALED(status)) {
         const int sig = WTERMSIG(status);
         const bool ours =
-            stopping && (sig == SIGTERM ||
-                         (sig == SIGKILL &&
-                          std::chrono::steady_clock::now() > killAt));
+            (stopping && (sig == SIGTERM ||
+                          (sig == SIGKILL &&
+                           std::chrono::steady_clock::now() > killAt))) ||
+            (stopSignal && sig == stopSignal);
         if (!ours)
           killedOutside.push_back(r);
       }
-      if (failed && !stopping) {
+      if (failed && !stopping && !stopSignal) {
         firstFailed = r;
         exitCode = WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
         stopping = true;
@@ -269,6 +274,12 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
     if (stopping && std::chrono::steady_clock::now() > killAt)
       stopAll(SIGKILL);
     std::this_thread::sleep_for(std::chrono::milliseconds(pollMs));
+  }
+  // Every rank ended by the group's stop signal before the loop saw it.
+  if (gStopRequested && !stopping) {
+    std::cerr << "swift-run: " << strsignal(gStopRequested)
+              << "; all ranks stopped\n";
+    exitCode = 128 + gStopRequested;
   }
   if (firstFailed >= 0) {
     const int r = rootCause(errorDir, nproc, firstFailed, killedOutside);

@@ -363,14 +363,16 @@ TEST(Failure, KilledRankStopsTheLocalLauncher) {
 }
 
 TEST(Failure, TerminatedLauncherStopsItsRanksAndExitsAsTheSignalSays) {
-  // SIGTERM (a scheduler's cancel) to the launcher: every rank stops and the
-  // exit status is 128 + 15, as a process killed by it reports.
+  // SIGTERM (a scheduler's cancel) to the launcher's process group, as
+  // `timeout` sends it: the ranks get it too, maybe before the launcher
+  // sees its own. Every rank stops, no rank is blamed, and the exit status
+  // is 128 + 15, as a process killed by it reports.
   Result r = runPlan(tinyPlan(0, 2), "--steps 1000000 --nproc-per-node 2",
                      "timeout --preserve-status -s TERM 6");
   EXPECT_EQ(r.exitCode, 143) << r.output;
-  EXPECT_NE(r.output.find("swift-run: Terminated; stopping all ranks"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("swift-run: Terminated;"), std::string::npos)
       << r.output;
+  EXPECT_EQ(r.output.find("error"), std::string::npos) << r.output;
   EXPECT_LT(r.seconds, 30);
 }
 
