@@ -40,13 +40,13 @@ LogicalResult JobOp::verify() {
     return emitOpError("'lora' is set but method is full");
   // The job reader's bounds (a hand-written or edited job op meets them
   // too): tokens per step and the sizes derived from it stay in int64.
-  if (getSequenceLength() > ::swift::plan::limits::kSequenceLength)
+  namespace limits = ::swift::plan::limits;
+  if (getSequenceLength() > limits::kSequenceLength)
     return emitOpError("sequence_length (")
-           << getSequenceLength() << ") exceeds "
-           << ::swift::plan::limits::kSequenceLength;
-  if (getGlobalBatchSize() > ::swift::plan::limits::kBatch)
+           << getSequenceLength() << ") exceeds " << limits::kSequenceLength;
+  if (getGlobalBatchSize() > limits::kBatch)
     return emitOpError("global_batch_size (")
-           << getGlobalBatchSize() << ") exceeds " << ::swift::plan::limits::kBatch;
+           << getGlobalBatchSize() << ") exceeds " << limits::kBatch;
   if (getMicroBatchSize() && *getMicroBatchSize() > getGlobalBatchSize())
     return emitOpError("micro_batch_size (")
            << *getMicroBatchSize() << ") exceeds global_batch_size ("

@@ -225,18 +225,12 @@ struct JobError {
 // What Diagnostic::file says for an override: "--set KEY=VALUE".
 const std::string kSetPrefix = "--set ";
 
-// Upper bounds on sizes: the plan layer's (swift/Plan/Plan.h), so that every
-// job the planner accepts gives a plan swift-run reads, and so that products
-// of sizes (tokens x hidden x layers ...) stay far from overflowing.
+// Upper bounds on sizes: the model's and the batch's are the plan layer's
+// (plan::limits), so that every job the planner accepts gives a plan
+// swift-run reads; the cluster's below are the job's own. Products of sizes
+// (tokens x hidden x layers ...) stay far from overflowing.
+namespace limits = plan::limits;
 constexpr int64_t kBig = int64_t(1) << 40;
-constexpr int64_t kMaxHiddenSize = plan::limits::kHiddenSize;
-constexpr int64_t kMaxIntermediateSize = plan::limits::kIntermediateSize;
-constexpr int64_t kMaxLayers = plan::limits::kLayers;
-constexpr int64_t kMaxHeads = plan::limits::kHeads;
-constexpr int64_t kMaxHeadDim = plan::limits::kHeadDim;
-constexpr int64_t kMaxVocabSize = plan::limits::kVocabSize;
-constexpr int64_t kMaxSequenceLength = plan::limits::kSequenceLength;
-constexpr int64_t kMaxBatch = plan::limits::kBatch;
 constexpr int64_t kMaxGpusPerNode = 1024;
 constexpr int64_t kMaxNodes = 65536;
 constexpr int64_t kMaxWorld = 1 << 20;
@@ -670,16 +664,16 @@ void readModelFields(const Reader &r, const YAML::Node &map,
     r.fail(map, field("model_type"),
            "missing; expected one of llama, qwen2, mistral, qwen3");
   }
-  m.hiddenSize = required("hidden_size", kMaxHiddenSize);
-  m.intermediateSize = required("intermediate_size", kMaxIntermediateSize);
-  m.numHiddenLayers = required("num_hidden_layers", kMaxLayers);
-  m.numAttentionHeads = required("num_attention_heads", kMaxHeads);
-  m.vocabSize = required("vocab_size", kMaxVocabSize);
+  m.hiddenSize = required("hidden_size", limits::kHiddenSize);
+  m.intermediateSize = required("intermediate_size", limits::kIntermediateSize);
+  m.numHiddenLayers = required("num_hidden_layers", limits::kLayers);
+  m.numAttentionHeads = required("num_attention_heads", limits::kHeads);
+  m.vocabSize = required("vocab_size", limits::kVocabSize);
   m.numKeyValueHeads = m.numAttentionHeads;
   if (YAML::Node kv = map["num_key_value_heads"]; kv && !kv.IsNull())
-    m.numKeyValueHeads = r.integer(kv, field("num_key_value_heads"), 1, kMaxHeads);
+    m.numKeyValueHeads = r.integer(kv, field("num_key_value_heads"), 1, limits::kHeads);
   if (YAML::Node hd = map["head_dim"]; hd && !hd.IsNull()) {
-    m.headDim = r.integer(hd, field("head_dim"), 1, kMaxHeadDim);
+    m.headDim = r.integer(hd, field("head_dim"), 1, limits::kHeadDim);
   } else {
     if (m.hiddenSize % m.numAttentionHeads != 0)
       r.fail(map["num_attention_heads"], field("num_attention_heads"),
@@ -896,10 +890,10 @@ TrainingSpec readTraining(const Reader &r, const YAML::Node &root) {
       r.fail(t, join("training", key), "missing; give a positive integer");
     return r.integer(t[key], join("training", key), 1, max);
   };
-  s.sequenceLength = need("sequence_length", kMaxSequenceLength);
-  s.globalBatchSize = need("global_batch_size", kMaxBatch);
+  s.sequenceLength = need("sequence_length", limits::kSequenceLength);
+  s.globalBatchSize = need("global_batch_size", limits::kBatch);
   if (YAML::Node mb = t["micro_batch_size"]; !Reader::isAuto(mb)) {
-    s.microBatchSize = r.integer(mb, "training.micro_batch_size", 1, kMaxBatch);
+    s.microBatchSize = r.integer(mb, "training.micro_batch_size", 1, limits::kBatch);
     if (*s.microBatchSize > s.globalBatchSize)
       r.fail(mb, "training.micro_batch_size",
              "micro_batch_size " + std::to_string(*s.microBatchSize) +
@@ -1174,7 +1168,7 @@ StrategySpec readStrategy(const Reader &r, const YAML::Node &root,
   if (YAML::Node p = st["prefetch_depth"]; !Reader::isAuto(p))
     s.prefetchDepth = r.integer(p, "strategy.prefetch_depth", 1, 64);
   if (YAML::Node k = st["checkpoint_layers"]; !Reader::isAuto(k)) {
-    s.checkpointLayers = r.integer(k, "strategy.checkpoint_layers", 0, kMaxLayers);
+    s.checkpointLayers = r.integer(k, "strategy.checkpoint_layers", 0, limits::kLayers);
     if (*s.checkpointLayers > model.numHiddenLayers)
       r.fail(k, "strategy.checkpoint_layers",
              std::to_string(*s.checkpointLayers) + " exceeds the model's " +

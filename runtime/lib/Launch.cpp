@@ -222,6 +222,12 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
   std::vector<int> killedOutside;
   bool stopping = false;
   std::chrono::steady_clock::time_point killAt{};
+  // Exits as a process the stop signal ended: 130 (SIGINT), 143 (SIGTERM).
+  auto interrupted = [&](const char *what) {
+    std::cerr << "swift-run: " << strsignal(gStopRequested) << "; " << what
+              << "\n";
+    exitCode = 128 + gStopRequested;
+  };
   auto stopAll = [&](int sig) {
     for (pid_t p : pids)
       if (p > 0)
@@ -264,10 +270,8 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
       continue;
     }
     if (gStopRequested && !stopping) {
-      std::cerr << "swift-run: " << strsignal(gStopRequested)
-                << "; stopping all ranks\n";
+      interrupted("stopping all ranks");
       stopping = true;
-      exitCode = 128 + gStopRequested; // 130 for SIGINT, 143 for SIGTERM
       stopAll(SIGTERM);
       killAt = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     }
@@ -276,11 +280,8 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
     std::this_thread::sleep_for(std::chrono::milliseconds(pollMs));
   }
   // Every rank ended by the group's stop signal before the loop saw it.
-  if (gStopRequested && !stopping) {
-    std::cerr << "swift-run: " << strsignal(gStopRequested)
-              << "; all ranks stopped\n";
-    exitCode = 128 + gStopRequested;
-  }
+  if (gStopRequested && !stopping)
+    interrupted("all ranks stopped");
   if (firstFailed >= 0) {
     const int r = rootCause(errorDir, nproc, firstFailed, killedOutside);
     std::cerr << failureReport(errorDir, r, statuses[r], nproc) << std::endl;

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -471,26 +472,13 @@ void write(const std::string &dir, const std::vector<TensorSpec> &tensors,
   std::set<std::string> written;
   for (size_t s = 0; s < n; ++s)
     written.insert(shardName(s));
-  auto isShard = [&](const std::string &name) {
-    // stem-NNNNN-of-NNNNN.safetensors
-    const std::string tail = ".safetensors";
-    const size_t midLength = 15; // -NNNNN-of-NNNNN
-    if (name.size() != stem.size() + midLength + tail.size() ||
-        name.compare(0, stem.size(), stem) != 0 ||
-        name.compare(name.size() - tail.size(), tail.size(), tail) != 0)
-      return false;
-    const std::string mid = name.substr(stem.size(), midLength);
-    for (size_t k : {size_t(1), size_t(10)})
-      for (size_t d = k; d < k + 5; ++d)
-        if (mid[d] < '0' || mid[d] > '9')
-          return false;
-    return mid[0] == '-' && mid.compare(6, 4, "-of-") == 0;
-  };
+  // shardName's pattern for any count (stems are plain words).
+  const std::regex shard(stem + R"(-\d{5}-of-\d{5}\.safetensors)");
   for (const fs::directory_entry &e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (written.count(name) || !e.is_regular_file())
       continue;
-    if (name == stem + ".safetensors" || isShard(name))
+    if (name == stem + ".safetensors" || std::regex_match(name, shard))
       fs::remove(e.path(), ec);
   }
 }
