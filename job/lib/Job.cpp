@@ -7,6 +7,7 @@
 
 #include "swift/Job/Job.h"
 #include "swift/Job/Presets.h"
+#include "swift/Plan/Json.h"
 
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
@@ -244,56 +245,18 @@ constexpr int64_t kMaxWorld = 1 << 20;
 // at once instead of filling memory.
 constexpr uintmax_t kMaxInputBytes = uintmax_t(64) << 20;
 
-/// Why `path` is not a file to read, or "" when it is a regular file.
-std::string notRegular(const std::string &path, const std::string &expected) {
-  std::error_code ec;
-  switch (fs::status(path, ec).type()) {
-  case fs::file_type::regular:
-    return "";
-  case fs::file_type::not_found:
-    return "no such file";
-  case fs::file_type::directory:
-    return "is a directory; expected " + expected;
-  case fs::file_type::fifo:
-    return "is a FIFO, not a regular file; expected " + expected;
-  case fs::file_type::character:
-  case fs::file_type::block:
-    return "is a device, not a regular file; expected " + expected;
-  default:
-    return ec ? "cannot read the file: " + ec.message()
-              : "is not a regular file; expected " + expected;
-  }
-}
-
 /// The text of `path`, a file the user named; `expected` says what it should
-/// be ("a job file (YAML)"). Only regular files are opened: a FIFO would
-/// block until someone writes to it, /dev/zero would never end.
+/// be ("a job file (YAML)"). Only regular files are opened (plan/Json.h).
 std::string readInput(const std::string &path, const std::string &expected) {
-  auto fail = [&](const std::string &why) {
+  try {
+    return plan::readRegularFile(path, expected, kMaxInputBytes);
+  } catch (const plan::UserError &e) {
+    // "PATH: why" -> a diagnostic located at PATH.
+    std::string why = e.what();
+    if (why.rfind(path + ": ", 0) == 0)
+      why = why.substr(path.size() + 2);
     throw JobError{{path, 0, 0, "", why}};
-  };
-  if (std::string why = notRegular(path, expected); !why.empty())
-    fail(why);
-  std::error_code ec;
-  std::string tooLarge = "is larger than " +
-                         std::to_string(kMaxInputBytes >> 20) +
-                         " MiB; expected " + expected;
-  if (uintmax_t size = fs::file_size(path, ec); !ec && size > kMaxInputBytes)
-    fail(tooLarge);
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail(std::string("cannot read the file: ") + std::strerror(errno));
-  // Bounded again while reading: a file may grow, or report no size.
-  std::string text;
-  char buffer[1 << 16];
-  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
-    text.append(buffer, size_t(in.gcount()));
-    if (text.size() > kMaxInputBytes)
-      fail(tooLarge);
   }
-  if (in.bad())
-    fail(std::string("cannot read the file: ") + std::strerror(errno));
-  return text;
 }
 
 /// yaml-cpp's message for `e`. Its depth guard (deeper nesting would

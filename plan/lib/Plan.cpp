@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "swift/Plan/Plan.h"
 #include "swift/Plan/Error.h"
+#include "swift/Plan/Json.h"
 #include "swift/Plan/Schedule.h"
 
 #include <nlohmann/json.hpp>
@@ -22,103 +23,9 @@ using nlohmann::json;
 namespace swift::plan {
 namespace {
 
-/// A JSON object with the path it was found at, for error messages.
-struct Node {
-  const json &j;
-  std::string where; // e.g. "strategy.zero"
-  const std::string &file;
-
-  [[noreturn]] void fail(const std::string &why) const {
-    throw UserError(file + ": " + (where.empty() ? "<root>" : where) + ": " +
-                    why);
-  }
-  bool has(const char *key) const { return j.contains(key); }
-  Node at(const char *key) const {
-    std::string sub = where.empty() ? key : where + "." + key;
-    if (!j.contains(key))
-      throw UserError(file + ": " + sub + ": missing required field");
-    return Node{j.at(key), sub, file};
-  }
-  Node index(size_t i) const {
-    return Node{j.at(i), where + "[" + std::to_string(i) + "]", file};
-  }
-  const Node &object() const {
-    if (!j.is_object())
-      fail("expected an object, got " + std::string(j.type_name()));
-    return *this;
-  }
-  const Node &array() const {
-    if (!j.is_array())
-      fail("expected an array, got " + std::string(j.type_name()));
-    return *this;
-  }
-  int64_t integer(int64_t lo, int64_t hi) const {
-    // A whole number too big for 64 bits: nlohmann reads it as unsigned
-    // (up to 2^64 - 1) or as a float (beyond); either is out of range, not
-    // "not an integer" (and get<int64_t> would wrap an unsigned).
-    if ((j.is_number_unsigned() &&
-         j.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) ||
-        (j.is_number_float() && std::abs(j.get<double>()) >= 0x1p63)) {
-      std::ostringstream os;
-      os << "value " << j.dump() << " out of range [" << lo << ", " << hi
-         << "]";
-      fail(os.str());
-    }
-    if (!j.is_number_integer())
-      fail("expected an integer, got " + std::string(j.type_name()));
-    int64_t v = j.get<int64_t>();
-    if (v < lo || v > hi)
-      fail("value " + std::to_string(v) + " out of range [" +
-           std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return v;
-  }
-  double number(double lo, double hi) const {
-    if (!j.is_number())
-      fail("expected a number, got " + std::string(j.type_name()));
-    double v = j.get<double>();
-    if (!std::isfinite(v))
-      fail("expected a finite number, got " + j.dump());
-    if (!(v >= lo && v <= hi)) {
-      std::ostringstream os;
-      os << "value " << v << " out of range [" << lo << ", " << hi << "]";
-      fail(os.str());
-    }
-    return v;
-  }
-  bool boolean() const {
-    if (!j.is_boolean())
-      fail("expected true or false, got " + std::string(j.type_name()));
-    return j.get<bool>();
-  }
-  std::string string() const {
-    if (!j.is_string())
-      fail("expected a string, got " + std::string(j.type_name()));
-    return j.get<std::string>();
-  }
-  template <typename E>
-  E choice() const {
-    std::string s = string();
-    if (std::optional<E> value = parseEnum<E>(s))
-      return *value;
-    fail("unknown value \"" + s + "\" (expected " + enumChoices<E>() + ")");
-  }
-  /// Rejects keys not in `known`: a typo must not silently mean "default".
-  void onlyKeys(std::initializer_list<const char *> known) const {
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      bool ok = false;
-      for (const char *k : known)
-        ok |= it.key() == k;
-      if (!ok)
-        Node{it.value(), where.empty() ? it.key() : where + "." + it.key(),
-             file}
-            .fail("unknown field");
-    }
-  }
-};
-
 constexpr int64_t kBig = int64_t(1) << 40;
 
-RopeScaling parseRopeScaling(const Node &n) {
+RopeScaling parseRopeScaling(const JsonField &n) {
   n.object().onlyKeys({"rope_type", "factor", "low_freq_factor",
                        "high_freq_factor", "original_max_position_embeddings"});
   RopeScaling r;
@@ -137,7 +44,7 @@ RopeScaling parseRopeScaling(const Node &n) {
   return r;
 }
 
-ModelConfig parseModel(const Node &n) {
+ModelConfig parseModel(const JsonField &n) {
   n.object().onlyKeys({"hidden_size", "intermediate_size", "num_hidden_layers",
                        "num_attention_heads", "num_key_value_heads", "head_dim",
                        "vocab_size", "tie_word_embeddings", "rms_norm_eps",
@@ -179,7 +86,7 @@ ModelConfig parseModel(const Node &n) {
   return m;
 }
 
-TrainingConfig parseTraining(const Node &n) {
+TrainingConfig parseTraining(const JsonField &n) {
   n.object().onlyKeys({"sequence_length", "global_batch_size",
                        "micro_batch_size", "gradient_accumulation", "precision",
                        "optimizer", "lr_schedule", "max_grad_norm", "seed",
@@ -191,12 +98,12 @@ TrainingConfig parseTraining(const Node &n) {
   t.gradientAccumulation = n.at("gradient_accumulation").integer(1, kBig);
   t.precision = n.at("precision")
                     .choice<Precision>();
-  Node o = n.at("optimizer");
+  JsonField o = n.at("optimizer");
   o.object().onlyKeys({"name", "lr", "betas", "eps", "weight_decay"});
   if (o.has("name") && o.at("name").string() != "adamw")
     o.at("name").fail("only \"adamw\" is supported");
   t.optimizer.lr = o.at("lr").number(0, 10);
-  Node betas = o.at("betas");
+  JsonField betas = o.at("betas");
   betas.array();
   if (betas.j.size() != 2)
     betas.fail("expected [beta1, beta2]");
@@ -205,7 +112,7 @@ TrainingConfig parseTraining(const Node &n) {
   t.optimizer.eps = o.at("eps").number(0, 1);
   t.optimizer.weightDecay = o.at("weight_decay").number(0, 10);
   if (n.has("lr_schedule")) {
-    Node ls = n.at("lr_schedule");
+    JsonField ls = n.at("lr_schedule");
     ls.object().onlyKeys({"warmup_steps", "decay", "min_lr_ratio"});
     if (ls.has("warmup_steps"))
       t.lrSchedule.warmupSteps = ls.at("warmup_steps").integer(0, kBig);
@@ -215,7 +122,7 @@ TrainingConfig parseTraining(const Node &n) {
       t.lrSchedule.minLrRatio = ls.at("min_lr_ratio").number(0, 1);
   }
   if (n.has("max_grad_norm")) {
-    Node g = n.at("max_grad_norm");
+    JsonField g = n.at("max_grad_norm");
     double v = g.number(0, 1e30);
     if (!(v > 0))
       g.fail("must be > 0 (leave it out for no clipping)");
@@ -230,17 +137,17 @@ TrainingConfig parseTraining(const Node &n) {
                            "adapters run bf16 GEMMs (use " +
                            toString(storagePrecision(t.precision)) + ")");
   if (t.method != Method::Full) {
-    Node l = n.at("lora");
+    JsonField l = n.at("lora");
     l.object().onlyKeys({"rank", "alpha", "dropout", "targets"});
     t.lora.rank = l.at("rank").integer(1, 1 << 16);
     t.lora.alpha = l.at("alpha").number(1e-9, 1e9);
     t.lora.dropout = l.has("dropout") ? l.at("dropout").number(0, 0.999) : 0;
-    Node targets = l.at("targets");
+    JsonField targets = l.at("targets");
     targets.array();
     t.lora.targets.clear();
     const std::vector<std::string> &known = loraTargetNames();
     for (size_t i = 0; i < targets.j.size(); ++i) {
-      Node x = targets.index(i);
+      JsonField x = targets.index(i);
       std::string name = x.string();
       if (std::find(known.begin(), known.end(), name) == known.end())
         x.fail("'" + name + "' is not a decoder linear (q_proj, k_proj, "
@@ -256,7 +163,7 @@ TrainingConfig parseTraining(const Node &n) {
   return t;
 }
 
-WorldConfig parseWorld(const Node &n) {
+WorldConfig parseWorld(const JsonField &n) {
   n.object().onlyKeys({"size", "gpus_per_node"});
   WorldConfig w;
   w.size = n.at("size").integer(1, 1 << 20);
@@ -265,11 +172,11 @@ WorldConfig parseWorld(const Node &n) {
   return w;
 }
 
-Checkpointing parseCheckpointing(const Node &n) {
+Checkpointing parseCheckpointing(const JsonField &n) {
   return n.choice<Checkpointing>();
 }
 
-StrategyConfig parseStrategy(const Node &n) {
+StrategyConfig parseStrategy(const JsonField &n) {
   n.object().onlyKeys({"zero", "offload", "checkpointing", "checkpoint_layers",
                        "bucket_bytes", "prefetch_depth"});
   StrategyConfig s;
@@ -287,7 +194,7 @@ StrategyConfig parseStrategy(const Node &n) {
   return s;
 }
 
-std::vector<int> intList(const Node &n, int lo, int hi) {
+std::vector<int> intList(const JsonField &n, int lo, int hi) {
   n.array();
   std::vector<int> out;
   for (size_t i = 0; i < n.j.size(); ++i)
@@ -295,16 +202,16 @@ std::vector<int> intList(const Node &n, int lo, int hi) {
   return out;
 }
 
-Schedule parseSchedule(const Node &n, const ModelConfig &m) {
+Schedule parseSchedule(const JsonField &n, const ModelConfig &m) {
   n.object().onlyKeys({"units", "buckets", "forward", "backward", "optimizer"});
   // Types and ranges only: which unit goes where, and everything else the
   // entries must satisfy together, is checkSchedule()'s (Schedule.h).
   const int last = int(m.numLayers) + 1;
   Schedule s;
-  Node units = n.at("units");
+  JsonField units = n.at("units");
   units.array();
   for (size_t u = 0; u < units.j.size(); ++u) {
-    Node e = units.index(u);
+    JsonField e = units.index(u);
     e.object().onlyKeys({"kind", "layer", "checkpoint"});
     UnitSpec spec;
     spec.kind = e.at("kind").choice<UnitKind>();
@@ -315,10 +222,10 @@ Schedule parseSchedule(const Node &n, const ModelConfig &m) {
     }
     s.units.push_back(spec);
   }
-  Node buckets = n.at("buckets");
+  JsonField buckets = n.at("buckets");
   buckets.array();
   for (size_t b = 0; b < buckets.j.size(); ++b) {
-    Node e = buckets.index(b);
+    JsonField e = buckets.index(b);
     e.object().onlyKeys({"units", "collective", "every_micro_batch"});
     Bucket bucket;
     bucket.units = intList(e.at("units"), 0, last);
@@ -332,11 +239,11 @@ Schedule parseSchedule(const Node &n, const ModelConfig &m) {
   }
   const int numBuckets = int(s.buckets.size());
   auto program = [&](const char *key, bool backward) {
-    Node p = n.at(key);
+    JsonField p = n.at(key);
     p.array();
     std::vector<ProgramStep> steps;
     for (size_t i = 0; i < p.j.size(); ++i) {
-      Node e = p.index(i);
+      JsonField e = p.index(i);
       e.object().onlyKeys({"unit", "gather", "release", "reduce"});
       ProgramStep st;
       st.unit = int(e.at("unit").integer(0, last));
@@ -358,84 +265,18 @@ Schedule parseSchedule(const Node &n, const ModelConfig &m) {
   };
   s.forward = program("forward", false);
   s.backward = program("backward", true);
-  Node opt = n.at("optimizer");
+  JsonField opt = n.at("optimizer");
   opt.object().onlyKeys({"device", "gather_params"});
   s.optimizer.device = opt.at("device").choice<OptimizerDevice>();
   s.optimizer.gatherParams = opt.at("gather_params").boolean();
   return s;
 }
 
-/// Parses JSON text; any error nlohmann reports (a syntax error, a number
-/// that overflows a double such as 1e400, which it reports as out_of_range)
-/// becomes one UserError naming the file and the field being read.
-json parseJson(const std::string &text, const std::string &file) {
-  // The path to the value being parsed: an object's frame holds its current
-  // key, an array's the number of elements finished.
-  struct Frame {
-    bool array;
-    std::string key;
-    size_t index = 0;
-  };
-  std::vector<Frame> stack;
-  auto finished = [&] {
-    if (!stack.empty() && stack.back().array)
-      ++stack.back().index;
-  };
-  json::parser_callback_t track = [&](int, json::parse_event_t event,
-                                      json &parsed) {
-    switch (event) {
-    case json::parse_event_t::object_start:
-      stack.push_back({false, "", 0});
-      break;
-    case json::parse_event_t::array_start:
-      stack.push_back({true, "", 0});
-      break;
-    case json::parse_event_t::key:
-      if (!stack.empty() && parsed.is_string())
-        stack.back().key = parsed.get<std::string>();
-      break;
-    case json::parse_event_t::object_end:
-    case json::parse_event_t::array_end:
-      if (!stack.empty())
-        stack.pop_back();
-      finished();
-      break;
-    case json::parse_event_t::value:
-      finished();
-      break;
-    }
-    return true;
-  };
-  auto where = [&] {
-    std::string path;
-    for (const Frame &f : stack) {
-      if (f.array)
-        path += "[" + std::to_string(f.index) + "]";
-      else if (!f.key.empty())
-        path += (path.empty() ? "" : ".") + f.key;
-    }
-    return path.empty() ? std::string() : path + ": ";
-  };
-  try {
-    return json::parse(text, track);
-  } catch (const json::out_of_range &e) {
-    // 406: "number overflow parsing '1e400'".
-    std::string why = e.what();
-    if (size_t p = why.find("] "); p != std::string::npos)
-      why = why.substr(p + 2);
-    throw UserError(file + ": " + where() + why +
-                    " (not a finite number)");
-  } catch (const json::exception &e) {
-    // A syntax error: nlohmann's message gives the line and column.
-    throw UserError(file + ": not valid JSON: " + e.what());
-  }
-}
-
 } // namespace
 
 Plan parsePlanText(const std::string &text, const std::string &file) {
   json j = parseJson(text, file);
-  Node root{j, "", file};
+  JsonField root{j, "", file};
   root.object().onlyKeys({"schema", "version", "model", "weights",
                           "training", "world", "strategy", "schedule",
                           "predicted", "comment", "generator"});
@@ -455,10 +296,23 @@ Plan parsePlanText(const std::string &text, const std::string &file) {
   p.world = parseWorld(root.at("world"));
   p.strategy = parseStrategy(root.at("strategy"));
   const TrainingConfig &t = p.training;
-  if (t.microBatchSize * p.world.size * t.gradientAccumulation !=
-      t.globalBatchSize)
-    root.at("training")
-        .at("gradient_accumulation")
+  // micro x world x accumulation = global, checked without overflow: each
+  // factor is at most the global batch, and their product is formed only
+  // while it stays at most the global batch (a micro-batch of 2^32 + 1 with
+  // an accumulation of 2^32 wrapped to a valid-looking product).
+  JsonField tj = root.at("training");
+  if (t.microBatchSize > t.globalBatchSize)
+    tj.at("micro_batch_size")
+        .fail(std::to_string(t.microBatchSize) +
+              " sequences, more than global_batch_size (" +
+              std::to_string(t.globalBatchSize) + ")");
+  const int64_t perStep = t.globalBatchSize;
+  const bool fits =
+      p.world.size <= perStep / t.microBatchSize &&
+      t.gradientAccumulation <= perStep / (t.microBatchSize * p.world.size);
+  if (!fits || t.microBatchSize * p.world.size * t.gradientAccumulation !=
+                   t.globalBatchSize)
+    tj.at("gradient_accumulation")
         .fail("global_batch_size (" + std::to_string(t.globalBatchSize) +
               ") != micro_batch_size (" + std::to_string(t.microBatchSize) +
               ") * world.size (" + std::to_string(p.world.size) +
@@ -474,7 +328,7 @@ Plan parsePlanText(const std::string &text, const std::string &file) {
   }
   validateSchedule(p);
   if (root.has("weights")) {
-    Node w = root.at("weights");
+    JsonField w = root.at("weights");
     w.object().onlyKeys({"format", "path"});
     if (w.at("format").string() != "safetensors")
       w.at("format").fail("unknown format \"" + w.at("format").string() +
@@ -484,7 +338,7 @@ Plan parsePlanText(const std::string &text, const std::string &file) {
       w.at("path").fail("empty");
   }
   if (root.has("predicted")) {
-    Node pr = root.at("predicted");
+    JsonField pr = root.at("predicted");
     pr.object().onlyKeys(
         {"peak_memory_bytes", "step_seconds", "tokens_per_second", "mfu"});
     if (pr.has("peak_memory_bytes"))
@@ -617,11 +471,10 @@ std::string planToJson(const Plan &p) {
 }
 
 Plan parsePlan(const std::string &path) {
-  std::ifstream in(path);
-  SWIFT_CHECK(in.good(), path, ": cannot open plan file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parsePlanText(ss.str(), path);
+  // A plan is a few KiB per hundred layers; 64 MiB is far above any.
+  return parsePlanText(
+      readRegularFile(path, "a plan file (plan.json)", uint64_t(64) << 20),
+      path);
 }
 
 double lrAt(const TrainingConfig &t, int64_t step, int64_t totalSteps) {

@@ -6,6 +6,7 @@
 //
 #include "swift/Plan/Plan.h"
 #include "swift/Plan/Error.h"
+#include "swift/Plan/Json.h"
 #include "swift/Plan/Schedule.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,9 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+
+#include <sys/stat.h>
 
 using namespace swift::plan;
 using nlohmann::json;
@@ -135,7 +139,7 @@ TEST(Plan, ErrorsNameTheFieldAndWhy) {
   j = basePlan();
   j["model"]["hidden_size"] = "64";
   EXPECT_EQ(errorOf(j),
-            "p.json: model.hidden_size: expected an integer, got string");
+            "p.json: model.hidden_size: expected an integer, got string \"64\"");
 }
 
 // Numbers that do not fit: nlohmann reports a double overflow (1e400) as
@@ -179,6 +183,121 @@ TEST(Plan, NumbersThatDoNotFitNameTheField) {
   j["model"]["num_hidden_layers"] = 1e20;
   EXPECT_EQ(errorOf(j), "p.json: model.num_hidden_layers: value 1e+20 out of "
                         "range [1, 4096]");
+}
+
+// micro x world x accumulation = global, without overflow: a micro-batch
+// of 2^32 + 1 times an accumulation of 2^32 wrapped to a product equal to
+// the global batch, passed validation and failed later allocating.
+TEST(Plan, BatchProductIsCheckedWithoutOverflow) {
+  json j = basePlan();
+  j["training"]["global_batch_size"] = 4294967297LL; // 2^32 + 1
+  j["training"]["micro_batch_size"] = 4294967297LL;
+  j["training"]["gradient_accumulation"] = 4294967297LL;
+  // (2^32+1)^2 mod 2^64 = 2^33 + 1; with world 1 and micro = global the
+  // product is checked, not wrapped.
+  EXPECT_NE(errorOf(j).find("training.gradient_accumulation: global_batch_size"),
+            std::string::npos)
+      << errorOf(j);
+  j = basePlan();
+  j["training"]["global_batch_size"] = 8;
+  j["training"]["micro_batch_size"] = 16;
+  j["training"]["gradient_accumulation"] = 1;
+  EXPECT_EQ(errorOf(j), "p.json: training.micro_batch_size: 16 sequences, "
+                        "more than global_batch_size (8)");
+  // A wrap that lands exactly on the global batch: 2^62 x 4 = 2^64 = 0 mod
+  // 2^64, + ... : micro 2^62, world 1, accumulation 4, global 2^62 is
+  // refused as a mismatch (the product 2^64 is not 2^62).
+  j = basePlan();
+  j["training"]["global_batch_size"] = int64_t(1) << 40;
+  j["training"]["micro_batch_size"] = int64_t(1) << 39;
+  j["training"]["gradient_accumulation"] = int64_t(1) << 25; // 2^64: wraps to 0
+  EXPECT_NE(errorOf(j).find("gradient_accumulation"), std::string::npos);
+}
+
+// The strict JSON reader every swift reader uses (Json.h).
+TEST(Json, DuplicateKeysDeepNestingAndOverflowAreRefused) {
+  auto error = [](const std::string &text) {
+    try {
+      parseJson(text, "f.json");
+    } catch (const UserError &e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error(R"({"a": 1, "b": {"c": 2, "c": 3}})"),
+            "f.json: b.c: the key \"c\" is given twice in one object (a JSON "
+            "reader would keep one silently); give it once");
+  EXPECT_EQ(error(R"([{"x": 1}, {"x": 1, "x": 1}])"),
+            "f.json: [1].x: the key \"x\" is given twice in one object (a "
+            "JSON reader would keep one silently); give it once");
+  EXPECT_EQ(error(R"({"a": {"x": 1}, "b": {"x": 1}})"), ""); // other objects
+  EXPECT_EQ(error(std::string(300, '[') + std::string(300, ']')),
+            "f.json: nested deeper than 256 levels");
+  EXPECT_EQ(error(R"({"lr": 1e400})"),
+            "f.json: lr: number overflow parsing '1e400' (not a finite number)");
+  EXPECT_NE(error("{\"a\": }").find("f.json: not valid JSON: "), std::string::npos);
+  // A message quotes at most a bounded piece of the input.
+  EXPECT_LT(error("{\"" + std::string(5000, 'k') + "\": 1, \"" +
+                  std::string(5000, 'k') + "\": 2}")
+                .size(),
+            300u);
+}
+
+TEST(Json, FieldsAreRangeCheckedAndNamed) {
+  json j = json::parse(R"({"step": 18446744073709551615, "v": "1", "n": -3,
+                           "f": 1e300, "o": {"k": true}})");
+  const std::string file = "m.json";
+  JsonField root{j, "", file};
+  auto error = [](auto &&read) {
+    try {
+      read();
+    } catch (const UserError &e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error([&] { root.at("step").integer(0, 1 << 30); }),
+            "m.json: step: value 18446744073709551615 out of range [0, 1073741824]");
+  EXPECT_EQ(error([&] { root.at("f").integer(0, 10); }),
+            "m.json: f: value 1e+300 out of range [0, 10]");
+  EXPECT_EQ(error([&] { root.at("v").integer(0, 10); }),
+            "m.json: v: expected an integer, got string \"1\"");
+  EXPECT_EQ(error([&] { root.at("n").integer(0, 10); }),
+            "m.json: n: value -3 out of range [0, 10]");
+  EXPECT_EQ(error([&] { root.at("o").at("k").string(); }),
+            "m.json: o.k: expected a string, got boolean true");
+  EXPECT_EQ(error([&] { root.at("missing"); }),
+            "m.json: missing: missing required field");
+  EXPECT_EQ(error([&] { root.onlyKeys({"step", "v", "n", "f"}); }),
+            "m.json: o: unknown field");
+}
+
+// Only regular files are read: a FIFO would block the reader forever.
+TEST(Json, OnlyRegularFilesAreRead) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "swift-json-test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string fifo = (dir / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto error = [](const std::string &path) {
+    try {
+      readRegularFile(path, "a plan file", 1 << 20);
+    } catch (const UserError &e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error(fifo), fifo + ": is a FIFO, not a regular file; expected a plan file");
+  EXPECT_EQ(error(dir.string()), dir.string() + ": is a directory; expected a plan file");
+  fs::create_symlink(dir / "loop", dir / "loop");
+  EXPECT_NE(error((dir / "loop").string()).find(": cannot read the file: "),
+            std::string::npos);
+  std::ofstream((dir / "big").string()) << std::string(2 << 20, ' ');
+  EXPECT_EQ(error((dir / "big").string()),
+            (dir / "big").string() +
+                ": is larger than 1 MiB; expected a plan file");
+  fs::remove_all(dir);
 }
 
 TEST(Plan, LrScheduleAndClippingRoundTrip) {

@@ -1,0 +1,271 @@
+//===- Json.cpp - strict JSON documents with located errors ---------------===//
+
+#include "swift/Plan/Json.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <vector>
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace swift::plan {
+
+std::string notRegularFile(const std::string &path, const std::string &expected) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return "cannot read the file: " + ec.message(); // a symlink loop, EACCES
+  switch (status.type()) {
+  case fs::file_type::regular:
+    return "";
+  case fs::file_type::not_found:
+    return "no such file";
+  case fs::file_type::directory:
+    return "is a directory; expected " + expected;
+  case fs::file_type::fifo:
+    return "is a FIFO, not a regular file; expected " + expected;
+  case fs::file_type::character:
+  case fs::file_type::block:
+    return "is a device, not a regular file; expected " + expected;
+  default:
+    return "is not a regular file; expected " + expected;
+  }
+}
+
+std::string readRegularFile(const std::string &path, const std::string &expected,
+                            uint64_t maxBytes) {
+  auto fail = [&](const std::string &why) { throw UserError(path + ": " + why); };
+  if (std::string why = notRegularFile(path, expected); !why.empty())
+    fail(why);
+  auto tooLarge = [&] {
+    std::ostringstream os;
+    os << "is larger than ";
+    if (maxBytes % (1 << 20) == 0)
+      os << (maxBytes >> 20) << " MiB";
+    else
+      os << maxBytes << " bytes";
+    os << "; expected " << expected;
+    fail(os.str());
+  };
+  std::error_code ec;
+  if (uintmax_t size = fs::file_size(path, ec); !ec && size > maxBytes)
+    tooLarge();
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    fail(std::string("cannot read the file: ") + std::strerror(errno));
+  std::string text;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
+    text.append(buffer, size_t(in.gcount()));
+    if (text.size() > maxBytes)
+      tooLarge();
+  }
+  if (in.bad())
+    fail(std::string("cannot read the file: ") + std::strerror(errno));
+  return text;
+}
+
+namespace {
+/// Thrown from the parser's callback; carries a message without the
+/// parser's own prefix.
+struct Refused {
+  std::string why;
+};
+} // namespace
+
+json parseJson(const std::string &text, const std::string &file) {
+  // The path to the value being parsed: an object's frame holds its current
+  // key and the keys seen, an array's the number of elements finished.
+  struct Frame {
+    bool array;
+    std::string key;
+    size_t index = 0;
+    std::set<std::string> keys;
+  };
+  std::vector<Frame> stack;
+  auto where = [&] {
+    std::string path;
+    for (const Frame &f : stack) {
+      if (f.array)
+        path += "[" + std::to_string(f.index) + "]";
+      else if (!f.key.empty())
+        path += (path.empty() ? "" : ".") + briefText(f.key, 40);
+    }
+    return path;
+  };
+  auto finished = [&] {
+    if (!stack.empty() && stack.back().array)
+      ++stack.back().index;
+  };
+  json::parser_callback_t track = [&](int depth, json::parse_event_t event,
+                                      json &parsed) {
+    switch (event) {
+    case json::parse_event_t::object_start:
+    case json::parse_event_t::array_start:
+      if (depth >= kMaxJsonDepth)
+        throw Refused{"nested deeper than " + std::to_string(kMaxJsonDepth) +
+                      " levels"};
+      stack.push_back({event == json::parse_event_t::array_start, "", 0, {}});
+      break;
+    case json::parse_event_t::key:
+      if (!stack.empty() && parsed.is_string()) {
+        Frame &f = stack.back();
+        f.key = parsed.get<std::string>();
+        if (!f.keys.insert(f.key).second)
+          throw Refused{where() + ": the key \"" + briefText(f.key, 40) +
+                        "\" is given twice in one object (a JSON reader "
+                        "would keep one silently); give it once"};
+      }
+      break;
+    case json::parse_event_t::object_end:
+    case json::parse_event_t::array_end:
+      if (!stack.empty())
+        stack.pop_back();
+      finished();
+      break;
+    case json::parse_event_t::value:
+      finished();
+      break;
+    }
+    return true;
+  };
+  try {
+    return json::parse(text, track);
+  } catch (const Refused &r) {
+    throw UserError(file + ": " + r.why);
+  } catch (const json::out_of_range &e) {
+    // 406: "number overflow parsing '1e400'".
+    std::string why = e.what();
+    if (size_t p = why.find("] "); p != std::string::npos)
+      why = why.substr(p + 2);
+    const std::string path = where();
+    throw UserError(file + ": " + (path.empty() ? "" : path + ": ") +
+                    briefText(why, 120) + " (not a finite number)");
+  } catch (const json::exception &e) {
+    // A syntax error: nlohmann's message gives the line and column.
+    throw UserError(file + ": not valid JSON: " + briefText(e.what(), 200));
+  }
+}
+
+json readJsonFile(const std::string &path, const std::string &expected,
+                  uint64_t maxBytes) {
+  return parseJson(readRegularFile(path, expected, maxBytes), path);
+}
+
+std::string briefText(const std::string &text, size_t max) {
+  if (text.size() <= max)
+    return text;
+  // Cut on a UTF-8 character boundary.
+  size_t cut = max;
+  while (cut > 0 && (uint8_t(text[cut]) & 0xC0) == 0x80)
+    --cut;
+  return text.substr(0, cut) + "...";
+}
+
+void JsonField::fail(const std::string &why) const {
+  throw UserError(file + ": " + (where.empty() ? "<root>" : where) + ": " + why);
+}
+
+JsonField JsonField::at(const char *key) const {
+  std::string sub = where.empty() ? key : where + "." + key;
+  if (!j.is_object())
+    fail("expected an object, got " + std::string(j.type_name()));
+  if (!j.contains(key))
+    throw UserError(file + ": " + sub + ": missing required field");
+  return JsonField{j.at(key), sub, file};
+}
+
+JsonField JsonField::index(size_t i) const {
+  return JsonField{j.at(i), where + "[" + std::to_string(i) + "]", file};
+}
+
+const JsonField &JsonField::object() const {
+  if (!j.is_object())
+    fail("expected an object, got " + std::string(j.type_name()));
+  return *this;
+}
+
+const JsonField &JsonField::array() const {
+  if (!j.is_array())
+    fail("expected an array, got " + std::string(j.type_name()));
+  return *this;
+}
+
+int64_t JsonField::integer(int64_t lo, int64_t hi) const {
+  // A whole number too big for 64 bits: nlohmann reads it as unsigned (up
+  // to 2^64 - 1) or as a float (beyond); either is out of range, not "not
+  // an integer" (and get<int64_t> would wrap an unsigned).
+  auto outOfRange = [&](const std::string &value) {
+    std::ostringstream os;
+    os << "value " << value << " out of range [" << lo << ", " << hi << "]";
+    fail(os.str());
+  };
+  if ((j.is_number_unsigned() &&
+       j.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) ||
+      (j.is_number_float() && std::abs(j.get<double>()) >= 0x1p63))
+    outOfRange(brief(40));
+  if (!j.is_number_integer())
+    fail("expected an integer, got " + std::string(j.type_name()) +
+         (j.is_primitive() ? " " + brief(40) : std::string()));
+  const int64_t v = j.get<int64_t>();
+  if (v < lo || v > hi)
+    outOfRange(std::to_string(v));
+  return v;
+}
+
+double JsonField::number(double lo, double hi) const {
+  if (!j.is_number())
+    fail("expected a number, got " + std::string(j.type_name()) +
+         (j.is_primitive() ? " " + brief(40) : std::string()));
+  const double v = j.get<double>();
+  if (!std::isfinite(v))
+    fail("expected a finite number, got " + brief(40));
+  if (!(v >= lo && v <= hi)) {
+    std::ostringstream os;
+    os << "value " << v << " out of range [" << lo << ", " << hi << "]";
+    fail(os.str());
+  }
+  return v;
+}
+
+bool JsonField::boolean() const {
+  if (!j.is_boolean())
+    fail("expected true or false, got " + std::string(j.type_name()) +
+         (j.is_primitive() ? " " + brief(40) : std::string()));
+  return j.get<bool>();
+}
+
+std::string JsonField::string() const {
+  if (!j.is_string())
+    fail("expected a string, got " + std::string(j.type_name()) +
+         (j.is_primitive() ? " " + brief(40) : std::string()));
+  return j.get<std::string>();
+}
+
+void JsonField::onlyKeys(std::initializer_list<const char *> known) const {
+  object();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool ok = false;
+    for (const char *k : known)
+      ok |= it.key() == k;
+    if (!ok)
+      JsonField{it.value(),
+                where.empty() ? briefText(it.key())
+                              : where + "." + briefText(it.key()),
+                file}
+          .fail("unknown field");
+  }
+}
+
+std::string JsonField::brief(size_t max) const {
+  return briefText(j.dump(-1, ' ', false, json::error_handler_t::replace), max);
+}
+
+} // namespace swift::plan
