@@ -9,8 +9,13 @@
 //    so the config and the command line agree by construction;
 //  - no "scheduler": the Trainer then builds its own from
 //    --lr_scheduler_type, the schedule swift-run follows;
-//  - an "optimizer" always (AdamW; DeepSpeed's CPU Adam when offloading,
-//    which a torch optimizer cannot replace);
+//  - the optimizer that gives swift-run's update (deepSpeedOwnsOptimizer):
+//    the Trainer's own AdamW, with HF's parameter groups (no weight decay
+//    on biases and norm weights), unless the config must name DeepSpeed's
+//    (offloading needs its CPU Adam) or DeepSpeed's gives the same update
+//    (no weight decay, or LoRA, whose adapters all decay); DeepSpeed's
+//    decays every parameter it is given, one group
+//    (deepSpeedUpdateDifference says so where that differs);
 //  - what the Trainer leaves alone comes from the schedule: bucket sizes
 //    in elements of the gradient dtype, ZeRO-3's prefetch, live-parameter
 //    and reuse limits per the plan's units, 16-bit weights gathered on save.
@@ -35,7 +40,37 @@ llvm::json::Object offloadTo(StringRef device) {
   return llvm::json::Object{{"device", device}, {"pin_memory", true}};
 }
 
+/// The job's weight decay (plan.json's default, 0, without #swift.adamw).
+double weightDecay(JobOp job) {
+  ::swift::plan::TrainingConfig t;
+  readOptimizerSettings(job, t);
+  return t.optimizer.weightDecay;
+}
+
+/// Whether the config names DeepSpeed's optimizer (see the file comment).
+/// Under the HF Trainer, a config with an "optimizer" section makes
+/// deepspeed_init hand DeepSpeed every trainable parameter as one group
+/// (transformers' deepspeed_optim_sched: DummyOptim(params=...)), so
+/// weight decay reaches biases and norm weights; without one the Trainer
+/// builds its own (create_optimizer: get_decay_parameter_names' groups).
+bool deepSpeedOwnsOptimizer(Materialized m) {
+  return m.strategy.offload != cost::Offload::None ||
+         weightDecay(m.job) == 0 || m.job.getMethod() != Method::Full;
+}
+
 } // namespace
+
+std::string deepSpeedUpdateDifference(ModuleOp module) {
+  FailureOr<Materialized> m = findMaterialized(module);
+  if (failed(m) || !deepSpeedOwnsOptimizer(*m) ||
+      m->job.getMethod() != Method::Full || weightDecay(m->job) == 0)
+    return "";
+  return "weight decay: offloading runs DeepSpeed's CPU AdamW (ds_config's "
+         "optimizer), which decays every parameter; swift-run and the HF "
+         "Trainer alone leave biases and norm weights undecayed, so the "
+         "updates differ (set weight_decay 0, or plan without offload, for "
+         "the same update)";
+}
 
 FailureOr<llvm::json::Object> deepSpeedConfig(ModuleOp module) {
   FailureOr<Materialized> m = findMaterialized(module);
@@ -95,14 +130,15 @@ FailureOr<llvm::json::Object> deepSpeedConfig(ModuleOp module) {
       {"gradient_clipping", kAuto},
       {"bf16", llvm::json::Object{{"enabled", kAuto}}},
       {"fp16", llvm::json::Object{{"enabled", kAuto}}},
-      {"optimizer",
-       llvm::json::Object{{"type", "AdamW"},
-                          {"params", llvm::json::Object{{"lr", kAuto},
-                                                        {"betas", kAuto},
-                                                        {"eps", kAuto},
-                                                        {"weight_decay", kAuto}}}}},
       {"zero_optimization", std::move(zero)},
   };
+  if (deepSpeedOwnsOptimizer(*m))
+    config["optimizer"] = llvm::json::Object{
+        {"type", "AdamW"},
+        {"params", llvm::json::Object{{"lr", kAuto},
+                                      {"betas", kAuto},
+                                      {"eps", kAuto},
+                                      {"weight_decay", kAuto}}}};
   return config;
 }
 

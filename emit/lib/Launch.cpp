@@ -104,6 +104,9 @@ LogicalResult emitLaunch(ModuleOp module, llvm::raw_ostream &os,
            << ")\n";
       }
     }
+    if (backend == Backend::DeepSpeed)
+      if (std::string why = deepSpeedUpdateDifference(module); !why.empty())
+        os << "# " << why << "\n";
     if (nodes > 1)
       os << "# On every node, with MASTER_ADDR set to node 0's address:\n";
     os << torchrun << " " << options.trainingScript

@@ -57,7 +57,8 @@ void adamChunk(float *__restrict p, float *__restrict m, float *__restrict v,
 } // namespace
 
 void cpuAdamW(float *param, float *expAvg, float *expAvgSq, const float *grad,
-              int64_t n, const AdamWArgs &a, uint16_t *bf16Out) {
+              int64_t n, int64_t decayFrom, const AdamWArgs &a,
+              uint16_t *bf16Out) {
   const float bc1 = 1.0f - std::pow(a.beta1, float(a.step));
   const float bc2 = 1.0f - std::pow(a.beta2, float(a.step));
   const float stepSize = a.lr / bc1, invSqrtBc2 = 1.0f / std::sqrt(bc2);
@@ -74,12 +75,18 @@ void cpuAdamW(float *param, float *expAvg, float *expAvgSq, const float *grad,
   const int64_t minChunk = 1 << 16;
   const int used = int(std::clamp<int64_t>(n / minChunk, 1, threads));
   const int64_t chunk = ((n + used - 1) / used + 63) / 64 * 64;
-  auto run = [&](int64_t begin) {
-    int64_t end = std::min(n, begin + chunk);
+  // [begin, end) in loops of one decay factor: none before decayFrom.
+  auto loop = [&](int64_t begin, int64_t end, float factor) {
     if (begin < end)
       adamChunk(param + begin, expAvg + begin, expAvgSq + begin, grad + begin,
-                end - begin, decay, a.beta1, a.beta2, a.eps, stepSize,
+                end - begin, factor, a.beta1, a.beta2, a.eps, stepSize,
                 invSqrtBc2, a.gradScale, bf16Out ? bf16Out + begin : nullptr);
+  };
+  auto run = [&](int64_t begin) {
+    const int64_t end = std::min(n, begin + chunk),
+                  split = std::clamp(decayFrom, begin, std::max(begin, end));
+    loop(begin, split, 1.0f);
+    loop(split, end, decay);
   };
   std::vector<std::thread> pool;
   for (int t = 1; t < used; ++t)

@@ -42,6 +42,9 @@ struct Engine::Unit {
   UnitLayout layout;
   int64_t shardLen = 0, padded = 0;  // padded = world * shardLen
   int64_t optOffset = 0, optLen = 0; // optimizer partition of [0, padded)
+  // AdamW decays the partition's elements from this one on (the layout's
+  // decayBegin, Model.h, relative to optOffset; 0..optLen).
+  int64_t decayFrom = 0;
   at::Tensor full;                   // (padded) compute dtype, device
   bool resident = false;
   Pending gatherPending;
@@ -242,6 +245,8 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
     U->padded = U->shardLen * W;
     U->optOffset = st.zero == 0 ? 0 : rank * U->shardLen;
     U->optLen = st.zero == 0 ? U->padded : U->shardLen;
+    U->decayFrom =
+        std::clamp<int64_t>(U->layout.decayBegin - U->optOffset, 0, U->optLen);
     const uint64_t seed = plan.training.seed * 1000003ull + uint64_t(u);
 
     if (lora_) {
@@ -854,8 +859,8 @@ bool Engine::updateOnDevice(Unit &U, double scale, at::Tensor *sum,
     if (masterInCompute_) { // the master's high bits are the compute copy
       at::Tensor hi = computePart(U);
       if (fusedAdamwSplit(hi, U.masterLow, g, U.expAvg, U.expAvgSq, o.lr,
-                          o.beta1, o.beta2, o.eps, o.weightDecay, scale, bc1_,
-                          bc2_, sum))
+                          o.beta1, o.beta2, o.eps, o.weightDecay, U.decayFrom,
+                          scale, bc1_, bc2_, sum))
         return summed = sum != nullptr, true;
     } else if (U.master.scalar_type() == at::kFloat) {
       // A separate fp32 master (fp32 precision; publish copies it), which
@@ -865,11 +870,11 @@ bool Engine::updateOnDevice(Unit &U, double scale, at::Tensor *sum,
                          dst.device() == U.master.device();
       if (fusedAdamwFp32(U.master, g, U.expAvg, U.expAvgSq,
                          toDst ? &dst : nullptr, o.lr, o.beta1, o.beta2, o.eps,
-                         o.weightDecay, scale, bc1_, bc2_, sum))
+                         o.weightDecay, U.decayFrom, scale, bc1_, bc2_, sum))
         return summed = sum != nullptr, toDst;
     } else if (fusedAdamwBf16(U.master, g, U.expAvg, U.expAvgSq, o.lr, o.beta1,
-                              o.beta2, o.eps, o.weightDecay, scale, bc1_, bc2_,
-                              sum)) { // pure bf16: in place
+                              o.beta2, o.eps, o.weightDecay, U.decayFrom, scale,
+                              bc1_, bc2_, sum)) { // pure bf16: in place
       return summed = sum != nullptr, false;
     }
   }
@@ -882,7 +887,8 @@ bool Engine::updateOnDevice(Unit &U, double scale, at::Tensor *sum,
   at::Tensor gf = g.to(at::kFloat) * scale;
   at::Tensor p = master.to(at::kFloat);
   at::Tensor m = U.expAvg.to(at::kFloat), v = U.expAvgSq.to(at::kFloat);
-  p.mul_(1.0 - o.lr * o.weightDecay);
+  p.narrow(0, U.decayFrom, p.numel() - U.decayFrom)
+      .mul_(1.0 - o.lr * o.weightDecay);
   m.mul_(o.beta1).add_(gf, 1.0 - o.beta1);
   v.mul_(o.beta2).addcmul_(gf, gf, 1.0 - o.beta2);
   if (!m.is_same(U.expAvg)) {
@@ -970,7 +976,7 @@ void Engine::optimizerStep() {
       downloaded[i].wait();
       cpuAdamW(U.master.data_ptr<float>(), U.expAvg.data_ptr<float>(),
                U.expAvgSq.data_ptr<float>(), U.hostGrad.data_ptr<float>(),
-               U.optLen, args,
+               U.optLen, U.decayFrom, args,
                U.hostParamOut.defined()
                    ? reinterpret_cast<uint16_t *>(U.hostParamOut.data_ptr())
                    : nullptr);
@@ -980,24 +986,35 @@ void Engine::optimizerStep() {
 #if SWIFT_TORCH_AT_LEAST(2, 1)
     // CUDA without swift's kernels: torch's multi-tensor AdamW over fp32
     // masters (joined from the compute copy in bf16-mixed, split after).
-    std::vector<at::Tensor> p, g, m, v, steps;
+    // Two groups, as HF Trainer's: each unit's undecayed head and its
+    // decayed rest (Unit::decayFrom).
+    std::vector<at::Tensor> p[2], g[2], m[2], v[2], steps[2];
     for (auto &U : units_) {
       if (masterInCompute_)
         U->master = joinMaster(computePart(*U), U->masterLow);
       // The fused kernel reads the step count; it does not advance it.
       U->stepTensor.add_(1);
-      p.push_back(U->master);
-      g.push_back(gradOf(*U));
-      m.push_back(U->expAvg);
-      v.push_back(U->expAvgSq);
-      steps.push_back(U->stepTensor);
+      const int64_t split[3] = {0, U->decayFrom, U->optLen};
+      for (int k = 0; k < 2; ++k) {
+        const int64_t n = split[k + 1] - split[k];
+        if (n == 0)
+          continue;
+        p[k].push_back(U->master.narrow(0, split[k], n));
+        g[k].push_back(gradOf(*U).narrow(0, split[k], n));
+        m[k].push_back(U->expAvg.narrow(0, split[k], n));
+        v[k].push_back(U->expAvgSq.narrow(0, split[k], n));
+        steps[k].push_back(U->stepTensor);
+      }
     }
     // grad_scale divides: pass W*G to average the summed gradients.
     at::Tensor gradScale =
         at::full({}, 1.0 / scale, at::TensorOptions().device(device_));
-    at::_fused_adamw_(p, g, m, v, {}, steps, o.lr, o.beta1, o.beta2,
-                      o.weightDecay, o.eps, /*amsgrad=*/false,
-                      /*maximize=*/false, gradScale, /*found_inf=*/{});
+    for (int k = 0; k < 2; ++k)
+      if (!p[k].empty())
+        at::_fused_adamw_(p[k], g[k], m[k], v[k], {}, steps[k], o.lr, o.beta1,
+                          o.beta2, k == 0 ? 0.0 : o.weightDecay, o.eps,
+                          /*amsgrad=*/false, /*maximize=*/false, gradScale,
+                          /*found_inf=*/{});
     if (masterInCompute_)
       for (auto &U : units_) {
         at::Tensor hi = computePart(*U);

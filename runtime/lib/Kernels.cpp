@@ -929,8 +929,8 @@ double *sumSqPointer(at::Tensor *sumSq, const at::Tensor &like) {
 bool fusedAdamwFp32(at::Tensor &param, const at::Tensor &grad,
                     at::Tensor &expAvg, at::Tensor &expAvgSq, at::Tensor *out,
                     double lr, double beta1, double beta2, double eps,
-                    double weightDecay, double gradScale, double bc1,
-                    double bc2, at::Tensor *gradSumSq) {
+                    double weightDecay, int64_t decayFrom, double gradScale,
+                    double bc1, double bc2, at::Tensor *gradSumSq) {
 #ifdef SWIFT_WITH_KERNELS
   auto fp32 = [](const at::Tensor &t) {
     return t.scalar_type() == at::kFloat && t.is_contiguous();
@@ -943,14 +943,15 @@ bool fusedAdamwFp32(at::Tensor &param, const at::Tensor &grad,
         param.data_ptr<float>(), grad.data_ptr<float>(),
         expAvg.data_ptr<float>(), expAvgSq.data_ptr<float>(),
         out ? out->data_ptr() : nullptr, param.numel(), float(lr), float(beta1),
-        float(beta2), float(eps), float(weightDecay), float(gradScale),
+        float(beta2), float(eps), float(weightDecay), decayFrom, float(gradScale),
         float(bc1), float(std::sqrt(bc2)), sumSqPointer(gradSumSq, grad),
         stream()));
     return true;
   }
 #endif
   (void)param, (void)grad, (void)expAvg, (void)expAvgSq, (void)out, (void)lr,
-      (void)beta1, (void)beta2, (void)eps, (void)weightDecay, (void)gradScale,
+      (void)beta1, (void)beta2, (void)eps, (void)weightDecay, (void)decayFrom,
+      (void)gradScale,
       (void)bc1, (void)bc2, (void)gradSumSq;
   return false;
 }
@@ -1005,8 +1006,8 @@ at::Tensor joinMaster(const at::Tensor &hi, const at::Tensor &low) {
 bool fusedAdamwSplit(at::Tensor &hi, at::Tensor &low, const at::Tensor &grad,
                      at::Tensor &expAvg, at::Tensor &expAvgSq, double lr,
                      double beta1, double beta2, double eps,
-                     double weightDecay, double gradScale, double bc1,
-                     double bc2, at::Tensor *gradSumSq) {
+                     double weightDecay, int64_t decayFrom, double gradScale,
+                     double bc1, double bc2, at::Tensor *gradSumSq) {
 #ifdef SWIFT_WITH_KERNELS
   auto is = [](const at::Tensor &t, at::ScalarType d) {
     return t.scalar_type() == d && t.is_contiguous();
@@ -1019,13 +1020,14 @@ bool fusedAdamwSplit(at::Tensor &hi, at::Tensor &low, const at::Tensor &grad,
         hi.data_ptr(), low.data_ptr(), grad.data_ptr<float>(),
         expAvg.data_ptr<float>(), expAvgSq.data_ptr<float>(), grad.numel(),
         float(lr), float(beta1), float(beta2), float(eps), float(weightDecay),
-        float(gradScale), float(bc1), float(std::sqrt(bc2)),
+        decayFrom, float(gradScale), float(bc1), float(std::sqrt(bc2)),
         sumSqPointer(gradSumSq, grad), stream()));
     return true;
   }
 #endif
   (void)hi, (void)low, (void)grad, (void)expAvg, (void)expAvgSq, (void)lr,
-      (void)beta1, (void)beta2, (void)eps, (void)weightDecay, (void)gradScale,
+      (void)beta1, (void)beta2, (void)eps, (void)weightDecay, (void)decayFrom,
+      (void)gradScale,
       (void)bc1, (void)bc2, (void)gradSumSq;
   return false;
 }
@@ -1033,7 +1035,7 @@ bool fusedAdamwSplit(at::Tensor &hi, at::Tensor &low, const at::Tensor &grad,
 bool fusedAdamwBf16(at::Tensor &param, const at::Tensor &grad,
                     at::Tensor &expAvg, at::Tensor &expAvgSq, double lr,
                     double beta1, double beta2, double eps, double weightDecay,
-                    double gradScale, double bc1, double bc2,
+                    int64_t decayFrom, double gradScale, double bc1, double bc2,
                     at::Tensor *gradSumSq) {
 #ifdef SWIFT_WITH_KERNELS
   auto bf16 = [](const at::Tensor &t) {
@@ -1044,14 +1046,15 @@ bool fusedAdamwBf16(at::Tensor &param, const at::Tensor &grad,
     SWIFT_KERNEL(cuda::adamwBf16(
         param.data_ptr(), grad.data_ptr(), expAvg.data_ptr(),
         expAvgSq.data_ptr(), param.numel(), float(lr), float(beta1),
-        float(beta2), float(eps), float(weightDecay), float(gradScale),
+        float(beta2), float(eps), float(weightDecay), decayFrom, float(gradScale),
         float(bc1), float(std::sqrt(bc2)), sumSqPointer(gradSumSq, param),
         stream()));
     return true;
   }
 #endif
   (void)param, (void)grad, (void)expAvg, (void)expAvgSq, (void)lr, (void)beta1,
-      (void)beta2, (void)eps, (void)weightDecay, (void)gradScale, (void)bc1,
+      (void)beta2, (void)eps, (void)weightDecay, (void)decayFrom,
+      (void)gradScale, (void)bc1,
       (void)bc2, (void)gradSumSq;
   return false;
 }
@@ -1108,6 +1111,15 @@ compare(const std::string &name, const std::vector<at::Tensor> &in,
   return c;
 }
 
+/// 1 for the first `from` of `n` elements, 1 - lrWd for the rest: AdamW's
+/// decoupled decay of the decayed group only.
+at::Tensor decayFactors(int64_t n, int64_t from, double lrWd,
+                        const at::TensorOptions &opt) {
+  at::Tensor f = at::ones({n}, opt.dtype(at::kFloat));
+  f.narrow(0, from, n - from).fill_(1 - lrWd);
+  return f;
+}
+
 /// Three AdamW steps of the fused kernel against the same arithmetic in
 /// tensor ops: fp32 states with the bf16 compute copy (bf16-mixed), or bf16
 /// parameters and states (pure bf16), which round each stored value once and
@@ -1130,17 +1142,22 @@ std::optional<KernelCheck> checkAdamw(const std::string &name, int64_t n,
   auto stored = [&](const at::Tensor &t) {
     return bf16 ? t.to(at::kBFloat16).to(at::kFloat) : t;
   };
+  // Decay from an element inside a vector of 8 on: the first third, a
+  // unit's norms and biases, is not decayed.
+  const int64_t from = n / 3 + 1;
+  const at::Tensor decay = decayFactors(n, from, lr * wd, rp.options());
   for (int step = 1; step <= 3; ++step) {
     at::Tensor g = at::randn({n}, opt);
     const double bc1 = 1 - std::pow(b1, step), bc2 = 1 - std::pow(b2, step);
     const bool fused =
-        bf16 ? fusedAdamwBf16(p, g, m, v, lr, b1, b2, eps, wd, scale, bc1, bc2)
-             : fusedAdamwFp32(p, g, m, v, &out, lr, b1, b2, eps, wd, scale, bc1,
-                              bc2);
+        bf16 ? fusedAdamwBf16(p, g, m, v, lr, b1, b2, eps, wd, from, scale, bc1,
+                              bc2)
+             : fusedAdamwFp32(p, g, m, v, &out, lr, b1, b2, eps, wd, from,
+                              scale, bc1, bc2);
     if (!fused)
       return std::nullopt;
     at::Tensor gr = g.to(at::kFloat) * scale;
-    rp = rp * (1 - lr * wd);
+    rp = rp * decay;
     rm = stored(rm * b1 + gr * (1 - b1));
     rv = stored(rv * b2 + gr * gr * (1 - b2));
     rp = stored(rp - (lr / bc1) * rm / (rv.sqrt() / std::sqrt(bc2) + eps));
@@ -1186,12 +1203,12 @@ std::vector<KernelCheck> checkAdamwGradNorm(const std::string &suffix,
     for (int call = 0; call < 2; ++call) {
       const bool fused =
           split ? fusedAdamwSplit(hi, low, g, m, v, 1e-3, 0.9, 0.95, 1e-8, 0.1,
-                                  0.5, 0.1, 0.05, &sumSq)
+                                  0, 0.5, 0.1, 0.05, &sumSq)
           : dtype == at::kBFloat16
-              ? fusedAdamwBf16(p, g, m, v, 1e-3, 0.9, 0.95, 1e-8, 0.1, 0.5, 0.1,
-                               0.05, &sumSq)
+              ? fusedAdamwBf16(p, g, m, v, 1e-3, 0.9, 0.95, 1e-8, 0.1, 0, 0.5,
+                               0.1, 0.05, &sumSq)
               : fusedAdamwFp32(p, g, m, v, nullptr, 1e-3, 0.9, 0.95, 1e-8, 0.1,
-                               0.5, 0.1, 0.05, &sumSq);
+                               0, 0.5, 0.1, 0.05, &sumSq);
       if (!fused)
         return out;
     }
@@ -1215,14 +1232,16 @@ std::optional<KernelCheck> checkAdamwSplit(const std::string &name, int64_t n,
   at::Tensor hi = at::empty({n}, opt.dtype(at::kBFloat16)),
              low = at::empty({n}, opt.dtype(at::kShort));
   splitMaster(rp, hi, low);
+  const int64_t from = n / 3 + 1;
+  const at::Tensor decay = decayFactors(n, from, lr * wd, opt);
   for (int step = 1; step <= 3; ++step) {
     at::Tensor g = at::randn({n}, opt);
     const double bc1 = 1 - std::pow(b1, step), bc2 = 1 - std::pow(b2, step);
-    if (!fusedAdamwSplit(hi, low, g, m, v, lr, b1, b2, eps, wd, scale, bc1,
-                         bc2))
+    if (!fusedAdamwSplit(hi, low, g, m, v, lr, b1, b2, eps, wd, from, scale,
+                         bc1, bc2))
       return std::nullopt;
     at::Tensor gr = g * scale;
-    rp = rp * (1 - lr * wd);
+    rp = rp * decay;
     rm = rm * b1 + gr * (1 - b1);
     rv = rv * b2 + gr * gr * (1 - b2);
     rp = rp - (lr / bc1) * rm / (rv.sqrt() / std::sqrt(bc2) + eps);

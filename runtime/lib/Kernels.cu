@@ -386,7 +386,7 @@ __global__ void sumSquaresF4(const float4 *x, int64_t n4, double *sum) {
 __global__ void adamwFp32Kernel(float *p, const float *g, float *m, float *v,
                                 __nv_bfloat16 *out, int64_t n, float lr,
                                 float beta1, float beta2, float eps,
-                                float weightDecay, float gradScale, float bc1,
+                                float weightDecay, int64_t decayFrom, float gradScale, float bc1,
                                 float bc2Sqrt, double *sumSq) {
   float sq = 0.f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -395,7 +395,7 @@ __global__ void adamwFp32Kernel(float *p, const float *g, float *m, float *v,
     const float gi = g[i];
     sq += gi * gi;
     adamwMath<false>(w, gi * gradScale, mi, vi, lr, beta1, beta2, eps,
-                     weightDecay, bc1, bc2Sqrt);
+                     i >= decayFrom ? weightDecay : 0.f, bc1, bc2Sqrt);
     m[i] = mi;
     v[i] = vi;
     p[i] = w;
@@ -411,7 +411,7 @@ __global__ void adamwFp32Kernel(float *p, const float *g, float *m, float *v,
 __global__ void adamwFp32F4(float4 *p, const float4 *g, float4 *m, float4 *v,
                             __nv_bfloat162 *out, int64_t n4, float lr,
                             float beta1, float beta2, float eps,
-                            float weightDecay, float gradScale, float bc1,
+                            float weightDecay, int64_t decayFrom, float gradScale, float bc1,
                             float bc2Sqrt, double *sumSq) {
   float sq = 0.f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4;
@@ -424,7 +424,8 @@ __global__ void adamwFp32F4(float4 *p, const float4 *g, float4 *m, float4 *v,
     for (int e = 0; e < 4; ++e) {
       sq += fg[e] * fg[e];
       adamwMath<false>(fw[e], fg[e] * gradScale, fm[e], fv[e], lr, beta1, beta2,
-                       eps, weightDecay, bc1, bc2Sqrt);
+                       eps, 4 * i + e >= decayFrom ? weightDecay : 0.f, bc1,
+                       bc2Sqrt);
     }
     m[i] = mi;
     v[i] = vi;
@@ -456,7 +457,7 @@ __device__ __forceinline__ void splitMasterBits(float w, uint16_t &hi,
 __global__ void adamwSplitKernel(uint16_t *hi, int16_t *low, const float *g,
                                  float *m, float *v, int64_t n, float lr,
                                  float beta1, float beta2, float eps,
-                                 float weightDecay, float gradScale, float bc1,
+                                 float weightDecay, int64_t decayFrom, float gradScale, float bc1,
                                  float bc2Sqrt, double *sumSq) {
   float sq = 0.f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -465,7 +466,7 @@ __global__ void adamwSplitKernel(uint16_t *hi, int16_t *low, const float *g,
     const float gi = g[i];
     sq += gi * gi;
     adamwMath<false>(w, gi * gradScale, mi, vi, lr, beta1, beta2, eps,
-                     weightDecay, bc1, bc2Sqrt);
+                     i >= decayFrom ? weightDecay : 0.f, bc1, bc2Sqrt);
     m[i] = mi;
     v[i] = vi;
     splitMasterBits(w, hi[i], low[i]);
@@ -478,7 +479,7 @@ __global__ void adamwSplitKernel(uint16_t *hi, int16_t *low, const float *g,
 // and publish copy).
 __global__ void adamwSplit8(uint4 *hi, uint4 *low, const float4 *g, float4 *m,
                             float4 *v, int64_t n8, float lr, float beta1,
-                            float beta2, float eps, float weightDecay,
+                            float beta2, float eps, float weightDecay, int64_t decayFrom,
                             float gradScale, float bc1, float bc2Sqrt,
                             double *sumSq) {
   float sq = 0.f;
@@ -500,7 +501,8 @@ __global__ void adamwSplit8(uint4 *hi, uint4 *low, const float4 *g, float4 *m,
       float w = joinMasterBits(h.u[e], l.s[e]);
       sq += fg[e] * fg[e];
       adamwMath<false>(w, fg[e] * gradScale, fm[e], fv[e], lr, beta1, beta2,
-                       eps, weightDecay, bc1, bc2Sqrt);
+                       eps, 8 * i + e >= decayFrom ? weightDecay : 0.f, bc1,
+                       bc2Sqrt);
       splitMasterBits(w, h.u[e], l.s[e]);
     }
     hi[i] = h.v;
@@ -766,7 +768,7 @@ __global__ void scaleBf8(__nv_bfloat16 *x, int64_t n8, const float *scale) {
 __global__ void adamwBf16Kernel(__nv_bfloat16 *p, const __nv_bfloat16 *g,
                                 __nv_bfloat16 *m, __nv_bfloat16 *v, int64_t n,
                                 float lr, float beta1, float beta2, float eps,
-                                float weightDecay, float gradScale, float bc1,
+                                float weightDecay, int64_t decayFrom, float gradScale, float bc1,
                                 float bc2Sqrt, double *sumSq) {
   float sq = 0.f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -776,7 +778,7 @@ __global__ void adamwBf16Kernel(__nv_bfloat16 *p, const __nv_bfloat16 *g,
     const float gi = __bfloat162float(g[i]);
     sq += gi * gi;
     adamwMath<true>(w, gi * gradScale, mi, vi, lr, beta1, beta2, eps,
-                    weightDecay, bc1, bc2Sqrt);
+                    i >= decayFrom ? weightDecay : 0.f, bc1, bc2Sqrt);
     m[i] = __float2bfloat16(mi);
     v[i] = __float2bfloat16(vi);
     p[i] = __float2bfloat16(w);
@@ -787,7 +789,7 @@ __global__ void adamwBf16Kernel(__nv_bfloat16 *p, const __nv_bfloat16 *g,
 __global__ void adamwBf16Bf8(__nv_bfloat16 *p, const __nv_bfloat16 *g,
                              __nv_bfloat16 *m, __nv_bfloat16 *v, int64_t n8,
                              float lr, float beta1, float beta2, float eps,
-                             float weightDecay, float gradScale, float bc1,
+                             float weightDecay, int64_t decayFrom, float gradScale, float bc1,
                              float bc2Sqrt, double *sumSq) {
   float fw[8], fg[8], fm[8], fv[8], sq = 0.f;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n8;
@@ -800,7 +802,8 @@ __global__ void adamwBf16Bf8(__nv_bfloat16 *p, const __nv_bfloat16 *g,
     for (int e = 0; e < 8; ++e) {
       sq += fg[e] * fg[e];
       adamwMath<true>(fw[e], fg[e] * gradScale, fm[e], fv[e], lr, beta1, beta2,
-                      eps, weightDecay, bc1, bc2Sqrt);
+                      eps, 8 * i + e >= decayFrom ? weightDecay : 0.f, bc1,
+                      bc2Sqrt);
     }
     store8(m + 8 * i, fm);
     store8(v + 8 * i, fv);
@@ -1018,7 +1021,7 @@ int scaleInPlace(void *x, int64_t n, const float *scale, bool bf16,
 
 int adamwFp32(float *param, const float *grad, float *expAvg, float *expAvgSq,
               void *outBf16, int64_t n, float lr, float beta1, float beta2,
-              float eps, float weightDecay, float gradScale, float bc1,
+              float eps, float weightDecay, int64_t decayFrom, float gradScale, float bc1,
               float bc2Sqrt, double *sumSq, void *stream) {
   auto s = static_cast<cudaStream_t>(stream);
   if (n == 0)
@@ -1028,17 +1031,17 @@ int adamwFp32(float *param, const float *grad, float *expAvg, float *expAvgSq,
     adamwFp32F4<<<gridFor(n / 4, 256), 256, 0, s>>>(
         (float4 *)param, (const float4 *)grad, (float4 *)expAvg,
         (float4 *)expAvgSq, (__nv_bfloat162 *)outBf16, n / 4, lr, beta1, beta2,
-        eps, weightDecay, gradScale, bc1, bc2Sqrt, sumSq);
+        eps, weightDecay, decayFrom, gradScale, bc1, bc2Sqrt, sumSq);
   else
     adamwFp32Kernel<<<gridFor(n, 256), 256, 0, s>>>(
         param, grad, expAvg, expAvgSq, (bf *)outBf16, n, lr, beta1, beta2, eps,
-        weightDecay, gradScale, bc1, bc2Sqrt, sumSq);
+        weightDecay, decayFrom, gradScale, bc1, bc2Sqrt, sumSq);
   return done();
 }
 
 int adamwSplit(void *hi, void *low, const float *grad, float *expAvg,
                float *expAvgSq, int64_t n, float lr, float beta1, float beta2,
-               float eps, float weightDecay, float gradScale, float bc1,
+               float eps, float weightDecay, int64_t decayFrom, float gradScale, float bc1,
                float bc2Sqrt, double *sumSq, void *stream) {
   auto s = static_cast<cudaStream_t>(stream);
   if (n == 0)
@@ -1046,18 +1049,18 @@ int adamwSplit(void *hi, void *low, const float *grad, float *expAvg,
   if (n % 8 == 0 && aligned16(hi, low, grad, expAvg, expAvgSq))
     adamwSplit8<<<gridFor(n / 8, 256), 256, 0, s>>>(
         (uint4 *)hi, (uint4 *)low, (const float4 *)grad, (float4 *)expAvg,
-        (float4 *)expAvgSq, n / 8, lr, beta1, beta2, eps, weightDecay,
+        (float4 *)expAvgSq, n / 8, lr, beta1, beta2, eps, weightDecay, decayFrom,
         gradScale, bc1, bc2Sqrt, sumSq);
   else
     adamwSplitKernel<<<gridFor(n, 256), 256, 0, s>>>(
         (uint16_t *)hi, (int16_t *)low, grad, expAvg, expAvgSq, n, lr, beta1,
-        beta2, eps, weightDecay, gradScale, bc1, bc2Sqrt, sumSq);
+        beta2, eps, weightDecay, decayFrom, gradScale, bc1, bc2Sqrt, sumSq);
   return done();
 }
 
 int adamwBf16(void *param, const void *grad, void *expAvg, void *expAvgSq,
               int64_t n, float lr, float beta1, float beta2, float eps,
-              float weightDecay, float gradScale, float bc1, float bc2Sqrt,
+              float weightDecay, int64_t decayFrom, float gradScale, float bc1, float bc2Sqrt,
               double *sumSq, void *stream) {
   auto s = static_cast<cudaStream_t>(stream);
   if (n == 0)
@@ -1065,11 +1068,11 @@ int adamwBf16(void *param, const void *grad, void *expAvg, void *expAvgSq,
   if (n % 8 == 0 && aligned16(param, grad, expAvg, expAvgSq))
     adamwBf16Bf8<<<gridFor(n / 8, 256), 256, 0, s>>>(
         (bf *)param, (const bf *)grad, (bf *)expAvg, (bf *)expAvgSq, n / 8, lr,
-        beta1, beta2, eps, weightDecay, gradScale, bc1, bc2Sqrt, sumSq);
+        beta1, beta2, eps, weightDecay, decayFrom, gradScale, bc1, bc2Sqrt, sumSq);
   else
     adamwBf16Kernel<<<gridFor(n, 256), 256, 0, s>>>(
         (bf *)param, (const bf *)grad, (bf *)expAvg, (bf *)expAvgSq, n, lr,
-        beta1, beta2, eps, weightDecay, gradScale, bc1, bc2Sqrt, sumSq);
+        beta1, beta2, eps, weightDecay, decayFrom, gradScale, bc1, bc2Sqrt, sumSq);
   return done();
 }
 

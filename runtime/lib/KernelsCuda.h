@@ -73,26 +73,28 @@ int scaleInPlace(void *x, int64_t n, const float *scale, bool bf16,
 /// AdamW for fp32 master weights, gradients and states (bf16-mixed); when
 /// `out` is set, also writes the updated weights there in bf16 (the
 /// publish copy, fused). Every AdamW kernel adds the sum of the squares of
-/// the raw gradients (before gradScale) to *sumSq when it is set.
+/// the raw gradients (before gradScale) to *sumSq when it is set, and
+/// decays only the elements from `decayFrom` on (HF Trainer's groups).
 int adamwFp32(float *param, const float *grad, float *expAvg, float *expAvgSq,
               void *outBf16, int64_t n, float lr, float beta1, float beta2,
-              float eps, float weightDecay, float gradScale, float bc1,
-              float bc2Sqrt, double *sumSq, void *stream);
+              float eps, float weightDecay, int64_t decayFrom, float gradScale,
+              float bc1, float bc2Sqrt, double *sumSq, void *stream);
 
 /// AdamW for bf16-mixed with the fp32 master kept as the bf16 compute copy
 /// `hi` plus int16 low bits `low` (plan::masterInComputeCopy): fp32
 /// gradients and states; both halves of the master updated in place.
 int adamwSplit(void *hi, void *low, const float *grad, float *expAvg,
                float *expAvgSq, int64_t n, float lr, float beta1, float beta2,
-               float eps, float weightDecay, float gradScale, float bc1,
-               float bc2Sqrt, double *sumSq, void *stream);
+               float eps, float weightDecay, int64_t decayFrom,
+               float gradScale, float bc1, float bc2Sqrt, double *sumSq,
+               void *stream);
 
 /// AdamW for bf16 parameters, gradients and states (pure bf16): the update
 /// is computed in fp32; parameter and states are rounded once each.
 int adamwBf16(void *param, const void *grad, void *expAvg, void *expAvgSq,
               int64_t n, float lr, float beta1, float beta2, float eps,
-              float weightDecay, float gradScale, float bc1, float bc2Sqrt,
-              double *sumSq, void *stream);
+              float weightDecay, int64_t decayFrom, float gradScale,
+              float bc1, float bc2Sqrt, double *sumSq, void *stream);
 
 /// bitsandbytes' NF4 dequantization (Nf4.h) of `nbytes` packed bytes into
 /// out (2 nbytes elements, bf16 or float): absmax = code8[absmaxQ[b]] *

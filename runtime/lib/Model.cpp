@@ -32,6 +32,27 @@ int64_t product(const std::vector<int64_t> &shape) {
 } // namespace
 
 int64_t ParamDesc::numel() const { return product(shape); }
+
+bool hfDecays(const std::string &name) {
+  // transformers' Trainer.get_decay_parameter_names: the forbidden name
+  // patterns "bias", "layernorm", "rmsnorm", "(^|\.)norm($|\.)" and
+  // "_norm($|\.)" (LayerNorm modules aside, which these models lack).
+  if (name.find("bias") != std::string::npos ||
+      name.find("layernorm") != std::string::npos ||
+      name.find("rmsnorm") != std::string::npos)
+    return false;
+  for (size_t begin = 0; begin <= name.size();) {
+    size_t end = name.find('.', begin);
+    if (end == std::string::npos)
+      end = name.size();
+    const std::string part = name.substr(begin, end - begin);
+    if (part == "norm" ||
+        (part.size() >= 5 && part.compare(part.size() - 5, 5, "_norm") == 0))
+      return false;
+    begin = end + 1;
+  }
+  return true;
+}
 int64_t LeafDesc::numel() const { return product(shape); }
 
 UnitLayout unitLayout(const ModelConfig &m, int unit) {
@@ -39,9 +60,16 @@ UnitLayout unitLayout(const ModelConfig &m, int unit) {
                 V = m.vocabSize, Q = m.numHeads * D, KV = m.numKvHeads * D;
   UnitLayout l;
   // `stack`: one leaf with the previous parameter (same trailing dims).
+  // `decays`: HF Trainer's parameter groups (Trainer.get_decay_parameter_
+  // names): weight decay on every weight but biases and norm weights. The
+  // undecayed come first in each unit, so that the decayed are one range,
+  // [decayBegin, numel), and AdamW takes one boundary (Kernels.h).
   auto add = [&](std::string name, std::vector<int64_t> shape, Init init,
                  bool stack = false) {
     ParamDesc d{std::move(name), std::move(shape), init, l.numel};
+    const bool decays = hfDecays(d.name);
+    SWIFT_ASSERT(decays || l.decayBegin == l.numel,
+                 "an undecayed parameter (", d.name, ") after a decayed one");
     if (stack) {
       LeafDesc &prev = l.leaves.back();
       SWIFT_ASSERT(std::equal(prev.shape.begin() + 1, prev.shape.end(),
@@ -52,6 +80,8 @@ UnitLayout unitLayout(const ModelConfig &m, int unit) {
       l.leaves.push_back(LeafDesc{d.shape, d.offset});
     }
     l.numel += d.numel();
+    if (!decays)
+      l.decayBegin = l.numel;
     l.params.push_back(std::move(d));
   };
   if (unit == 0) {
@@ -61,12 +91,11 @@ UnitLayout unitLayout(const ModelConfig &m, int unit) {
     if (!m.tieWordEmbeddings)
       add("lm_head.weight", {V, C}, Init::Normal);
   } else {
-    // Table order == DecoderWeights binding order in bindDecoder().
+    // Table order == DecoderWeights binding order in bindDecoder(): the
+    // norms and biases, then the four GEMMs' weights.
     std::string p = "layers." + std::to_string(unit - 1) + ".";
     add(p + "input_layernorm.weight", {C}, Init::Ones);
-    add(p + "self_attn.q_proj.weight", {Q, C}, Init::Normal);
-    add(p + "self_attn.k_proj.weight", {KV, C}, Init::Normal, true);
-    add(p + "self_attn.v_proj.weight", {KV, C}, Init::Normal, true);
+    add(p + "post_attention_layernorm.weight", {C}, Init::Ones);
     if (m.qkvBias) {
       add(p + "self_attn.q_proj.bias", {Q}, Init::Zeros);
       add(p + "self_attn.k_proj.bias", {KV}, Init::Zeros, true);
@@ -76,10 +105,12 @@ UnitLayout unitLayout(const ModelConfig &m, int unit) {
       add(p + "self_attn.q_norm.weight", {D}, Init::Ones);
       add(p + "self_attn.k_norm.weight", {D}, Init::Ones);
     }
-    add(p + "self_attn.o_proj.weight", {C, Q}, Init::Normal);
     if (m.oBias)
       add(p + "self_attn.o_proj.bias", {C}, Init::Zeros);
-    add(p + "post_attention_layernorm.weight", {C}, Init::Ones);
+    add(p + "self_attn.q_proj.weight", {Q, C}, Init::Normal);
+    add(p + "self_attn.k_proj.weight", {KV, C}, Init::Normal, true);
+    add(p + "self_attn.v_proj.weight", {KV, C}, Init::Normal, true);
+    add(p + "self_attn.o_proj.weight", {C, Q}, Init::Normal);
     add(p + "mlp.gate_proj.weight", {I, C}, Init::Normal);
     add(p + "mlp.up_proj.weight", {I, C}, Init::Normal, true);
     add(p + "mlp.down_proj.weight", {C, I}, Init::Normal);
@@ -216,19 +247,19 @@ DecoderWeights bindDecoder(const ModelConfig &m,
   DecoderWeights w;
   size_t i = 0;
   w.inputNorm = views[i++];
-  w.qkvSink = sinkOf(i);
-  w.qkv = views[i++];
+  w.postNorm = views[i++];
   if (m.qkvBias)
     w.qkvBias = views[i++];
   if (m.qkNorm) {
     w.qNorm = views[i++];
     w.kNorm = views[i++];
   }
-  w.oSink = sinkOf(i);
-  w.o = views[i++];
   if (m.oBias)
     w.oBias = views[i++];
-  w.postNorm = views[i++];
+  w.qkvSink = sinkOf(i);
+  w.qkv = views[i++];
+  w.oSink = sinkOf(i);
+  w.o = views[i++];
   w.gateUpSink = sinkOf(i);
   w.gateUp = views[i++];
   w.downSink = sinkOf(i);

@@ -421,6 +421,37 @@ TEST(Emit, DeepSpeedLeavesTheTrainersValuesAuto) {
   EXPECT_FALSE(c.contains("scheduler"));
 }
 
+// The same update as swift-run under HF Trainer + DeepSpeed: with weight
+// decay, the config names no optimizer (the Trainer's own AdamW, with HF's
+// parameter groups, runs), unless offloading needs DeepSpeed's CPU AdamW,
+// which decays every parameter: the launch text then says so. LoRA's
+// adapters all decay either way, and without decay both agree.
+TEST(Emit, DeepSpeedKeepsHFsWeightDecayGroups) {
+  const std::string decay = "training.optimizer.weight_decay=0.1";
+  EXPECT_FALSE(deepSpeed({decay, "strategy.zero=2", "strategy.offload=none"})
+                   .contains("optimizer"));
+  EXPECT_TRUE(deepSpeed({"strategy.zero=2", "strategy.offload=none"})
+                  .contains("optimizer"));
+  EXPECT_TRUE(deepSpeed({decay, "strategy.zero=2", "strategy.offload=none",
+                         "training.method=lora"})
+                  .contains("optimizer"));
+  EXPECT_TRUE(deepSpeed({decay, "strategy.zero=2", "strategy.offload=optimizer"})
+                  .contains("optimizer"));
+  const std::string note = "weight decay: offloading runs DeepSpeed's CPU AdamW";
+  auto launched = [&](std::vector<std::string> sets) {
+    sets.push_back("backend=deepspeed");
+    return launch(sets);
+  };
+  EXPECT_NE(launched({decay, "strategy.zero=2", "strategy.offload=optimizer"})
+                .find(note),
+            std::string::npos);
+  EXPECT_EQ(launched({decay, "strategy.zero=2", "strategy.offload=none"})
+                .find(note),
+            std::string::npos);
+  EXPECT_EQ(launched({"strategy.zero=2", "strategy.offload=optimizer"}).find(note),
+            std::string::npos);
+}
+
 // ZeRO-1 gathers updated parameters (allgather bucket), offloads nothing,
 // has no stage-3 keys; accumulation fills the global batch.
 TEST(Emit, DeepSpeedZero1) {

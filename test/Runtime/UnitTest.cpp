@@ -169,7 +169,8 @@ TEST(Layout, TablesAreContiguousAndMatchTheCount) {
       if (u >= 1 && u <= m.numLayers) {
         const int64_t C = m.hiddenSize,
                       qkv = (m.numHeads + 2 * m.numKvHeads) * m.headDim;
-        EXPECT_EQ(l.leaves[1].shape, (std::vector<int64_t>{qkv, C}));
+        EXPECT_EQ(l.leaves[l.leaves.size() - 4].shape,
+                  (std::vector<int64_t>{qkv, C}));
         EXPECT_EQ(l.leaves.size(),
                   l.params.size() - (m.qkvBias ? 4 : 2) - 1); // qkv, b, gate/up
         EXPECT_EQ(l.leaves[l.leaves.size() - 2].shape,
@@ -179,20 +180,59 @@ TEST(Layout, TablesAreContiguousAndMatchTheCount) {
   }
 }
 
+// HF Trainer's parameter groups (Trainer.get_decay_parameter_names): no
+// weight decay on biases and norm weights. Each unit's table puts them
+// first, so the decayed parameters are the range [decayBegin, numel).
+TEST(Layout, DecayedParametersAreHFTrainersAndOneRange) {
+  for (const char *name : {"input_layernorm.weight", "layers.0.post_attention_layernorm.weight",
+                           "norm.weight", "model.norm.weight",
+                           "layers.1.self_attn.q_norm.weight",
+                           "self_attn.k_norm.weight", "self_attn.q_proj.bias",
+                           "self_attn.o_proj.bias", "mlp.down_proj.bias"})
+    EXPECT_FALSE(hfDecays(name)) << name;
+  for (const char *name : {"embed_tokens.weight", "lm_head.weight",
+                           "layers.0.self_attn.q_proj.weight",
+                           "layers.0.mlp.gate_proj.weight",
+                           "layers.0.self_attn.q_proj.lora_A.weight",
+                           "normal.weight", "norms_x.weight"})
+    EXPECT_TRUE(hfDecays(name)) << name;
+  for (int mask = 0; mask < 16; ++mask) {
+    ModelConfig m = tiny(mask & 1, mask & 2, mask & 4, mask & 8);
+    for (int u = 0; u < m.numLayers + 2; ++u) {
+      UnitLayout l = unitLayout(m, u);
+      int undecayed = 0;
+      for (const ParamDesc &d : l.params) {
+        EXPECT_EQ(hfDecays(d.name), d.offset >= l.decayBegin) << d.name;
+        undecayed += !hfDecays(d.name);
+      }
+      // The embedding none, the head its norm, a decoder layer its two
+      // norms, q/k norms and biases.
+      const int want = u == 0 ? 0
+                       : u == m.numLayers + 1
+                           ? 1
+                           : 2 + (m.qkvBias ? 3 : 0) + (m.qkNorm ? 2 : 0) +
+                                 (m.oBias ? 1 : 0);
+      EXPECT_EQ(undecayed, want) << "unit " << u;
+    }
+  }
+}
+
 TEST(CpuAdamW, MatchesTheTensorFormula) {
-  const int64_t n = 100003; // not a multiple of any vector width
+  const int64_t n = 300007; // not a multiple of any vector width; threads
   at::manual_seed(0);
   at::Tensor p = at::randn({n}), g = at::randn({n}) * 3,
              m = at::randn({n}) * 0.1, v = at::rand({n}) * 0.01;
   at::Tensor p2 = p.clone(), m2 = m.clone(), v2 = v.clone();
   at::Tensor bf16(at::empty({n}, at::kBFloat16));
   AdamWArgs a{1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.25f, 3};
+  const int64_t decayFrom = 70001; // inside a vector, not at a chunk's start
   cpuAdamW(p.data_ptr<float>(), m.data_ptr<float>(), v.data_ptr<float>(),
-           g.data_ptr<float>(), n, a,
+           g.data_ptr<float>(), n, decayFrom, a,
            reinterpret_cast<uint16_t *>(bf16.data_ptr()));
-  // Reference: PyTorch's AdamW (torch.optim.AdamW, foreach=False).
+  // Reference: PyTorch's AdamW (torch.optim.AdamW, foreach=False), in two
+  // groups: weight_decay 0 for the first decayFrom elements.
   at::Tensor gs = g * a.gradScale;
-  p2.mul_(1 - a.lr * a.weightDecay);
+  p2.narrow(0, decayFrom, n - decayFrom).mul_(1 - a.lr * a.weightDecay);
   m2.mul_(a.beta1).add_(gs, 1 - a.beta1);
   v2.mul_(a.beta2).addcmul_(gs, gs, 1 - a.beta2);
   double bc1 = 1 - std::pow(0.9, 3), bc2 = 1 - std::pow(0.95, 3);

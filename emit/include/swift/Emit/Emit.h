@@ -59,10 +59,17 @@ mlir::FailureOr<llvm::json::Object> strategyJson(mlir::ModuleOp module);
 /// A DeepSpeed config (ds_config.json) for the same strategy, for the HF
 /// Trainer: ZeRO stage, CPU offload of optimizer/parameters (pinned),
 /// bucket sizes in elements of the gradient dtype, ZeRO-3 prefetch,
-/// live-parameter and reuse limits and 16-bit gathering on save, AdamW;
+/// live-parameter and reuse limits and 16-bit gathering on save, AdamW
+/// (DeepSpeed's where it must or may be: deepSpeedUpdateDifference);
 /// "auto" for every value the Trainer fills from trainerFlags() (batch
 /// sizes, accumulation, clipping, bf16/fp16, AdamW's parameters).
 mlir::FailureOr<llvm::json::Object> deepSpeedConfig(mlir::ModuleOp module);
+/// Where HF Trainer + DeepSpeed with deepSpeedConfig() updates the weights
+/// differently from swift-run ("" where they agree): offloading needs
+/// DeepSpeed's CPU AdamW, which decays every parameter, where swift-run
+/// (and the Trainer's own optimizer, which the config uses otherwise)
+/// leaves biases and norm weights undecayed. emitLaunch prints it.
+std::string deepSpeedUpdateDifference(mlir::ModuleOp module);
 /// deepSpeedConfig() pretty-printed, with a trailing newline.
 mlir::LogicalResult emitDeepSpeedConfig(mlir::ModuleOp module,
                                         llvm::raw_ostream &os);

@@ -159,11 +159,14 @@ at::Tensor linearCrossEntropy(const at::Tensor &h, const at::Tensor &w,
 /// when not available. The three fused AdamW steps add the sum of the
 /// squares of `grad` (as given, before gradScale) to `gradSumSq` when given
 /// (a 0-dim fp64 tensor on the device): the gradient norm without a pass of
-/// its own.
+/// its own. Weight decay applies to the elements from `decayFrom` on
+/// (the earlier ones, a unit's norms and biases, are not decayed: HF
+/// Trainer's parameter groups, Model.h UnitLayout::decayBegin).
 bool fusedAdamwFp32(at::Tensor &param, const at::Tensor &grad,
                     at::Tensor &expAvg, at::Tensor &expAvgSq, at::Tensor *out,
                     double lr, double beta1, double beta2, double eps,
-                    double weightDecay, double gradScale, double bc1,
+                    double weightDecay, int64_t decayFrom, double gradScale,
+                    double bc1,
                     double bc2, at::Tensor *gradSumSq = nullptr);
 
 /// bf16-mixed's fp32 master kept in the compute copy
@@ -181,8 +184,8 @@ at::Tensor joinMaster(const at::Tensor &hi, const at::Tensor &low);
 bool fusedAdamwSplit(at::Tensor &hi, at::Tensor &low, const at::Tensor &grad,
                      at::Tensor &expAvg, at::Tensor &expAvgSq, double lr,
                      double beta1, double beta2, double eps,
-                     double weightDecay, double gradScale, double bc1,
-                     double bc2, at::Tensor *gradSumSq = nullptr);
+                     double weightDecay, int64_t decayFrom, double gradScale,
+                     double bc1, double bc2, at::Tensor *gradSumSq = nullptr);
 
 /// Pure-bf16 AdamW step on CUDA: bf16 params, grads and states, the update
 /// computed in fp32 and each stored value rounded once; false when not
@@ -190,7 +193,7 @@ bool fusedAdamwSplit(at::Tensor &hi, at::Tensor &low, const at::Tensor &grad,
 bool fusedAdamwBf16(at::Tensor &param, const at::Tensor &grad,
                     at::Tensor &expAvg, at::Tensor &expAvgSq, double lr,
                     double beta1, double beta2, double eps, double weightDecay,
-                    double gradScale, double bc1, double bc2,
+                    int64_t decayFrom, double gradScale, double bc1, double bc2,
                     at::Tensor *gradSumSq = nullptr);
 
 /// sumSq (one fp64 on the device) += the sum of g's squares, in one pass

@@ -48,7 +48,15 @@ struct UnitLayout {
   std::vector<ParamDesc> params; // table order == flat order
   std::vector<LeafDesc> leaves;  // the same range, parameters merged
   int64_t numel = 0;             // == unitParameterCount(model, unit)
+  /// AdamW decays [decayBegin, numel): HF Trainer's parameter groups
+  /// (every weight but biases and norm weights), which the tables place
+  /// after the undecayed (norms, biases).
+  int64_t decayBegin = 0;
 };
+
+/// Whether HF Trainer decays the parameter named `name` (an HF name, with
+/// or without "model."): every weight but biases and norm weights.
+bool hfDecays(const std::string &name);
 
 /// The descriptor table of one unit.
 UnitLayout unitLayout(const ModelConfig &m, int unit);
