@@ -12,12 +12,19 @@ test/data/hf):
                                      llama in 3 shards)
   batch.jsonl                        the samples every step reads, in order
   expected.json                      per model: loss and grad norm of each
-                                     of 3 AdamW steps, and the settings
+                                     of 3 AdamW steps, the weight decay
+                                     the Trainer's optimizer gave each
+                                     parameter, and the settings
 
-The training loop is what an HF Trainer user gets: AdamW (decoupled weight
-decay on every parameter), the loss averaged over the global batch's trained
-tokens (labels = input_ids, shifted inside the model), the grad norm of
-torch.nn.utils.clip_grad_norm_ (max_grad_norm 1.0, so clipping acts).
+The training is HF Trainer's own (transformers.Trainer.train, on the CPU):
+its AdamW with its parameter groups (create_optimizer over
+get_decay_parameter_names: no weight decay on biases and norm weights), the
+loss averaged over the batch's trained tokens (labels = input_ids, shifted
+inside the model), clipping at max_grad_norm 1.0 (so it acts), a constant
+schedule, the samples in file order. Each step's loss is read where the
+Trainer computes it (compute_loss), the grad norm from its log (the norm
+before clipping). Existing model directories under OUT are reused (loaded),
+so that regenerating the numbers does not change the committed weights.
 CI (test/hf-reference.test) runs swift-run on the same directories and data
 and compares.
 """
@@ -25,8 +32,11 @@ import json
 import os
 import sys
 
+import tempfile
+
 import torch
-from transformers import AutoConfig, AutoModelForCausalLM
+from transformers import (AutoConfig, AutoModelForCausalLM, Trainer,
+                          TrainerCallback, TrainingArguments)
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else "test/data/hf"
 SEQ, BATCH, STEPS = 16, 4, 3
@@ -83,21 +93,70 @@ def batch_samples():
     return out
 
 
+class Samples(torch.utils.data.Dataset):
+    def __init__(self, samples):
+        self.samples = samples
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, i):
+        ids = torch.tensor(self.samples[i])
+        return {"input_ids": ids, "labels": ids.clone()}
+
+
+class InOrder(Trainer):
+    """The Trainer, with the samples in file order (its default sampler
+    shuffles) and each step's loss recorded as computed."""
+
+    losses = None
+
+    def _get_train_sampler(self, *args, **kwargs):
+        return torch.utils.data.SequentialSampler(self.train_dataset)
+
+    def compute_loss(self, model, inputs, *args, **kwargs):
+        out = super().compute_loss(model, inputs, *args, **kwargs)
+        loss = out[0] if isinstance(out, tuple) else out
+        self.losses.append(loss.detach().item())
+        return out
+
+
+class GradNorms(TrainerCallback):
+    def __init__(self):
+        self.norms = []
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "grad_norm" in logs:
+            self.norms.append(float(logs["grad_norm"]))
+
+
 def train(model, samples):
-    opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS,
-                            weight_decay=WD)
-    losses, norms = [], []
-    for step in range(STEPS):
-        ids = torch.tensor(samples[step * BATCH:(step + 1) * BATCH])
-        # Mean over the batch's SEQ-1 targets per sample, as one batch.
-        loss = model(input_ids=ids, labels=ids).loss
-        loss.backward()
-        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_NORM)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        losses.append(loss.item())
-        norms.append(norm.item())
-    return losses, norms
+    """HF Trainer's training of `model` for STEPS steps; returns the losses,
+    the grad norms and {parameter name: its optimizer group's weight
+    decay}."""
+    with tempfile.TemporaryDirectory() as out:
+        args = TrainingArguments(
+            output_dir=out, per_device_train_batch_size=BATCH,
+            max_steps=STEPS, learning_rate=LR, adam_beta1=BETAS[0],
+            adam_beta2=BETAS[1], adam_epsilon=EPS, weight_decay=WD,
+            max_grad_norm=MAX_NORM, lr_scheduler_type="constant",
+            warmup_steps=0, optim="adamw_torch", logging_steps=1,
+            save_strategy="no", report_to=[], use_cpu=True, seed=0,
+            dataloader_num_workers=0, remove_unused_columns=False,
+            disable_tqdm=True)
+        norms = GradNorms()
+        trainer = InOrder(model=model, args=args,
+                          train_dataset=Samples(samples[:STEPS * BATCH]),
+                          callbacks=[norms])
+        trainer.losses = []
+        trainer.train()
+        names = {id(p): n for n, p in model.named_parameters()}
+        decay = {names[id(p)]: group["weight_decay"]
+                 for group in trainer.optimizer.param_groups
+                 for p in group["params"]}
+    assert len(trainer.losses) == STEPS and len(norms.norms) == STEPS, (
+        trainer.losses, norms.norms)
+    return trainer.losses, norms.norms, decay
 
 
 def main():
@@ -111,6 +170,7 @@ def main():
                                  steps=STEPS, lr=LR, betas=list(BETAS),
                                  eps=EPS, weight_decay=WD,
                                  max_grad_norm=MAX_NORM,
+                                 trainer="transformers.Trainer",
                                  transformers=__import__("transformers").__version__,
                                  torch=torch.__version__),
                 "models": {}}
@@ -120,16 +180,21 @@ def main():
         model_type = cfg.pop("model_type")
         config = AutoConfig.for_model(model_type, **cfg)
         set_rope(config, *ROPE[kind])
-        torch.manual_seed(0)  # llama-sharded is the llama, in shards
-        model = AutoModelForCausalLM.from_config(
-            config, torch_dtype=torch.float32, attn_implementation="eager")
-        model.eval()  # no dropout anywhere (the configs have none either)
         path = os.path.join(OUT, name)
-        model.save_pretrained(path, safe_serialization=True,
-                              max_shard_size="150KB" if extra is None else "5GB")
-        losses, norms = train(model, samples)
-        expected["models"][name] = dict(losses=losses, grad_norms=norms)
-        print(name, losses, norms)
+        if os.path.exists(os.path.join(path, "config.json")):
+            model = AutoModelForCausalLM.from_pretrained(
+                path, dtype=torch.float32, attn_implementation="eager")
+        else:
+            torch.manual_seed(0)  # llama-sharded is the llama, in shards
+            model = AutoModelForCausalLM.from_config(
+                config, dtype=torch.float32, attn_implementation="eager")
+            model.save_pretrained(path, safe_serialization=True,
+                                  max_shard_size="150KB" if extra is None else "5GB")
+        losses, norms, decay = train(model, samples)
+        expected["models"][name] = dict(losses=losses, grad_norms=norms,
+                                        weight_decay=decay)
+        print(name, losses, norms,
+              sorted(n for n, wd in decay.items() if wd == 0))
     with open(os.path.join(OUT, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1)
         f.write("\n")

@@ -45,11 +45,12 @@ class Comparison:
         if abs(got - want) > RELATIVE * abs(want):
             self.failures.append(f"{tag}: swift-run {got!r}, {self.reference} {want!r}")
 
-    def steps(self, tag, metrics_file, want, steps):
-        """swift-run's metrics against want["losses"] and want["grad_norms"]."""
+    def steps(self, tag, metrics_file, want, steps, compared=None):
+        """swift-run's metrics against want["losses"] and want["grad_norms"]
+        (the first `compared` steps, all by default)."""
         got = [json.loads(line) for line in open(metrics_file)]
         for key, ref in (("loss", want["losses"]), ("grad_norm", want["grad_norms"])):
-            for step, (m, r) in enumerate(zip(got, ref), 1):
+            for step, (m, r) in enumerate(zip(got, ref[:compared]), 1):
                 self.value(f"{tag} step {step} {key}", m[key], r)
         if len(got) != steps:
             self.failures.append(f"{tag}: {len(got)} steps in the metrics")
