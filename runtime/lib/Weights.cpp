@@ -42,7 +42,9 @@ const char *hfDtypeName(st::DType dtype) {
 /// loads `dtype="auto"` as config.json says (an fp32 label on bf16 weights
 /// doubles the loaded model). Verbatim when it already says so; both of
 /// the key's spellings (`torch_dtype`, transformers 5's `dtype`) where
-/// present, `torch_dtype` where neither is.
+/// present, `torch_dtype` where neither is. A quantization_config is
+/// dropped: the exported weights are dense, and transformers would load
+/// them as quantized ones.
 std::string withDtype(const std::string &text, st::DType dtype) {
   nlohmann::ordered_json j;
   try {
@@ -53,7 +55,8 @@ std::string withDtype(const std::string &text, st::DType dtype) {
   if (!j.is_object())
     return text;
   const std::string name = hfDtypeName(dtype);
-  bool present = false, same = true;
+  bool present = false, same = !j.contains("quantization_config");
+  j.erase("quantization_config");
   for (const char *key : {"torch_dtype", "dtype"})
     if (j.contains(key)) {
       present = true;
@@ -239,15 +242,28 @@ void exportHF(Engine &engine, const Plan &plan, const std::string &dir,
   const ModelConfig &m = plan.model;
   const bool lora = plan.training.method != Method::Full;
   const int numUnits = int(m.numLayers) + 2;
-  // Unit u's weights, flat on the engine's device (collective).
+  // LoRA merges into the original weights when given (rank 0 reads them;
+  // checked whole against the plan's model first).
+  std::unique_ptr<HFWeights> original;
+  if (lora && !options.mergeBase.empty() && engine.rank() == 0)
+    original = std::make_unique<HFWeights>(options.mergeBase, m);
+  // Unit u's weights, flat (collective).
   auto unitWeights = [&](int u) {
     if (!lora)
       return engine.stateUnit(u);
-    at::Tensor merged = engine.baseUnit(u).to(at::kFloat, /*copy=*/true);
+    const UnitLayout base = unitLayout(m, u);
+    // The trained base is collective at ZeRO-3: every rank gathers it, or
+    // none does.
+    at::Tensor merged;
+    if (options.mergeBase.empty())
+      merged = engine.baseUnit(u).to(at::kFloat, /*copy=*/true);
     at::Tensor adapters = engine.stateUnit(u);
     if (engine.rank() != 0)
-      return merged;
-    const UnitLayout base = unitLayout(m, u);
+      return adapters;
+    if (original) {
+      merged = at::empty({base.numel}, adapters.options().dtype(at::kFloat));
+      original->read(StateKind::Master, base, 0, base.numel, merged);
+    }
     const UnitLayout layout = adapterLayout(m, plan.training.lora, u);
     auto find = [&](const std::string &name) -> const ParamDesc & {
       for (const ParamDesc &d : base.params)

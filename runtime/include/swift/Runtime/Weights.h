@@ -66,13 +66,20 @@ struct ExportOptions {
   /// max_position_embeddings of a written config.json (HF refuses a llama3
   /// rope_scaling whose original context is not below it).
   int64_t maxPositionEmbeddings = 4096;
+  /// LoRA merges: the HF model directory whose weights the adapters are
+  /// merged into (swift-run --merge-base: the original weights, as stored).
+  /// Empty: the base the run trained on, as it held it: in the compute
+  /// dtype (bf16-mixed rounds an fp32 base to bf16), and for QLoRA the
+  /// NF4-dequantized base.
+  std::string mergeBase;
 };
 
 /// Writes the engine's current weights (the optimizer's fp32 masters, or
 /// the bf16 parameters of pure bf16) as an HF model directory; for LoRA the
-/// base with the adapters merged in (W + alpha/r B A, in fp32 then
-/// rounded), as peft's merge_and_unload. Collective: every rank calls it;
-/// rank 0 writes.
+/// base (options.mergeBase) with the adapters merged in (W + alpha/r B A,
+/// in fp32 then rounded), as peft's merge_and_unload. The config.json
+/// written has no quantization_config: the weights are dense. Collective:
+/// every rank calls it; rank 0 writes.
 void exportHF(Engine &engine, const Plan &plan, const std::string &dir,
               const ExportOptions &options);
 
