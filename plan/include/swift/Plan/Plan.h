@@ -84,7 +84,9 @@ struct OptimizerConfig { // "training.optimizer" (AdamW only)
   double lr = 1e-4;
   double beta1 = 0.9, beta2 = 0.95; // "betas": [b1, b2]
   double eps = 1e-8;
-  double weightDecay = 0.0; // decoupled, applied to every parameter
+  // Decoupled; on every weight but biases and norm weights (HF Trainer's
+  // parameter groups, Trainer.get_decay_parameter_names).
+  double weightDecay = 0.0;
 };
 
 /// "training.lr_schedule" (optional; absent: constant lr, no warmup). The lr

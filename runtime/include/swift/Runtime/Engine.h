@@ -136,7 +136,8 @@ public:
                          int64_t stepTrainedTokens = 0);
   StepResult finishStep(PendingStep &step);
 
-  /// Every parameter in HF order and shape, fp32 on the host, gathered from
+  /// Every parameter (unit by unit in each unit's table order, Model.h) by
+  /// its HF name and shape, fp32 on the host, gathered from
   /// the shards (collective: every rank must call it).
   std::vector<std::pair<std::string, at::Tensor>> parameters();
 
