@@ -108,18 +108,30 @@ private:
   size_t *read;
 };
 
-/// Line and column of byte `offset` of `text`.
-JsonPosition positionAt(const std::string &text, size_t offset) {
-  offset = std::min(offset, text.size());
-  const size_t lineStart = offset == 0 ? 0 : text.rfind('\n', offset - 1);
-  JsonPosition p;
-  p.line = 1 + int(std::count(text.begin(), text.begin() + offset, '\n'));
-  p.column = int(offset - (lineStart == std::string::npos || offset == 0
-                               ? 0
-                               : lineStart + 1)) +
-             1;
-  return p;
-}
+/// Line and column of byte offsets of a text, asked in increasing order
+/// (each byte is looked at once; an earlier offset starts over).
+class LineCounter {
+public:
+  explicit LineCounter(const std::string &text) : text(text) {}
+  JsonPosition at(size_t offset) {
+    offset = std::min(offset, text.size());
+    if (offset < done) {
+      done = lineStart = 0;
+      line = 1;
+    }
+    for (; done < offset; ++done)
+      if (text[done] == '\n') {
+        ++line;
+        lineStart = done + 1;
+      }
+    return {line, int(offset - lineStart) + 1};
+  }
+
+private:
+  const std::string &text;
+  size_t done = 0, lineStart = 0;
+  int line = 1;
+};
 } // namespace
 
 JsonPosition positionOf(const JsonPositions &positions, std::string field) {
@@ -169,9 +181,12 @@ json parseJson(const std::string &text, const std::string &file,
       ++p;
     return p;
   };
+  // An array's elements are located at the array: positions stay fewer
+  // than the document's values.
+  LineCounter lines(text);
   auto record = [&] {
-    if (positions)
-      (*positions)[where()] = positionAt(text, tokenStart());
+    if (positions && (stack.empty() || !stack.back().array))
+      (*positions)[where()] = lines.at(tokenStart());
   };
   size_t refusedAt = 0;
   json::parser_callback_t track = [&](int depth, json::parse_event_t event,
@@ -217,7 +232,7 @@ json parseJson(const std::string &text, const std::string &file,
   auto fail = [&](const std::string &field, const std::string &why,
                   size_t offset) {
     throw JsonError(file + ": " + (field.empty() ? "" : field + ": ") + why,
-                    field, why, positionAt(text, offset));
+                    field, why, lines.at(offset));
   };
   try {
     return json::parse(CountingIterator(text.data(), &read),
@@ -242,7 +257,7 @@ json parseJson(const std::string &text, const std::string &file,
     const std::string what = "not valid JSON: " + briefText(e.what(), 200);
     throw JsonError(file + ": " + what, "",
                     "not valid JSON: " + briefText(why, 200),
-                    positionAt(text, e.byte == 0 ? 0 : e.byte - 1));
+                    lines.at(e.byte == 0 ? 0 : e.byte - 1));
   } catch (const json::exception &e) {
     fail("", "not valid JSON: " + briefText(e.what(), 200), read);
   }

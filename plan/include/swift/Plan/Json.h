@@ -43,7 +43,8 @@ struct JsonPosition {
 };
 
 /// Where each value of a document starts, by its path as JsonField names it
-/// ("" for the root, "rope_scaling.factor", "layer_types[1]").
+/// ("" for the root, "rope_scaling.factor"); an array's elements are not
+/// listed (positionOf() gives the array's).
 using JsonPositions = std::map<std::string, JsonPosition>;
 
 /// The position of `field` in `positions`, or of its nearest enclosing value
