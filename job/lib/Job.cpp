@@ -7,6 +7,7 @@
 
 #include "swift/Job/Job.h"
 #include "swift/Job/Presets.h"
+#include "swift/Plan/HFConfig.h"
 #include "swift/Plan/Json.h"
 
 #include <yaml-cpp/depthguard.h>
@@ -20,6 +21,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <limits>
 #include <map>
@@ -103,24 +105,17 @@ std::string join(const std::string &path, const std::string &key) {
   return path.empty() ? key : path + "." + key;
 }
 
-// HF config.json fields the model reads.
-const std::vector<std::string> kModelKeys = {
-    "model_type",          "hidden_size",        "intermediate_size",
-    "num_hidden_layers",   "num_attention_heads", "num_key_value_heads",
-    "head_dim",            "vocab_size",          "tie_word_embeddings",
-    "attention_bias",      "mlp_bias",            "rms_norm_eps",
-    "rope_theta",          "rope_scaling",       "rope_parameters",
-    "name"};
-
-// config.json fields that do not change memory or time; an inline model may
-// carry them (pasted from a real config) without being a typo.
-const std::vector<std::string> kIgnoredHFKeys = {
-    "architectures", "torch_dtype", "dtype", "bos_token_id", "eos_token_id",
-    "pad_token_id", "hidden_act", "initializer_range", "use_cache",
-    "transformers_version",
-    "max_position_embeddings", "sliding_window", "use_sliding_window",
-    "max_window_layers", "attention_dropout", "pretraining_tp",
-    "layer_types", "_name_or_path"};
+// The keys of an inline model: the HF config.json fields the model reads
+// (swift/Plan/HFConfig.h) and its name. The other config.json fields it may
+// carry (pasted from a real config) are plan::hfOtherFields().
+const std::vector<std::string> &modelKeys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> k = plan::hfModelFields();
+    k.push_back("name");
+    return k;
+  }();
+  return keys;
+}
 
 /// Each mapping of the job and the keys it may hold ("" is the top level).
 const std::map<std::string, std::vector<std::string>> &schema() {
@@ -173,7 +168,7 @@ std::vector<std::string> pathsOfKey(const std::string &path,
   };
   for (const auto &[section, keys] : schema())
     consider(section, keys);
-  consider("model", kModelKeys);
+  consider("model", modelKeys());
   return under.empty() ? all : under;
 }
 
@@ -247,6 +242,8 @@ constexpr uintmax_t kMaxInputBytes = uintmax_t(64) << 20;
 
 /// The text of `path`, a file the user named; `expected` says what it should
 /// be ("a job file (YAML)"). Only regular files are opened (plan/Json.h).
+/// HF config.json files are JSON and parsed by plan::parseJson; jobs and
+/// profiles are YAML.
 std::string readInput(const std::string &path, const std::string &expected) {
   try {
     return plan::readRegularFile(path, expected, kMaxInputBytes);
@@ -309,9 +306,8 @@ void checkDuplicateKeys(const YAML::Node &node, const std::string &path,
   }
 }
 
-/// `text` read from `file` (a job, config.json or profile) as a tree without
-/// duplicate keys; `syntax` names the language in errors ("YAML syntax
-/// error", "not valid JSON").
+/// `text` read from `file` (a job or profile) as a tree without duplicate
+/// keys; `syntax` names the language in errors ("YAML syntax error").
 YAML::Node parseInput(const std::string &text, const std::string &file,
                       const std::string &syntax) {
   YAML::Node root;
@@ -509,213 +505,185 @@ private:
 // Sections.
 //===----------------------------------------------------------------------===//
 
-/// HF's rope_scaling / rope_parameters mapping; types swift-run does not
-/// compute are refused rather than trained with the wrong positions.
-void readRopeScaling(const Reader &r, const YAML::Node &map,
-                     const std::string &path, ModelSpec &m) {
-  if (!map.IsMap())
-    r.fail(map, path, "expected a mapping (HF rope_scaling)");
-  auto field = [&](const char *key) { return join(path, key); };
-  if (YAML::Node t = map["rope_theta"]; t && !t.IsNull())
-    m.ropeTheta = r.real(t, field("rope_theta"), false, 1e12);
-  YAML::Node type = map["rope_type"] ? map["rope_type"] : map["type"];
-  if (!type)
-    r.fail(map, field("rope_type"), "missing");
-  std::string name = r.scalar(type, field("rope_type"));
-  std::optional<plan::RopeType> kind = plan::parseEnum<plan::RopeType>(name);
-  if (!kind)
-    r.fail(type, field("rope_type"),
-           "rope type '" + name + "' is not supported; supported: " +
-               joinList(plan::enumSpellings<plan::RopeType>()) +
-               " (swift would train it with wrong positions)");
-  plan::RopeScaling &rs = m.ropeScaling;
-  rs = plan::RopeScaling{};
-  rs.type = *kind;
-  if (rs.type == plan::RopeType::Default)
-    return;
-  auto required = [&](const char *key) {
-    YAML::Node v = map[key];
-    if (!v || v.IsNull())
-      r.fail(map, field(key), "missing; rope type " + name + " needs it");
-    return v;
-  };
-  rs.factor = r.real(required("factor"), field("factor"));
-  if (rs.type == plan::RopeType::Llama3) {
-    rs.lowFreqFactor = r.real(required("low_freq_factor"), field("low_freq_factor"));
-    rs.highFreqFactor = r.real(required("high_freq_factor"), field("high_freq_factor"));
-    if (!(rs.highFreqFactor > rs.lowFreqFactor))
-      r.fail(map["high_freq_factor"], field("high_freq_factor"),
-             "must be greater than low_freq_factor");
-    rs.originalMaxPositionEmbeddings =
-        r.integer(required("original_max_position_embeddings"),
-                  field("original_max_position_embeddings"), 1, kBig);
+/// A job's inline `model:` mapping as the HF config reader's fields
+/// (swift/Plan/HFConfig.h): its typed reads are the job's, so that errors
+/// keep the job's messages and point at the job file's line and column or
+/// at the `--set` that set the field.
+class YamlFields : public plan::HFFields {
+public:
+  YamlFields(const Reader &r, const YAML::Node &map, std::string path)
+      : r(r), map(map), path(std::move(path)) {}
+
+  bool given(const std::string &field) const override {
+    YAML::Node n = node(field);
+    return n.IsDefined() && !n.IsNull();
   }
+  bool isMapping(const std::string &field) const override {
+    return node(field).IsMap();
+  }
+  int64_t integer(const std::string &field, int64_t lo,
+                  int64_t hi) const override {
+    return r.integer(node(field), name(field), lo, hi);
+  }
+  double positive(const std::string &field, double max) const override {
+    return r.real(node(field), name(field), /*allowZero=*/false, max);
+  }
+  bool boolean(const std::string &field) const override {
+    return r.boolean(node(field), name(field));
+  }
+  std::string string(const std::string &field) const override {
+    return r.scalar(node(field), name(field));
+  }
+  std::vector<std::string> strings(const std::string &field) const override {
+    std::vector<std::string> out;
+    if (YAML::Node list = node(field); list.IsSequence())
+      for (const YAML::Node &item : list)
+        if (item.IsScalar())
+          out.push_back(item.Scalar());
+    return out;
+  }
+  [[noreturn]] void fail(const std::string &field,
+                         const std::string &why) const override {
+    r.fail(node(field, /*nearest=*/true), name(field), why);
+  }
+  /// Where `field` was set, for a warning about its value.
+  Diagnostic where(const std::string &field) const {
+    Diagnostic d = r.locate(node(field, /*nearest=*/true), name(field));
+    d.field = name(field);
+    return d;
+  }
+
+private:
+  std::string name(const std::string &field) const { return join(path, field); }
+  /// The node at `field`; undefined when absent, or with `nearest` the
+  /// deepest mapping on the way that is there.
+  YAML::Node node(const std::string &field, bool nearest = false) const {
+    YAML::Node n = map;
+    std::istringstream keys(field);
+    for (std::string key; std::getline(keys, key, '.');) {
+      const YAML::Node parent = n;
+      YAML::Node child =
+          parent.IsMap() ? parent[key] : YAML::Node(YAML::NodeType::Undefined);
+      if (!child.IsDefined())
+        return nearest ? n : YAML::Node(YAML::NodeType::Undefined);
+      n.reset(child);
+    }
+    return n;
+  }
+
+  const Reader &r;
+  YAML::Node map;
+  std::string path;
+};
+
+/// The job's ModelSpec of what the HF config reader read; `where` locates
+/// the values it warns about.
+ModelSpec modelSpec(const plan::HFConfig &c,
+                    const std::function<Diagnostic(const std::string &)> &where) {
+  const plan::ModelConfig &m = c.model;
+  ModelSpec s;
+  s.modelType = c.modelType;
+  s.hiddenSize = m.hiddenSize;
+  s.intermediateSize = m.intermediateSize;
+  s.numHiddenLayers = m.numLayers;
+  s.numAttentionHeads = m.numHeads;
+  s.numKeyValueHeads = m.numKvHeads;
+  s.headDim = m.headDim;
+  s.vocabSize = m.vocabSize;
+  s.tieWordEmbeddings = m.tieWordEmbeddings;
+  s.qkvBias = m.qkvBias;
+  s.oBias = m.oBias;
+  s.mlpBias = c.mlpBias;
+  s.qkNorm = m.qkNorm;
+  s.rmsNormEps = m.rmsNormEps;
+  s.ropeTheta = m.ropeTheta;
+  s.ropeScaling = m.ropeScaling;
+  auto located = [&](const std::optional<plan::HFUnmodeled> &v)
+      -> std::optional<UnmodeledValue> {
+    if (!v)
+      return std::nullopt;
+    return UnmodeledValue{v->value, where(v->field)};
+  };
+  s.maxPositionEmbeddings = located(c.maxPositionEmbeddings);
+  s.slidingWindow = located(c.slidingWindow);
+  return s;
 }
 
-/// HF fields that change the model but that swift does not implement:
-/// refused where swift-run would train another function (hidden_act); kept
-/// with where they were read where they only matter past a length (the
-/// positions the model was trained for, a sliding window), for loadJob's
-/// warnings.
-void readUnmodeledFields(const Reader &r, const YAML::Node &map,
-                         const std::string &path, ModelSpec &m) {
-  auto field = [&](const char *key) { return join(path, key); };
-  auto given = [&](const char *key) {
-    YAML::Node n = map[key];
-    return n && !n.IsNull() ? n : YAML::Node(YAML::NodeType::Undefined);
-  };
-  if (YAML::Node act = given("hidden_act")) {
-    std::string name = r.scalar(act, field("hidden_act"));
-    if (name != "silu" && name != "swish")
-      r.fail(act, field("hidden_act"),
-             "activation '" + name +
-                 "' is not supported; swift-run's MLP is SwiGLU with silu");
-  }
-  auto located = [&](const char *key) -> std::optional<UnmodeledValue> {
-    YAML::Node n = given(key);
-    if (!n)
-      return std::nullopt;
-    UnmodeledValue v{r.integer(n, field(key), 1, kBig), r.locate(n, field(key))};
-    v.where.field = field(key);
-    return v;
-  };
-  m.maxPositionEmbeddings = located("max_position_embeddings");
-  // Where HF applies sliding_window: mistral on every layer; qwen2 and
-  // qwen3 only with use_sliding_window, on the layers layer_types marks
-  // (transformers >= 4.53) or else from max_window_layers on; llama never.
-  bool sliding = m.modelType == "mistral";
-  if (m.modelType == "qwen2" || m.modelType == "qwen3") {
-    YAML::Node use = given("use_sliding_window");
-    sliding = use && r.boolean(use, field("use_sliding_window"));
-    if (YAML::Node types = given("layer_types"); sliding && types) {
-      sliding = false;
-      for (const YAML::Node &type : types)
-        sliding |= type.IsScalar() && type.Scalar() == "sliding_attention";
-    } else if (YAML::Node from = given("max_window_layers"); sliding && from) {
-      sliding = r.integer(from, field("max_window_layers"), 0, kBig) <
-                m.numHiddenLayers;
+/// A model preset as the config.json fields it was copied from; head_dim
+/// only where that config.json gives it (otherwise it follows hidden_size
+/// and num_attention_heads, also after `--set` changes them).
+nlohmann::json presetConfig(const ModelPreset &p) {
+  nlohmann::json c = {{"model_type", p.modelType},
+                      {"hidden_size", p.hiddenSize},
+                      {"intermediate_size", p.intermediateSize},
+                      {"num_hidden_layers", p.numHiddenLayers},
+                      {"num_attention_heads", p.numAttentionHeads},
+                      {"num_key_value_heads", p.numKeyValueHeads},
+                      {"vocab_size", p.vocabSize},
+                      {"tie_word_embeddings", p.tieWordEmbeddings},
+                      {"rms_norm_eps", p.rmsNormEps},
+                      {"rope_theta", p.ropeTheta}};
+  if (p.headDim)
+    c["head_dim"] = p.headDim;
+  if (const plan::RopeScaling &rs = p.ropeScaling;
+      rs.type != plan::RopeType::Default) {
+    c["rope_scaling"] = {{"rope_type", plan::toString(rs.type)},
+                         {"factor", rs.factor}};
+    if (rs.type == plan::RopeType::Llama3) {
+      c["rope_scaling"]["low_freq_factor"] = rs.lowFreqFactor;
+      c["rope_scaling"]["high_freq_factor"] = rs.highFreqFactor;
+      c["rope_scaling"]["original_max_position_embeddings"] =
+          rs.originalMaxPositionEmbeddings;
     }
   }
-  if (sliding)
-    m.slidingWindow = located("sliding_window");
+  return c;
 }
 
-void readModelFields(const Reader &r, const YAML::Node &map,
-                     const std::string &path, bool strict, ModelSpec &m) {
-  if (strict)
-    r.checkKeys(map, path, kModelKeys, kIgnoredHFKeys);
-  auto field = [&](const char *key) { return join(path, key); };
-  auto required = [&](const char *key, int64_t max) {
-    YAML::Node node = map[key];
-    if (!node)
-      r.fail(map, field(key), "missing; an HF model config needs it");
-    return r.integer(node, field(key), 1, max);
-  };
-
-  m.modelType = "llama";
-  if (YAML::Node t = map["model_type"]) {
-    static const std::vector<std::string> supported = {"llama", "qwen2",
-                                                       "mistral", "qwen3"};
-    std::string type = r.scalar(t, field("model_type"));
-    if (!std::count(supported.begin(), supported.end(), type))
-      r.fail(t, field("model_type"),
-             "unsupported model_type '" + type +
-                 "'; supported: " + joinList(supported) +
-                 " (decoder-only Llama-family models)");
-    m.modelType = type;
-  } else if (!strict) {
-    r.fail(map, field("model_type"),
-           "missing; expected one of llama, qwen2, mistral, qwen3");
-  }
-  m.hiddenSize = required("hidden_size", limits::kHiddenSize);
-  m.intermediateSize = required("intermediate_size", limits::kIntermediateSize);
-  m.numHiddenLayers = required("num_hidden_layers", limits::kLayers);
-  m.numAttentionHeads = required("num_attention_heads", limits::kHeads);
-  m.vocabSize = required("vocab_size", limits::kVocabSize);
-  m.numKeyValueHeads = m.numAttentionHeads;
-  if (YAML::Node kv = map["num_key_value_heads"]; kv && !kv.IsNull())
-    m.numKeyValueHeads = r.integer(kv, field("num_key_value_heads"), 1, limits::kHeads);
-  if (YAML::Node hd = map["head_dim"]; hd && !hd.IsNull()) {
-    m.headDim = r.integer(hd, field("head_dim"), 1, limits::kHeadDim);
-  } else {
-    if (m.hiddenSize % m.numAttentionHeads != 0)
-      r.fail(map["num_attention_heads"], field("num_attention_heads"),
-             std::to_string(m.numAttentionHeads) +
-                 " heads do not divide hidden_size " +
-                 std::to_string(m.hiddenSize) + "; fix the sizes or set head_dim");
-    m.headDim = m.hiddenSize / m.numAttentionHeads;
-  }
-  if (m.numAttentionHeads % m.numKeyValueHeads != 0)
-    r.fail(map["num_key_value_heads"], field("num_key_value_heads"),
-           std::to_string(m.numKeyValueHeads) +
-               " key/value heads do not divide num_attention_heads " +
-               std::to_string(m.numAttentionHeads) +
-               " (grouped-query attention shares each kv head by a whole "
-               "number of query heads)");
-  if (m.headDim % 2 != 0)
-    r.fail(map, field("head_dim"),
-           "head_dim " + std::to_string(m.headDim) +
-               " is odd; rotary embeddings need an even head_dim");
-  if (YAML::Node tie = map["tie_word_embeddings"]; tie && !tie.IsNull())
-    m.tieWordEmbeddings = r.boolean(tie, field("tie_word_embeddings"));
-  bool attentionBias = false;
-  if (YAML::Node b = map["attention_bias"]; b && !b.IsNull())
-    attentionBias = r.boolean(b, field("attention_bias"));
-  if (YAML::Node b = map["mlp_bias"]; b && !b.IsNull())
-    m.mlpBias = r.boolean(b, field("mlp_bias"));
-  if (YAML::Node e = map["rms_norm_eps"]; e && !e.IsNull())
-    m.rmsNormEps = r.real(e, field("rms_norm_eps"), false, 1);
-  if (YAML::Node t = map["rope_theta"]; t && !t.IsNull())
-    m.ropeTheta = r.real(t, field("rope_theta"), false, 1e12);
-  // transformers < 5 writes rope_scaling (null: none); 5 writes
-  // rope_parameters, which also carries rope_theta.
-  for (const char *key : {"rope_scaling", "rope_parameters"})
-    if (YAML::Node rs = map[key]; rs && !rs.IsNull())
-      readRopeScaling(r, rs, field(key), m);
-  readUnmodeledFields(r, map, path, m);
-
-  // Bias and norm layout per architecture, as HF transformers builds it.
-  if (m.modelType == "qwen2") {
-    m.qkvBias = true; // Qwen2Attention: q/k/v with bias, o without.
-  } else if (m.modelType == "mistral") {
-    m.mlpBias = false;
-  } else {
-    m.qkvBias = m.oBias = attentionBias;
-    m.qkNorm = m.modelType == "qwen3";
-  }
-}
-
+/// A preset, read as its config.json (the HF reader's layout rules).
 ModelSpec fromPreset(const ModelPreset &p) {
-  ModelSpec m;
+  ModelSpec m = modelSpec(
+      plan::readHFConfig(presetConfig(p), std::string("preset ") + p.name),
+      [](const std::string &) { return Diagnostic{}; });
   m.name = p.name;
-  m.modelType = p.modelType;
-  m.hiddenSize = p.hiddenSize;
-  m.intermediateSize = p.intermediateSize;
-  m.numHiddenLayers = p.numHiddenLayers;
-  m.numAttentionHeads = p.numAttentionHeads;
-  m.numKeyValueHeads = p.numKeyValueHeads;
-  m.headDim = p.headDim ? p.headDim : p.hiddenSize / p.numAttentionHeads;
-  m.vocabSize = p.vocabSize;
-  m.tieWordEmbeddings = p.tieWordEmbeddings;
-  m.qkvBias = std::string(p.modelType) == "qwen2";
-  m.qkNorm = std::string(p.modelType) == "qwen3";
-  m.rmsNormEps = p.rmsNormEps;
-  m.ropeTheta = p.ropeTheta;
-  m.ropeScaling = p.ropeScaling;
   m.source = hubId(p);
   return m;
 }
 
+/// JSON scalars and objects as YAML nodes without marks (a --set's
+/// expansion of a preset).
+YAML::Node yamlOf(const nlohmann::json &j) {
+  if (j.is_object()) {
+    YAML::Node map(YAML::NodeType::Map);
+    for (const auto &[key, value] : j.items())
+      map[key] = yamlOf(value);
+    return map;
+  }
+  if (j.is_boolean())
+    return YAML::Node(j.get<bool>());
+  if (j.is_number_integer())
+    return YAML::Node(j.get<int64_t>());
+  if (j.is_number())
+    return YAML::Node(j.get<double>());
+  return YAML::Node(j.get<std::string>());
+}
+
+/// An HF config.json, through the strict JSON reader and the HF config
+/// reader (swift/Plan/HFConfig.h); errors and warnings point at the line
+/// and column of the field (or of the object that lacks it).
 ModelSpec readHFConfigFile(const std::string &path) {
-  // JSON is YAML; yaml-cpp keeps line/column marks for errors.
-  YAML::Node root = parseInput(
-      readInput(path, "an HF config.json (a JSON object)"), path,
-      "not valid JSON");
-  Reader r(path, {});
-  if (!root.IsMap())
-    r.fail(root, "", "expected a JSON object (an HF config.json)");
-  ModelSpec m;
-  readModelFields(r, root, "", /*strict=*/false, m);
+  const std::string text = readInput(path, plan::kHFConfigExpected);
+  plan::JsonPositions positions;
+  plan::HFConfig config;
+  try {
+    config = plan::readHFConfig(plan::parseJson(text, path, &positions), path,
+                                &positions);
+  } catch (const plan::JsonError &e) {
+    throw JobError{{path, e.at.line, e.at.column, e.field, e.why}};
+  }
+  ModelSpec m = modelSpec(config, [&](const std::string &field) {
+    plan::JsonPosition at = plan::positionOf(positions, field);
+    return Diagnostic{path, at.line, at.column, field, ""};
+  });
   m.name = path;
   return m;
 }
@@ -726,8 +694,10 @@ ModelSpec readModel(const Reader &r, const YAML::Node &node) {
            "missing; name a preset (e.g. llama3.1-8b), a path to an HF "
            "config.json, or a mapping of config.json fields");
   if (node.IsMap()) {
-    ModelSpec m;
-    readModelFields(r, node, "model", /*strict=*/true, m);
+    r.checkKeys(node, "model", modelKeys(), plan::hfOtherFields());
+    YamlFields fields(r, node, "model");
+    ModelSpec m = modelSpec(plan::readHFConfig(fields, /*modelTypeRequired=*/false),
+                            [&](const std::string &f) { return fields.where(f); });
     m.name = node["name"] ? r.scalar(node["name"], "model.name") : "inline";
     return m;
   }
@@ -1171,9 +1141,10 @@ void applyOverride(YAML::Node &root, const std::string &text,
   for (size_t i = 0; i < parts.size(); ++i) {
     const std::string &part = parts[i];
     const std::vector<std::string> *allowed =
-        path == "model" ? &kModelKeys : allowedKeys(path);
-    bool ignored = path == "model" && std::count(kIgnoredHFKeys.begin(),
-                                                 kIgnoredHFKeys.end(), part);
+        path == "model" ? &modelKeys() : allowedKeys(path);
+    const std::vector<std::string> &other = plan::hfOtherFields();
+    bool ignored = path == "model" &&
+                   std::count(other.begin(), other.end(), part);
     if (allowed && !ignored &&
         !std::count(allowed->begin(), allowed->end(), part))
       fail(join(path, part), "unknown key '" + part + "'" +
@@ -1183,35 +1154,8 @@ void applyOverride(YAML::Node &root, const std::string &text,
       if (child && child.IsScalar() && path.empty() && part == "model") {
         // A preset: expand it so single fields can be changed.
         if (const ModelPreset *p = findModelPreset(child.Scalar())) {
-          ModelSpec m = fromPreset(*p);
-          YAML::Node map(YAML::NodeType::Map);
-          map["name"] = m.name;
-          map["model_type"] = m.modelType;
-          map["hidden_size"] = m.hiddenSize;
-          map["intermediate_size"] = m.intermediateSize;
-          map["num_hidden_layers"] = m.numHiddenLayers;
-          map["num_attention_heads"] = m.numAttentionHeads;
-          map["num_key_value_heads"] = m.numKeyValueHeads;
-          // Only where the model's config.json gives it: otherwise it
-          // follows hidden_size / num_attention_heads, as in HF, when
-          // either is set.
-          if (p->headDim)
-            map["head_dim"] = p->headDim;
-          map["vocab_size"] = m.vocabSize;
-          map["tie_word_embeddings"] = m.tieWordEmbeddings;
-          map["rms_norm_eps"] = m.rmsNormEps;
-          map["rope_theta"] = m.ropeTheta;
-          if (const plan::RopeScaling &rs = m.ropeScaling;
-              rs.type != plan::RopeType::Default) {
-            YAML::Node scaling(YAML::NodeType::Map);
-            scaling["rope_type"] = plan::toString(rs.type);
-            scaling["factor"] = rs.factor;
-            scaling["low_freq_factor"] = rs.lowFreqFactor;
-            scaling["high_freq_factor"] = rs.highFreqFactor;
-            scaling["original_max_position_embeddings"] =
-                rs.originalMaxPositionEmbeddings;
-            map["rope_scaling"] = scaling;
-          }
+          YAML::Node map = yamlOf(presetConfig(*p));
+          map["name"] = p->name;
           node[part] = map;
           child.reset(node[part]);
         } else {

@@ -2,11 +2,13 @@
 
 #include "swift/Plan/Json.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -74,13 +76,78 @@ std::string readRegularFile(const std::string &path, const std::string &expected
 
 namespace {
 /// Thrown from the parser's callback; carries a message without the
-/// parser's own prefix.
+/// parser's own prefix, and the field it is about.
 struct Refused {
+  std::string field;
   std::string why;
+};
+
+/// A character iterator that records how far the parser has read: the
+/// parser's callback has no position, but it runs right after the token it
+/// reports was read (a number's one character of lookahead included).
+class CountingIterator {
+public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char *;
+  using reference = const char &;
+
+  CountingIterator(const char *p, size_t *read) : p(p), read(read) {}
+  const char &operator*() const { return *p; }
+  CountingIterator &operator++() {
+    ++p;
+    ++*read;
+    return *this;
+  }
+  bool operator==(const CountingIterator &o) const { return p == o.p; }
+  bool operator!=(const CountingIterator &o) const { return p != o.p; }
+
+private:
+  const char *p;
+  size_t *read;
+};
+
+/// Line and column of byte offsets of a text, asked in increasing order
+/// (each byte is looked at once; an earlier offset starts over).
+class LineCounter {
+public:
+  explicit LineCounter(const std::string &text) : text(text) {}
+  JsonPosition at(size_t offset) {
+    offset = std::min(offset, text.size());
+    if (offset < done) {
+      done = lineStart = 0;
+      line = 1;
+    }
+    for (; done < offset; ++done)
+      if (text[done] == '\n') {
+        ++line;
+        lineStart = done + 1;
+      }
+    return {line, int(offset - lineStart) + 1};
+  }
+
+private:
+  const std::string &text;
+  size_t done = 0, lineStart = 0;
+  int line = 1;
 };
 } // namespace
 
-json parseJson(const std::string &text, const std::string &file) {
+JsonPosition positionOf(const JsonPositions &positions, std::string field) {
+  for (;;) {
+    if (auto it = positions.find(field); it != positions.end())
+      return it->second;
+    if (field.empty())
+      return {};
+    // Up one level: drop "[i]" or ".key" (or the first key).
+    size_t cut = field.back() == ']' ? field.rfind('[') : field.rfind('.');
+    field = cut == std::string::npos ? "" : field.substr(0, cut);
+  }
+}
+
+json parseJson(const std::string &text, const std::string &file,
+               JsonPositions *positions) {
   // The path to the value being parsed: an object's frame holds its current
   // key and the keys seen, an array's the number of elements finished.
   struct Frame {
@@ -104,24 +171,48 @@ json parseJson(const std::string &text, const std::string &file) {
     if (!stack.empty() && stack.back().array)
       ++stack.back().index;
   };
+  // Bytes read so far, and where the text after the last event starts: the
+  // token an event reports is the first one there past white space and the
+  // separators ',' and ':'.
+  size_t read = 0, after = 0;
+  auto tokenStart = [&] {
+    size_t p = after;
+    while (p < text.size() && std::strchr(" \t\r\n,:", text[p]) && text[p])
+      ++p;
+    return p;
+  };
+  // An array's elements are located at the array: positions stay fewer
+  // than the document's values.
+  LineCounter lines(text);
+  auto record = [&] {
+    if (positions && (stack.empty() || !stack.back().array))
+      (*positions)[where()] = lines.at(tokenStart());
+  };
+  size_t refusedAt = 0;
   json::parser_callback_t track = [&](int depth, json::parse_event_t event,
                                       json &parsed) {
     switch (event) {
     case json::parse_event_t::object_start:
     case json::parse_event_t::array_start:
-      if (depth >= kMaxJsonDepth)
-        throw Refused{"nested deeper than " + std::to_string(kMaxJsonDepth) +
-                      " levels"};
+      if (depth >= kMaxJsonDepth) {
+        refusedAt = tokenStart();
+        throw Refused{"", "nested deeper than " + std::to_string(kMaxJsonDepth) +
+                              " levels"};
+      }
+      record();
       stack.push_back({event == json::parse_event_t::array_start, "", 0, {}});
       break;
     case json::parse_event_t::key:
       if (!stack.empty() && parsed.is_string()) {
         Frame &f = stack.back();
         f.key = parsed.get<std::string>();
-        if (!f.keys.insert(f.key).second)
-          throw Refused{where() + ": the key \"" + briefText(f.key, 40) +
-                        "\" is given twice in one object (a JSON reader "
-                        "would keep one silently); give it once"};
+        if (!f.keys.insert(f.key).second) {
+          refusedAt = tokenStart();
+          throw Refused{where(), "the key \"" + briefText(f.key, 40) +
+                                     "\" is given twice in one object (a JSON "
+                                     "reader would keep one silently); give it "
+                                     "once"};
+        }
       }
       break;
     case json::parse_event_t::object_end:
@@ -131,27 +222,46 @@ json parseJson(const std::string &text, const std::string &file) {
       finished();
       break;
     case json::parse_event_t::value:
+      record();
       finished();
       break;
     }
+    after = read;
     return true;
   };
+  auto fail = [&](const std::string &field, const std::string &why,
+                  size_t offset) {
+    throw JsonError(file + ": " + (field.empty() ? "" : field + ": ") + why,
+                    field, why, lines.at(offset));
+  };
   try {
-    return json::parse(text, track);
+    return json::parse(CountingIterator(text.data(), &read),
+                       CountingIterator(text.data() + text.size(), &read),
+                       track);
   } catch (const Refused &r) {
-    throw UserError(file + ": " + r.why);
+    fail(r.field, r.why, refusedAt);
   } catch (const json::out_of_range &e) {
     // 406: "number overflow parsing '1e400'".
     std::string why = e.what();
     if (size_t p = why.find("] "); p != std::string::npos)
       why = why.substr(p + 2);
-    const std::string path = where();
-    throw UserError(file + ": " + (path.empty() ? "" : path + ": ") +
-                    briefText(why, 120) + " (not a finite number)");
+    fail(where(), briefText(why, 120) + " (not a finite number)", tokenStart());
+  } catch (const json::parse_error &e) {
+    // A syntax error. nlohmann's message gives the line and column (kept in
+    // what()); `why` leaves them to JsonError::at. e.byte counts the
+    // offending character.
+    std::string why = e.what();
+    if (size_t p = why.find(": "); p != std::string::npos &&
+                                   why.find("parse error") < p)
+      why = why.substr(p + 2);
+    const std::string what = "not valid JSON: " + briefText(e.what(), 200);
+    throw JsonError(file + ": " + what, "",
+                    "not valid JSON: " + briefText(why, 200),
+                    lines.at(e.byte == 0 ? 0 : e.byte - 1));
   } catch (const json::exception &e) {
-    // A syntax error: nlohmann's message gives the line and column.
-    throw UserError(file + ": not valid JSON: " + briefText(e.what(), 200));
+    fail("", "not valid JSON: " + briefText(e.what(), 200), read);
   }
+  return json(); // not reached
 }
 
 json readJsonFile(const std::string &path, const std::string &expected,
@@ -170,7 +280,9 @@ std::string briefText(const std::string &text, size_t max) {
 }
 
 void JsonField::fail(const std::string &why) const {
-  throw UserError(file + ": " + (where.empty() ? "<root>" : where) + ": " + why);
+  throw JsonError(file + ": " + (where.empty() ? "<root>" : where) + ": " + why,
+                  where, why,
+                  positions ? positionOf(*positions, where) : JsonPosition{});
 }
 
 JsonField JsonField::at(const char *key) const {
@@ -178,12 +290,13 @@ JsonField JsonField::at(const char *key) const {
   if (!j.is_object())
     fail("expected an object, got " + std::string(j.type_name()));
   if (!j.contains(key))
-    throw UserError(file + ": " + sub + ": missing required field");
-  return JsonField{j.at(key), sub, file};
+    JsonField{j, sub, file, positions}.fail("missing required field");
+  return JsonField{j.at(key), sub, file, positions};
 }
 
 JsonField JsonField::index(size_t i) const {
-  return JsonField{j.at(i), where + "[" + std::to_string(i) + "]", file};
+  return JsonField{j.at(i), where + "[" + std::to_string(i) + "]", file,
+                   positions};
 }
 
 const JsonField &JsonField::object() const {
@@ -259,7 +372,7 @@ void JsonField::onlyKeys(std::initializer_list<const char *> known) const {
       JsonField{it.value(),
                 where.empty() ? briefText(it.key())
                               : where + "." + briefText(it.key()),
-                file}
+                file, positions}
           .fail("unknown field");
   }
 }

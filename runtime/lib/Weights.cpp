@@ -2,6 +2,7 @@
 
 #include "swift/Runtime/Weights.h"
 
+#include "swift/Plan/HFConfig.h"
 #include "swift/Runtime/Check.h"
 #include "swift/Runtime/Engine.h"
 
@@ -75,10 +76,13 @@ std::string withDtype(const std::string &text, st::DType dtype) {
 nlohmann::ordered_json configJson(const ModelConfig &m,
                                   const ExportOptions &options) {
   const st::DType dtype = options.dtype;
-  const char *type = m.qkNorm ? "qwen3" : m.qkvBias ? "qwen2" : "llama";
-  const char *arch = m.qkNorm    ? "Qwen3ForCausalLM"
-                     : m.qkvBias ? "Qwen2ForCausalLM"
-                                 : "LlamaForCausalLM";
+  // Qwen2's layout is q/k/v biases without an o bias; Llama's and Qwen3's
+  // attention_bias puts them on q, k, v and o.
+  const bool qwen2 = !m.qkNorm && m.qkvBias && !m.oBias;
+  const char *type = m.qkNorm ? "qwen3" : qwen2 ? "qwen2" : "llama";
+  const char *arch = m.qkNorm ? "Qwen3ForCausalLM"
+                     : qwen2  ? "Qwen2ForCausalLM"
+                              : "LlamaForCausalLM";
   // The plan's model fields are config.json's, but for the three flags
   // the architecture (model_type) implies.
   nlohmann::ordered_json j = {{"architectures", {arch}}, {"model_type", type}};
@@ -87,8 +91,8 @@ nlohmann::ordered_json configJson(const ModelConfig &m,
     j.erase(flag);
   j["hidden_act"] = "silu";
   j["torch_dtype"] = hfDtypeName(dtype);
-  if (!m.qkvBias && !m.qkNorm)
-    j["attention_bias"] = m.oBias;
+  if (!qwen2)
+    j["attention_bias"] = m.qkvBias || m.oBias;
   int64_t positions = options.maxPositionEmbeddings;
   if (m.ropeScaling.type == plan::RopeType::Llama3)
     positions = std::max(positions,
@@ -112,6 +116,28 @@ std::string hfName(const ParamDesc &p) {
 
 HFWeights::HFWeights(const std::string &dir, const ModelConfig &m)
     : weights_(dir) {
+  // The directory's config.json, where it has one, must describe the plan's
+  // model in what the tensors' shapes do not show (rope_theta, rms_norm_eps,
+  // rope scaling, tied embeddings, biases and norms, head layout): the run
+  // would train the plan's model and export it with this config.json, a
+  // model that computes something else. Read by the HF config reader that
+  // swift-plan uses (swift/Plan/HFConfig.h).
+  if (const fs::path config = fs::path(dir) / "config.json"; fs::exists(config)) {
+    const std::vector<plan::HFDifference> differences =
+        plan::hfDifferences(plan::readHFConfigFile(config.string()), m);
+    if (!differences.empty()) {
+      const plan::HFDifference &d = differences.front();
+      const size_t more = differences.size() - 1;
+      SWIFT_CHECK(false, config.string(), ": ", d.field, " is ", d.there,
+                  ", the plan's ", d.planField, " is ", d.plan,
+                  more ? " (and " + std::to_string(more) + " more difference" +
+                             (more > 1 ? "s" : "") + ")"
+                       : std::string(),
+                  "; the run would train the plan's model and export it with "
+                  "this config.json: plan the job with model: ", dir,
+                  " (swift-plan reads its config.json)");
+    }
+  }
   std::set<std::string> expected;
   for (int u = 0; u < m.numLayers + 2; ++u)
     for (const ParamDesc &d : unitLayout(m, u).params) {

@@ -383,29 +383,101 @@ TEST(JobErrors, WrongType) {
 
 TEST(JobErrors, QuotedBooleansAreStrings) {
   // JSON's "no" is a string (Python would read it as true); YAML's plain
-  // no is false.
+  // no is false, its quoted "no" a string.
   std::string config = writeTemp(R"({"model_type": "llama", "hidden_size": 64,
     "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
     "vocab_size": 256, "tie_word_embeddings": "no"})",
                                  ".json");
   Diagnostic diag;
   EXPECT_FALSE(loadHFConfig(config, diag));
-  EXPECT_NE(diag.message.find("expected true or false, got the string \"no\""),
-            std::string::npos)
+  EXPECT_EQ(diag.field, "tie_word_embeddings");
+  EXPECT_EQ(diag.message, "expected true or false, got string \"no\"");
+  EXPECT_EQ(diag.line, 3);
+  EXPECT_EQ(diag.column, 47);
+  const std::string model = R"(model:
+  model_type: llama
+  hidden_size: 64
+  intermediate_size: 128
+  num_hidden_layers: 2
+  num_attention_heads: 4
+  vocab_size: 256
+)";
+  const std::string rest = R"(training: {sequence_length: 64, global_batch_size: 8}
+cluster: {gpu: h100}
+)";
+  EXPECT_FALSE(load(model + "  tie_word_embeddings: no\n" + rest)
+                   .model.tieWordEmbeddings);
+  Diagnostic quoted = fail(model + "  tie_word_embeddings: \"no\"\n" + rest);
+  EXPECT_EQ(quoted.field, "model.tie_word_embeddings");
+  EXPECT_EQ(quoted.message, "expected true or false, got the string \"no\"");
+  EXPECT_EQ(quoted.line, 8);
+  // A config.json is JSON (it was read as YAML, which took this file).
+  std::string yaml = writeTemp("model_type: llama\nhidden_size: 64\n", ".json");
+  EXPECT_FALSE(loadHFConfig(yaml, diag));
+  EXPECT_EQ(diag.line, 1);
+  EXPECT_EQ(diag.message.rfind("not valid JSON: syntax error", 0), 0u)
       << diag.str();
-  std::string plain = writeTemp(R"(model_type: llama
-hidden_size: 64
-intermediate_size: 128
-num_hidden_layers: 2
-num_attention_heads: 4
-vocab_size: 256
-tie_word_embeddings: no
-)",
-                                ".yaml");
-  Diagnostic ok;
-  auto model = loadHFConfig(plain, ok);
-  ASSERT_TRUE(model) << ok.str();
-  EXPECT_FALSE(model->tieWordEmbeddings);
+}
+
+// Errors and warnings about a config.json point at its line and column and
+// say which job key led there; those about an inline model at the job's or
+// at the --set that set the field. One reader (swift/Plan/HFConfig.h)
+// behind both.
+TEST(JobErrors, HFConfigDiagnosticsAreLocated) {
+  auto text = [](const std::string &factor) {
+    return R"({
+  "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+  "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 256,
+  "max_position_embeddings": 32,
+  "rope_scaling": {"rope_type": "linear",
+                   "factor": )" + factor + "}\n}";
+  };
+  auto jobOf = [](const std::string &model) {
+    return "model: " + model +
+           "\ntraining: {sequence_length: 64, global_batch_size: 8}\n"
+           "cluster: {gpu: h100}\n";
+  };
+  std::string config = writeTemp(text("\"2\""), ".json");
+  Diagnostic d = fail(jobOf(config));
+  EXPECT_EQ(d.str(), config + ":6:30: error: model -> rope_scaling.factor: "
+                              "expected a number, got string \"2\"");
+  std::string fixed = writeTemp(text("2"), ".fixed.json");
+  JobSpec ok = load(jobOf(fixed));
+  EXPECT_EQ(ok.model.ropeScaling.type, swift::plan::RopeType::Linear);
+  ASSERT_EQ(ok.warnings.size(), 1u);
+  EXPECT_EQ(ok.warnings[0].location(), fixed + ":4:30");
+  EXPECT_EQ(ok.warnings[0].field, "model -> max_position_embeddings");
+  // Missing: where the object that lacks it starts.
+  std::string missing = writeTemp("{\"model_type\": \"qwen3\", \"hidden_size\": 64}",
+                                  ".missing.json");
+  d = fail(jobOf(missing));
+  EXPECT_EQ(d.str(), missing + ":1:1: error: model -> intermediate_size: "
+                               "missing; an HF model config needs it");
+  // The same rules inline, in the job's words and places.
+  d = fail(kBaseJob, {"model.rope_scaling={rope_type: linear, factor: x}"});
+  EXPECT_EQ(d.str(), "--set model.rope_scaling={rope_type: linear, factor: x}: "
+                     "error: model.rope_scaling.factor: expected a number, got "
+                     "'x'");
+  d = fail("model: {hidden_size: 64, intermediate_size: 128,\n"
+           "  num_hidden_layers: 2, num_attention_heads: 4, vocab_size: 256,\n"
+           "  rope_parameters: {rope_type: yarn}}\n"
+           "training: {sequence_length: 64, global_batch_size: 8}\n"
+           "cluster: {gpu: h100}\n");
+  EXPECT_EQ(d.field, "model.rope_parameters.rope_type");
+  EXPECT_EQ(d.line, 3);
+  EXPECT_EQ(d.column, 32);
+  EXPECT_NE(d.message.find("rope type 'yarn' is not supported"),
+            std::string::npos);
+}
+
+// Qwen2's and Qwen3's MLPs have no biases whatever mlp_bias says (as
+// transformers builds them); the reader once kept it for them.
+TEST(Job, MlpBiasIsLlamas) {
+  for (const char *type : {"qwen2", "qwen3", "mistral", "llama"}) {
+    JobSpec job = load(kBaseJob, {std::string("model.model_type=") + type,
+                                  "model.mlp_bias=true"});
+    EXPECT_EQ(job.model.mlpBias, std::string(type) == "llama") << type;
+  }
 }
 
 TEST(JobErrors, UnknownPresets) {

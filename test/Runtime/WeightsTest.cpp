@@ -299,4 +299,93 @@ TEST(Weights, NonFiniteWeightsStopTheRunBeforeAnythingIsSaved) {
   EXPECT_TRUE(r.metrics.empty());
 }
 
+
+//===----------------------------------------------------------------------===//
+// A directory's config.json against the plan's model (issue 28, item 4b):
+// values that change the computation but not the tensors' shapes. Once
+// unchecked, the run trained the plan's model and exported the directory's
+// config.json with it. test/swift-plan/hf-config-check.test plans the
+// committed HF directories with swift-plan and runs them.
+//===----------------------------------------------------------------------===//
+
+/// A copy of the model directory `dir` in `to` with its config.json edited.
+std::string withConfig(const std::string &dir, const std::string &to,
+                       const std::function<void(json &)> &edit) {
+  fs::create_directories(to);
+  fs::copy_file(dir + "/model.safetensors", to + "/model.safetensors");
+  json config = json::parse(slurp(dir + "/config.json"));
+  edit(config);
+  std::ofstream(to + "/config.json") << config.dump(2);
+  return to;
+}
+
+TEST(WeightsConfig, ValuesTheShapesDoNotShowMustBeThePlans) {
+  // The tiny plan's model (tied, rope_theta 1e4, rms_norm_eps 1e-5, q/k/v
+  // and o biases, q/k norms) as swift-run exports it: a Qwen3 config.
+  Result a = exportInitial();
+  const std::string good = exported(a);
+  json exportedConfig = json::parse(slurp(good + "/config.json"));
+  EXPECT_EQ(exportedConfig.value("model_type", ""), "qwen3");
+  EXPECT_EQ(exportedConfig.value("attention_bias", false), true);
+  int n = 0;
+  auto run = [&](const std::function<void(json &)> &edit) {
+    const std::string dir =
+        withConfig(good, a.dir + "/edited" + std::to_string(n++), edit);
+    return std::make_pair(dir, runPlan(tinyPlan(0, 1), "--steps 2 --weights " + dir));
+  };
+  auto refused = [&](const std::function<void(json &)> &edit,
+                     const std::string &why) {
+    auto [dir, r] = run(edit);
+    EXPECT_EQ(r.exitCode, 2) << r.output;
+    EXPECT_NE(r.output.find(dir + "/config.json: " + why), std::string::npos)
+        << r.output;
+    EXPECT_TRUE(r.metrics.empty());
+    return r.output;
+  };
+  const std::string fix = "; the run would train the plan's model and export "
+                          "it with this config.json: plan the job with model: ";
+  std::string out = refused([](json &c) { c["rope_theta"] = 500000.0; },
+                            "rope_theta is 500000, the plan's model.rope_theta "
+                            "is 10000" + fix);
+  EXPECT_NE(out.find("(swift-plan reads its config.json)"), std::string::npos)
+      << out;
+  refused([](json &c) { c["rms_norm_eps"] = 1e-6; },
+          "rms_norm_eps is 1e-06, the plan's model.rms_norm_eps is 1e-05" + fix);
+  refused(
+      [](json &c) {
+        c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
+      },
+      "rope_scaling.rope_type is linear, the plan's "
+      "model.rope_scaling.rope_type is default (no rope_scaling)" + fix);
+  // transformers 5's rope_parameters, with rope_theta inside.
+  refused(
+      [](json &c) {
+        c.erase("rope_theta");
+        c["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e6}};
+      },
+      "rope_parameters.rope_theta is 1000000, the plan's model.rope_theta is "
+      "10000" + fix);
+  refused([](json &c) { c["tie_word_embeddings"] = false; },
+          "tie_word_embeddings is false, the plan's "
+          "model.tie_word_embeddings is true" + fix);
+  refused([](json &c) { c["attention_bias"] = false; },
+          "attention_bias is false, the plan's model.attention_qkv_bias is "
+          "true (and 1 more difference)" + fix);
+  refused([](json &c) { c["model_type"] = "llama"; },
+          "model_type is llama (qk_norm false), the plan's model.qk_norm is "
+          "true" + fix);
+  // What swift-plan would refuse is refused here too, by the same reader.
+  refused([](json &c) { c["hidden_act"] = "gelu"; },
+          "hidden_act: activation 'gelu' is not supported");
+  refused([](json &c) { c["rope_theta"] = "1e4"; },
+          "rope_theta: expected a number, got string \"1e4\"");
+  // The plan's values as they come back through text or an IR float pass.
+  auto [dir, close] = run([](json &c) {
+    c["rope_theta"] = 10000.0 * (1 + 1e-9);
+    c["rms_norm_eps"] = double(float(1e-5));
+  });
+  EXPECT_EQ(close.exitCode, 0) << close.output;
+  EXPECT_EQ(close.metrics.size(), 2u);
+}
+
 } // namespace

@@ -194,7 +194,9 @@ Diagnostic diagnoseJob(const JobSpec &job, const std::string &error);
 /// what-if re-planning for each changed copy.
 std::string unsupportedPrecision(const JobSpec &job);
 
-/// Reads an HF config.json into a ModelSpec.
+/// Reads an HF config.json into a ModelSpec: the strict JSON reader
+/// (swift/Plan/Json.h) and the HF config reader (swift/Plan/HFConfig.h),
+/// with errors at the field's line and column.
 std::optional<ModelSpec> loadHFConfig(const std::string &path,
                                       Diagnostic &error);
 

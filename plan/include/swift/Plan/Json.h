@@ -12,7 +12,10 @@
 //  - nesting deeper than kMaxJsonDepth is refused before it is parsed;
 //  - JsonField reads typed values with range checks, and every error names
 //    the file and the field's path ("training.optimizer.lr: ...").
-// Every error is a UserError (Error.h): the tools exit 2 with one line.
+// Every error is a UserError (Error.h): the tools exit 2 with one line. It
+// is a JsonError, which also gives the field, the reason and, where known,
+// the line and column apart, for readers that print them their own way
+// (the job reader's "config.json:LINE:COL: error: FIELD: why").
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -24,12 +27,41 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <string>
 
 namespace swift::plan {
 
 /// Deeper nesting than any document swift reads (plan.json nests 5).
 constexpr int kMaxJsonDepth = 256;
+
+/// A place in a JSON text: 1-based line and column (in bytes); 0 when
+/// unknown.
+struct JsonPosition {
+  int line = 0;
+  int column = 0;
+};
+
+/// Where each value of a document starts, by its path as JsonField names it
+/// ("" for the root, "rope_scaling.factor"); an array's elements are not
+/// listed (positionOf() gives the array's).
+using JsonPositions = std::map<std::string, JsonPosition>;
+
+/// The position of `field` in `positions`, or of its nearest enclosing value
+/// there ("rope_scaling" for an absent "rope_scaling.factor"); {} when none.
+JsonPosition positionOf(const JsonPositions &positions, std::string field);
+
+/// Every error of this reader: what() is the one line a tool prints
+/// ("FILE: FIELD: why", "FILE: why"); the parts are kept apart too.
+struct JsonError : UserError {
+  JsonError(const std::string &message, std::string field, std::string why,
+            JsonPosition at = {})
+      : UserError(message), field(std::move(field)), why(std::move(why)),
+        at(at) {}
+  std::string field; // the JSON path, "" for the document as a whole
+  std::string why;   // the message after "FILE: FIELD: "
+  JsonPosition at;   // where in the text, when known
+};
 
 /// Why `path` cannot be read as a regular file, or "" when it can:
 /// "no such file", "is a directory; expected <expected>", "is a FIFO, ...",
@@ -43,8 +75,11 @@ std::string readRegularFile(const std::string &path, const std::string &expected
                             uint64_t maxBytes);
 
 /// `text` as JSON, strictly (see above). `file` prefixes every error; the
-/// errors past the syntax name the field's path.
-nlohmann::json parseJson(const std::string &text, const std::string &file);
+/// errors past the syntax name the field's path. Every error has its line
+/// and column (JsonError::at); `positions`, when given, receives where each
+/// value starts, for errors found past the parse (JsonField::positions).
+nlohmann::json parseJson(const std::string &text, const std::string &file,
+                         JsonPositions *positions = nullptr);
 
 /// readRegularFile + parseJson.
 nlohmann::json readJsonFile(const std::string &path, const std::string &expected,
@@ -56,6 +91,9 @@ struct JsonField {
   const nlohmann::json &j;
   std::string where; // e.g. "training.optimizer", "" for the root
   const std::string &file;
+  /// parseJson's positions of the document, if kept: errors then say where
+  /// (JsonError::at: the field, or the value that lacks it).
+  const JsonPositions *positions = nullptr;
 
   [[noreturn]] void fail(const std::string &why) const;
   bool has(const char *key) const { return j.contains(key); }

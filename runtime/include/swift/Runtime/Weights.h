@@ -43,9 +43,12 @@ void sinkTensor(const at::Tensor &flat, const safetensors::ByteSink &sink);
 /// run.
 class HFWeights : public StateSource {
 public:
-  /// Opens `dir` and checks it holds exactly the model's parameters (a tied
-  /// model's file may also hold lm_head.weight, which is ignored as HF
-  /// does); throws UserError naming the file and the tensor otherwise.
+  /// Opens `dir` and checks that its config.json, where it has one, says
+  /// the model's values (plan::hfDifferences(): rope_theta, rms_norm_eps,
+  /// rope scaling, tied embeddings, biases, norms, sizes) and that it holds
+  /// exactly the model's parameters (a tied model's file may also hold
+  /// lm_head.weight, which is ignored as HF does); throws UserError naming
+  /// the file and the field or tensor otherwise.
   HFWeights(const std::string &dir, const ModelConfig &m);
 
   const std::string &dir() const { return weights_.dir(); }
