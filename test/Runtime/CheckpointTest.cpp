@@ -465,6 +465,10 @@ TEST(Checkpoint, ResumeContinuesTheCheckpointsDataAtTheSamplesItConsumed) {
             std::string::npos)
       << gone.output;
   EXPECT_NE(gone.output.find("which is not there"), std::string::npos);
+  // An export trains nothing: the data does not matter.
+  Result exported =
+      runPlan(p, "--steps 0 --resume " + ckpt + " --export-hf hf");
+  EXPECT_EQ(exported.exitCode, 0) << exported.output;
   Result moved =
       runPlan(p, "--steps 6 --resume " + ckpt + " --data " + dir + "/moved.jsonl");
   ASSERT_EQ(moved.exitCode, 0) << moved.output;

@@ -465,10 +465,13 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
                 a.steps, " is below the step of the checkpoint (", m.step,
                 ", ", resumed->dir(), "): --steps is the total to reach; ",
                 "--steps 0 or ", m.step, " loads it without training");
+    // Without a step to train (an export), the data does not matter.
+    const bool trains = a.steps > m.step;
     std::vector<std::string> notes;
-    dataRecord = chooseResumeData(m, resumed->manifestPath(), a.data, plan,
-                                  a.ignoreDataMismatch, notes);
-    if (m.globalBatchSize && *m.globalBatchSize != t.globalBatchSize)
+    if (trains)
+      dataRecord = chooseResumeData(m, resumed->manifestPath(), a.data, plan,
+                                    a.ignoreDataMismatch, notes);
+    if (trains && m.globalBatchSize && *m.globalBatchSize != t.globalBatchSize)
       notes.push_back(
           "swift-run: warning: the checkpoint trained with global_batch_size " +
           std::to_string(*m.globalBatchSize) + ", the plan has " +
