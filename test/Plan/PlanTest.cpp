@@ -283,6 +283,13 @@ TEST(Json, FieldsAreRangeCheckedAndNamed) {
             "m.json: missing: missing required field");
   EXPECT_EQ(error([&] { root.onlyKeys({"step", "v", "n", "f"}); }),
             "m.json: o: unknown field");
+  // An unknown enum value is quoted, cut: never the whole string.
+  json precision = {{"precision", std::string(5000, 'p')}};
+  EXPECT_EQ(error([&] {
+              JsonField{precision, "", file}.at("precision").choice<Precision>();
+            }),
+            "m.json: precision: unknown value \"" + std::string(40, 'p') +
+                "...\" (expected " + enumChoices<Precision>() + ")");
 }
 
 // Only regular files are read: a FIFO would block the reader forever.
