@@ -90,8 +90,8 @@ json dataToJson(const DataRecord &r) {
 std::string DataRecord::describe() const {
   if (synthetic)
     return "synthetic tokens (seed " + std::to_string(seed) + ")";
-  return absolutePath + " (" + std::to_string(bytes) + " bytes, fingerprint " +
-         fingerprint + ")";
+  return briefText(absolutePath, 200) + " (" + std::to_string(bytes) +
+         " bytes, fingerprint " + fingerprint + ")";
 }
 
 Manifest parseManifest(const std::string &text, const std::string &file) {
