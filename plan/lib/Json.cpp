@@ -165,6 +165,14 @@ json parseJson(const std::string &text, const std::string &file,
       else if (!f.key.empty())
         path += (path.empty() ? "" : ".") + briefText(f.key, 40);
     }
+    // Up to 256 levels of keys: a message keeps the innermost 200
+    // characters (cut on a UTF-8 character boundary).
+    if (path.size() > 200) {
+      size_t cut = path.size() - 200;
+      while (cut < path.size() && (uint8_t(path[cut]) & 0xC0) == 0x80)
+        ++cut;
+      path = "..." + path.substr(cut);
+    }
     return path;
   };
   auto finished = [&] {

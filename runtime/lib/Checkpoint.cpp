@@ -2,17 +2,19 @@
 
 #include "swift/Runtime/Checkpoint.h"
 
+#include "swift/Plan/Json.h"
 #include "swift/Runtime/Check.h"
 #include "swift/Runtime/Weights.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
+#include <functional>
+#include <iostream>
+#include <set>
 
 namespace swift::rt {
 namespace fs = std::filesystem;
@@ -20,8 +22,6 @@ namespace st = safetensors;
 
 namespace {
 
-constexpr const char *kFormat = "swift.checkpoint";
-constexpr int kVersion = 1;
 constexpr StateKind kKinds[] = {StateKind::Master, StateKind::ExpAvg,
                                 StateKind::ExpAvgSq};
 
@@ -39,26 +39,94 @@ std::string stepDirName(int64_t step) {
   return name;
 }
 
-/// The plan's "model" section, and what it trains (LoRA: the method and
-/// the adapters' shape): what a checkpoint must match.
-nlohmann::json modelJson(const Plan &plan) {
-  nlohmann::json j = nlohmann::json::parse(plan::modelToJson(plan.model));
-  const TrainingConfig &t = plan.training;
-  if (t.method != Method::Full)
-    j["trains"] = {{"method", toString(t.method)},
-                   {"lora_rank", t.lora.rank},
-                   {"lora_targets", t.lora.targets}};
-  else
-    j["trains"] = "full";
-  return j;
+/// A checkpoint's directory name: "step-" and digits.
+bool isStepName(const std::string &name) {
+  return name.size() > 5 && name.rfind("step-", 0) == 0 &&
+         name.find_first_not_of("0123456789", 5) == std::string::npos;
+}
+
+/// Whether anything (a dangling or looping symlink too) is at `path`.
+bool present(const fs::path &path) {
+  std::error_code ec;
+  return fs::exists(fs::symlink_status(path, ec));
+}
+
+/// The step directory a save directory's `latest` names.
+fs::path followLatest(const fs::path &dir) {
+  const std::string latest = (dir / "latest").string();
+  std::string name = plan::readRegularFile(
+      latest, "a save directory's latest (the name of its newest checkpoint)",
+      4096);
+  while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back())))
+    name.pop_back();
+  SWIFT_CHECK(!name.empty() && name.find('/') == std::string::npos &&
+                  name.find('\0') == std::string::npos && name != "." &&
+                  name != "..",
+              latest, ": does not name a step directory");
+  std::error_code ec;
+  const fs::file_status st = fs::status(dir / name, ec);
+  SWIFT_CHECK(!ec || ec == std::errc::no_such_file_or_directory, latest,
+              ": names ", plan::briefText(name, 40), ": ", ec.message());
+  SWIFT_CHECK(fs::is_directory(st), latest, ": names ",
+              plan::briefText(name, 40), ", which is not a directory there");
+  return dir / name;
+}
+
+/// After a save of `written` in `saveDir` (rank 0): removes `.partial-*`
+/// leftovers of killed saves, with `replaceOthers` every other step-N
+/// directory, and with `keep` all but the newest `keep` - 1 others by
+/// their manifests' steps. A directory whose manifest cannot be read is
+/// not this run's to delete: it stays, and a warning says so once.
+void rotate(const fs::path &saveDir, const std::string &written, int keep,
+            bool replaceOthers) {
+  std::error_code ec;
+  std::vector<fs::path> remove;
+  std::vector<std::pair<int64_t, std::string>> others; // (step, name)
+  for (fs::directory_iterator it(saveDir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code typeEc;
+    if (name == written || !it->is_directory(typeEc))
+      continue;
+    if (name.rfind(".partial-step-", 0) == 0 ||
+        (replaceOthers && isStepName(name))) {
+      remove.push_back(it->path());
+    } else if (keep > 0 && name.rfind("step-", 0) == 0) {
+      try {
+        others.push_back(
+            {readManifest((it->path() / "manifest.json").string()).step, name});
+      } catch (const UserError &e) {
+        static std::set<std::string> warned;
+        if (warned.insert(it->path().string()).second)
+          std::cerr << "swift-run: warning: --keep leaves " << it->path().string()
+                    << " alone (" << e.what()
+                    << "): a directory whose manifest cannot be read is not "
+                       "this run's to delete"
+                    << std::endl;
+      }
+    }
+  }
+  if (ec)
+    std::cerr << "swift-run: warning: --keep: cannot list " << saveDir.string()
+              << ": " << ec.message() << std::endl;
+  // The newest first; `written` is the newest write and is kept apart.
+  std::sort(others.begin(), others.end(), std::greater<>());
+  for (size_t i = size_t(std::max(keep - 1, 0)); i < others.size(); ++i)
+    remove.push_back(saveDir / others[i].second);
+  for (const fs::path &p : remove) {
+    fs::remove_all(p, ec);
+    if (ec)
+      std::cerr << "swift-run: warning: cannot remove " << p.string() << ": "
+                << ec.message() << std::endl;
+  }
 }
 
 } // namespace
 
 std::string saveCheckpoint(Engine &engine, const Plan &plan,
-                           const std::string &saveDir, int64_t step, int keep,
-                           const std::string &hfConfig,
-                           const std::string &baseWeights) {
+                           const SaveRequest &request) {
+  const std::string &saveDir = request.saveDir;
+  const int64_t step = request.step;
   const ModelConfig &m = plan.model;
   const int numUnits = int(m.numLayers) + 2;
   if (engine.rank() != 0) {
@@ -119,88 +187,101 @@ std::string saveCheckpoint(Engine &engine, const Plan &plan,
         sinkTensor(fetch(it).narrow(0, it.param->offset, it.param->numel()),
                    sink);
       },
-      int64_t(5) << 30, {{"format", kFormat}});
-  nlohmann::json manifest = {
-      {"format", kFormat},
-      {"version", kVersion},
-      {"step", step},
-      {"samples_consumed", step * plan.training.globalBatchSize},
-      {"precision", toString(plan.training.precision)},
-      {"model", modelJson(plan)},
-      {"written_by", {{"world_size", plan.world.size},
-                      {"zero", plan.strategy.zero}}}};
-  if (plan.training.method != Method::Full)
-    manifest["base_weights"] =
-        baseWeights.empty() ? std::string()
-                            : fs::absolute(baseWeights).lexically_normal().string();
-  if (!hfConfig.empty())
-    st::writeFileAtomically((partial / "config.json").string(), hfConfig);
+      int64_t(5) << 30, {{"format", kCheckpointFormat}});
+  Manifest manifest;
+  manifest.step = step;
+  manifest.samplesConsumed = request.samplesConsumed;
+  manifest.globalBatchSize = plan.training.globalBatchSize;
+  manifest.precision = toString(plan.training.precision);
+  manifest.model = manifestModel(plan);
+  manifest.writtenWorldSize = plan.world.size;
+  manifest.writtenZero = plan.strategy.zero;
+  if (plan.training.method != Method::Full) {
+    manifest.baseWeights = std::string();
+    if (!request.baseWeights.empty())
+      manifest.baseWeights =
+          fs::absolute(request.baseWeights, ec).lexically_normal().string();
+  }
+  manifest.data = request.data;
+  if (!request.hfConfig.empty())
+    st::writeFileAtomically((partial / "config.json").string(),
+                            request.hfConfig);
   st::writeFileAtomically((partial / "manifest.json").string(),
-                          manifest.dump(1) + "\n");
+                          manifestToJson(manifest));
   fs::remove_all(finalDir, ec);
   fs::rename(partial, finalDir, ec);
   SWIFT_CHECK(!ec, finalDir.string(), ": cannot rename from ", partial.string(),
               ": ", ec.message());
   st::writeFileAtomically((fs::path(saveDir) / "latest").string(),
                           stepDirName(step) + "\n");
-  if (keep > 0) {
-    std::vector<std::string> steps;
-    for (const auto &e : fs::directory_iterator(saveDir))
-      if (e.is_directory() && e.path().filename().string().rfind("step-", 0) == 0)
-        steps.push_back(e.path().filename().string());
-    std::sort(steps.begin(), steps.end());
-    for (size_t i = 0; i + size_t(keep) < steps.size(); ++i)
-      fs::remove_all(fs::path(saveDir) / steps[i], ec);
-  }
+  rotate(saveDir, stepDirName(step), request.keep, request.replaceOthers);
   return finalDir.string();
+}
+
+bool checkSaveDir(const std::string &saveDir, const std::string &resumedDir,
+                  bool overwrite) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(saveDir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code typeEc;
+    if (name == "latest" || name.rfind(".partial-step-", 0) == 0 ||
+        (name.rfind("step-", 0) == 0 && it->is_directory(typeEc)))
+      found.push_back(name);
+  }
+  SWIFT_CHECK(!ec || ec == std::errc::no_such_file_or_directory,
+              "command line: --save-dir ", saveDir, ": ", ec.message());
+  if (found.empty())
+    return false;
+  if (!resumedDir.empty()) {
+    const fs::path parent = fs::canonical(resumedDir, ec).parent_path();
+    if (!ec && fs::equivalent(parent, saveDir, ec))
+      return false; // the run it continues
+  }
+  std::sort(found.begin(), found.end());
+  std::string names;
+  for (size_t i = 0; i < found.size() && i < 3; ++i)
+    names += (i ? ", " : "") + plan::briefText(found[i], 40);
+  if (found.size() > 3)
+    names += ", ...";
+  if (overwrite) {
+    std::cout << "swift-run: --overwrite-save-dir: " << saveDir << " holds "
+              << "another run's checkpoints (" << names
+              << "): this run's first checkpoint replaces them" << std::endl;
+    return true;
+  }
+  throw UserError("command line: --save-dir " + saveDir +
+                  " holds another run's checkpoints (" + names +
+                  ") and this run does not resume from them: --resume " +
+                  saveDir + " continues that run, --overwrite-save-dir "
+                  "replaces them; or save to another directory");
 }
 
 std::string Checkpoint::hfConfig() const {
   const fs::path config = fs::path(dir_) / "config.json";
-  return fs::exists(config) ? config.string() : "";
+  return present(config) ? config.string() : "";
 }
 
 Checkpoint::Checkpoint(const std::string &path, const Plan &plan) {
-  fs::path dir = path;
-  if (!fs::exists(dir / "manifest.json") && fs::exists(dir / "latest")) {
-    std::ifstream in(dir / "latest");
-    std::string name;
-    in >> name;
-    SWIFT_CHECK(!name.empty() && name.find('/') == std::string::npos,
-                (dir / "latest").string(), ": does not name a step directory");
-    SWIFT_CHECK(fs::is_directory(dir / name), (dir / "latest").string(),
-                ": names ", name, ", which is not a directory there");
-    dir /= name;
-  }
+  const fs::path given = path;
+  std::error_code ec;
+  const fs::file_status status = fs::status(given, ec);
+  SWIFT_CHECK(!ec || ec == std::errc::no_such_file_or_directory,
+              "command line: --resume ", path, ": ", ec.message());
+  SWIFT_CHECK(fs::exists(status), "command line: --resume ", path,
+              ": no such file or directory");
+  SWIFT_CHECK(fs::is_directory(status), "command line: --resume ", path,
+              ": not a directory; expected a checkpoint (a step directory, "
+              "or a save directory with latest)");
+  const bool stepDir = present(given / "manifest.json");
+  SWIFT_CHECK(stepDir || present(given / "latest"), path,
+              ": not a checkpoint (no manifest.json and no latest)");
+  const fs::path dir = stepDir ? given : followLatest(given);
   dir_ = dir.string();
-  const fs::path manifestPath = dir / "manifest.json";
-  std::ifstream in(manifestPath);
-  SWIFT_CHECK(in.good(), path, ": not a checkpoint (no manifest.json",
-              fs::exists(fs::path(path) / "latest") ? "" : " and no latest", ")");
-  nlohmann::json manifest = nlohmann::json::parse(in, nullptr, false);
-  SWIFT_CHECK(manifest.is_object() && manifest.value("format", "") == kFormat,
-              manifestPath.string(), ": not a swift checkpoint manifest");
-  SWIFT_CHECK(manifest.value("version", 0) == kVersion, manifestPath.string(),
-              ": version ", manifest.value("version", 0), " (this swift-run reads ",
-              kVersion, ")");
-  SWIFT_CHECK(manifest.contains("step"), manifestPath.string(),
-              ": step: missing");
-  SWIFT_CHECK(manifest["step"].is_number_unsigned(), manifestPath.string(),
-              ": step is ", manifest["step"].dump(),
-              ", not a count of steps (an integer >= 0)");
-  step_ = manifest["step"].get<int64_t>();
-  if (manifest.contains("base_weights") && manifest["base_weights"].is_string())
-    baseWeights_ = manifest["base_weights"].get<std::string>();
-  const nlohmann::json mine = modelJson(plan);
-  nlohmann::json theirs = manifest.value("model", nlohmann::json::object());
-  if (!theirs.contains("trains")) // written before LoRA: a full run's
-    theirs["trains"] = "full";
-  for (auto it = mine.begin(); it != mine.end(); ++it)
-    SWIFT_CHECK(theirs.contains(it.key()) && theirs[it.key()] == it.value(),
-                manifestPath.string(), ": a checkpoint of another model: ",
-                it.key(), " is ",
-                theirs.contains(it.key()) ? theirs[it.key()].dump() : "absent",
-                ", the plan's model has ", it.value().dump());
+  manifestPath_ = (dir / "manifest.json").string();
+  manifest_ = readManifest(manifestPath_);
+  checkSameModel(manifest_, plan, manifestPath_);
   state_ = std::make_unique<st::ModelWeights>(dir_);
   // Every tensor of every kind, with its shape, before any step.
   for (int u = 0; u < plan.model.numLayers + 2; ++u)

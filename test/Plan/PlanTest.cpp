@@ -231,6 +231,19 @@ TEST(Json, DuplicateKeysDeepNestingAndOverflowAreRefused) {
             "f.json: [1].x: the key \"x\" is given twice in one object (a "
             "JSON reader would keep one silently); give it once");
   EXPECT_EQ(error(R"({"a": {"x": 1}, "b": {"x": 1}})"), ""); // other objects
+  // A path of 250 levels of 40-character keys is cut to its innermost 200
+  // characters (the whole would be a 10 KB line).
+  std::string deep;
+  for (int i = 0; i < 250; ++i)
+    deep += "{\"" + std::string(39, 'k') + char('a' + i % 26) + "\": ";
+  deep += "{\"x\": 1, \"x\": 2}" + std::string(250, '}');
+  const std::string deepError = error(deep);
+  EXPECT_EQ(deepError.rfind("f.json: ...k", 0), 0u) << deepError;
+  EXPECT_NE(deepError.find(std::string(39, 'k') + "p.x: the key \"x\" is "
+                           "given twice"),
+            std::string::npos)
+      << deepError;
+  EXPECT_LT(deepError.size(), 400u) << deepError;
   EXPECT_EQ(error(std::string(300, '[') + std::string(300, ']')),
             "f.json: nested deeper than 256 levels");
   EXPECT_EQ(error(R"({"lr": 1e400})"),
@@ -270,6 +283,13 @@ TEST(Json, FieldsAreRangeCheckedAndNamed) {
             "m.json: missing: missing required field");
   EXPECT_EQ(error([&] { root.onlyKeys({"step", "v", "n", "f"}); }),
             "m.json: o: unknown field");
+  // An unknown enum value is quoted, cut: never the whole string.
+  json precision = {{"precision", std::string(5000, 'p')}};
+  EXPECT_EQ(error([&] {
+              JsonField{precision, "", file}.at("precision").choice<Precision>();
+            }),
+            "m.json: precision: unknown value \"" + std::string(40, 'p') +
+                "...\" (expected " + enumChoices<Precision>() + ")");
 }
 
 // Only regular files are read: a FIFO would block the reader forever.

@@ -537,6 +537,41 @@ TEST(BadInput, MalformedPlansAreOneLineErrors) {
   EXPECT_NE(flag.output.find("unknown option --stepz"), std::string::npos);
 }
 
+TEST(BadInput, OptionsThatCannotMeanAnythingAreRefused) {
+  // Each was ignored, or blamed on "more than one plan file".
+  struct Case {
+    std::string args, message;
+  };
+  const std::vector<Case> cases = {
+      {"--steps 1 --export-dtype fp32",
+       "command line: --export-dtype needs --export-hf DIR"},
+      {"--steps 1 extra --data d.jsonl",
+       "command line: unexpected argument \"extra\": the plan file is "
+       "plan.json"},
+      {"--steps 1 --export-hf out --merge out2",
+       "command line: unexpected argument \"out2\" after --merge (which "
+       "takes no value)"},
+      {"--data --steps 1", "command line: --data needs a value (got the "
+                           "option --steps)"},
+      {"--steps 1 --overwrite-save-dir",
+       "command line: --overwrite-save-dir needs --save-dir"},
+      {"--steps 1 --ignore-data-mismatch",
+       "command line: --ignore-data-mismatch needs --resume"},
+      {"--steps 1 --keep 2", "command line: --save-every and --keep need "
+                             "--save-dir"},
+      {"--steps 1 --save-dir ck --keep 0", "command line: --keep \"0\": "
+                                           "expected an integer in [1, "},
+  };
+  for (const Case &c : cases) {
+    Result r = runPlan(tinyPlan(0, 1), c.args);
+    EXPECT_EQ(r.exitCode, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos)
+        << c.args << "\n" << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1)
+        << r.output;
+  }
+}
+
 // An allocation that fails (here under a 4 GB address-space limit, the same
 // on any machine) is reported as out of memory, with what the rank was
 // doing and what the plan predicted, not as an allocator assertion alone.

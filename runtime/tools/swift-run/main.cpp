@@ -4,13 +4,16 @@
 //                     [--device cpu|cuda] [--metrics FILE]
 //                     [--save-params FILE] [--timeout SECONDS]
 //                     [--weights DIR] [--export-hf DIR [--export-dtype D]]
-//                     [--save-dir DIR [--save-every N] [--keep K]] [--resume P]
+//                     [--save-dir DIR [--save-every N] [--keep K]
+//                      [--overwrite-save-dir]]
+//                     [--resume P [--ignore-data-mismatch]]
 //                     [--emit-plan FILE] [--trace FILE]
 //
 // Exit codes: 0 done; 2 bad input (one line naming file, field, why);
 // 1 a failure while running (a rank died, a collective failed, CUDA error).
 //
 //===----------------------------------------------------------------------===//
+#include "swift/Plan/Json.h"
 #include "swift/Runtime/Check.h"
 #include "swift/Runtime/Checkpoint.h"
 #include "swift/Runtime/Comm.h"
@@ -33,6 +36,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 #include <cstdlib>
 #include <chrono>
@@ -55,7 +59,9 @@ const char *kUsage =
     "FILE]\n"
     "                 [--timeout SECONDS] [--emit-plan FILE] [--trace FILE]\n"
     "                 [--weights DIR] [--export-hf DIR [--export-dtype D]]\n"
-    "                 [--save-dir DIR [--save-every N] [--keep K]] [--resume P]\n"
+    "                 [--save-dir DIR [--save-every N] [--keep K]\n"
+    "                  [--overwrite-save-dir]]\n"
+    "                 [--resume P [--ignore-data-mismatch]]\n"
     "                 [--adapter DIR] [--merge]\n"
     "  --weights DIR     start from an HF model directory's safetensors\n"
     "                    (overrides the plan's \"weights\"; LoRA: the base)\n"
@@ -68,10 +74,16 @@ const char *kUsage =
     "  --export-dtype D  bf16 (default), fp16 or fp32\n"
     "  --save-dir DIR    checkpoints (masters, AdamW moments, step) as\n"
     "                    DIR/step-N, every --save-every N steps and after the\n"
-    "                    last; DIR/latest names the newest; --keep K keeps K\n"
+    "                    last; DIR/latest names the newest; --keep K keeps\n"
+    "                    the K of the highest steps; a DIR holding another\n"
+    "                    run's checkpoints is refused unless\n"
+    "  --overwrite-save-dir  (this run's first checkpoint replaces them)\n"
     "  --resume P        continue from a checkpoint (a step directory, or a\n"
     "                    save directory's latest) at any world size / ZeRO\n"
-    "                    stage; --steps is the total to reach\n"
+    "                    stage; --steps is the total to reach (0: no\n"
+    "                    training); the data is the checkpoint's (no --data:\n"
+    "                    its recorded file), at the samples it consumed\n"
+    "  --ignore-data-mismatch  resume on other data than the checkpoint's\n"
     "  --emit-plan FILE  write the validated plan with its schedule spelled\n"
     "                    out (derived when the plan has none) and exit\n"
     "  --save-params FILE  after the run, write every parameter (fp32, HF\n"
@@ -86,6 +98,9 @@ struct Args {
   std::string weights, exportHF, exportDtype = "bf16";
   std::string saveDir, resume, adapter;
   bool merge = false;
+  bool exportDtypeGiven = false;
+  bool overwriteSaveDir = false;   // replace another run's checkpoints
+  bool ignoreDataMismatch = false; // resume on other data
   int64_t saveEvery = 0;                // 0: the last step only
   int keep = 0;                         // 0: keep every checkpoint
   int nproc = 0;
@@ -107,10 +122,19 @@ int64_t parseInt(const std::string &flag, const std::string &v, int64_t lo,
 Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
   Args a;
   childArgs.push_back(argv[0]);
+  std::string previous; // the option before a positional argument
   for (int i = 1; i < argc; ++i) {
+    const int first = i;
     std::string s = argv[i];
+    // An option's value; another option in its place is a missing value
+    // (argparse's rule: "--data --steps 5" is not the file "--steps").
     auto value = [&]() -> std::string {
       SWIFT_CHECK(i + 1 < argc, "command line: ", s, " needs a value");
+      const std::string v = argv[i + 1];
+      SWIFT_CHECK(v.size() < 2 || v[0] != '-' ||
+                      std::isdigit(static_cast<unsigned char>(v[1])),
+                  "command line: ", s, " needs a value (got the option ",
+                  swift::plan::briefText(v, 40), ")");
       return argv[++i];
     };
     if (s == "-h" || s == "--help") {
@@ -144,8 +168,12 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
       a.saveEvery = parseInt(s, value(), 1, int64_t(1) << 40);
     } else if (s == "--keep") {
       a.keep = int(parseInt(s, value(), 1, 1 << 20));
+    } else if (s == "--overwrite-save-dir") {
+      a.overwriteSaveDir = true;
     } else if (s == "--resume") {
       a.resume = value();
+    } else if (s == "--ignore-data-mismatch") {
+      a.ignoreDataMismatch = true;
     } else if (s == "--export-hf") {
       a.exportHF = value();
     } else if (s == "--adapter") {
@@ -154,24 +182,44 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
       a.merge = true;
     } else if (s == "--export-dtype") {
       a.exportDtype = value();
+      a.exportDtypeGiven = true;
       (void)parseExportDtype(a.exportDtype);
     } else if (s == "--timeout") {
       a.timeout = double(parseInt(s, value(), 1, 1 << 20));
     } else {
-      SWIFT_CHECK(s.rfind("-", 0) != 0, "command line: unknown option ", s,
-                  "\n", kUsage);
-      SWIFT_CHECK(a.plan.empty(), "command line: more than one plan file (",
-                  a.plan, ", ", s, ")");
+      SWIFT_CHECK(s.rfind("-", 0) != 0, "command line: unknown option ",
+                  swift::plan::briefText(s, 40), "\n", kUsage);
+      // One positional argument, the plan: another is a value given to an
+      // option that takes none, or one too many.
+      SWIFT_CHECK(a.plan.empty(), "command line: unexpected argument \"",
+                  swift::plan::briefText(s, 60), "\"",
+                  previous.empty() ? std::string()
+                                   : " after " + previous +
+                                         " (which takes no value)",
+                  ": the plan file is ", a.plan,
+                  " and every other argument is an option (--data FILE, "
+                  "--steps N, ...)");
       a.plan = s;
       childArgs.push_back(s);
+      previous.clear();
       continue;
     }
     childArgs.push_back(s);
-    childArgs.push_back(argv[i]);
+    previous = s;
+    if (i > first) { // the option's value
+      childArgs.push_back(argv[i]);
+      previous.clear();
+    }
   }
   SWIFT_CHECK(!a.plan.empty(), "command line: no plan file given\n", kUsage);
   SWIFT_CHECK(!a.saveDir.empty() || (a.saveEvery == 0 && a.keep == 0),
               "command line: --save-every and --keep need --save-dir");
+  SWIFT_CHECK(!a.overwriteSaveDir || !a.saveDir.empty(),
+              "command line: --overwrite-save-dir needs --save-dir");
+  SWIFT_CHECK(!a.ignoreDataMismatch || !a.resume.empty(),
+              "command line: --ignore-data-mismatch needs --resume");
+  SWIFT_CHECK(!a.exportDtypeGiven || !a.exportHF.empty(),
+              "command line: --export-dtype needs --export-hf DIR");
   return a;
 }
 
@@ -181,12 +229,10 @@ std::string gib(int64_t bytes) {
   return buf;
 }
 
-std::string readTextFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  SWIFT_CHECK(in.good(), path, ": cannot read");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+/// An HF config.json's text, kept verbatim in checkpoints and exports.
+std::string readConfigText(const std::string &path) {
+  return swift::plan::readRegularFile(path, "an HF config.json (JSON)",
+                                      16 << 20);
 }
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
@@ -198,9 +244,13 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 int64_t safetensorsBytes(const std::string &dir) {
   int64_t total = 0;
   std::error_code ec;
-  for (const auto &e : std::filesystem::directory_iterator(dir, ec))
-    if (e.path().extension() == ".safetensors")
-      total += int64_t(e.file_size(ec));
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::error_code sizeEc;
+    if (it->path().extension() == ".safetensors")
+      if (const uintmax_t size = it->file_size(sizeEc); !sizeEc)
+        total += int64_t(size);
+  }
   return total;
 }
 
@@ -364,9 +414,6 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
               "(training.method lora)");
   SWIFT_CHECK(!a.merge || !a.exportHF.empty(),
               "command line: --merge needs --export-hf DIR");
-  auto data =
-      makeTokenSource(a.data, plan.model.vocabSize, t.sequenceLength, t.seed,
-                      t.packing);
   // Pretrained weights: checked whole (names, shapes, dtypes) before any
   // state is allocated.
   std::string weightsDir =
@@ -381,28 +428,77 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   // weights); LoRA's adapters (a checkpoint, or a peft adapter) and frozen
   // base (HF weights; a LoRA checkpoint holds no base).
   std::unique_ptr<StateSource> initial, base;
-  if (!a.resume.empty())
-    initial = std::make_unique<Checkpoint>(a.resume, plan);
-  else if (lora && !a.adapter.empty())
+  const Checkpoint *resumed = nullptr;
+  if (!a.resume.empty()) {
+    auto checkpoint = std::make_unique<Checkpoint>(a.resume, plan);
+    resumed = checkpoint.get();
+    initial = std::move(checkpoint);
+  } else if (lora && !a.adapter.empty())
     initial = std::make_unique<PeftAdapter>(a.adapter, plan);
   else if (!lora && !weightsDir.empty())
     initial = std::make_unique<HFWeights>(weightsDir, plan.model);
   if (lora && !a.resume.empty()) {
     // The base a LoRA checkpoint trained on: the one it names, unless the
     // command line or the plan gives one (then they must agree).
-    const std::string &trained = static_cast<Checkpoint &>(*initial).baseWeights();
+    const std::string trained = resumed->baseWeights();
     std::error_code ec;
     if (weightsDir.empty()) {
       weightsDir = trained;
-    } else if (!trained.empty() && std::filesystem::exists(trained)) {
+    } else if (!trained.empty() && std::filesystem::exists(trained, ec)) {
       SWIFT_CHECK(std::filesystem::equivalent(trained, weightsDir, ec),
-                  static_cast<Checkpoint &>(*initial).dir(),
+                  resumed->dir(),
                   ": this LoRA checkpoint trained on the base ", trained,
                   ", not ", weightsDir, " (--weights or the plan's weights)");
     }
   }
   if (lora && !weightsDir.empty())
     base = std::make_unique<HFWeights>(weightsDir, plan.model);
+  // The data, and where in it the run starts. A resumed run continues the
+  // checkpoint's data (the file it recorded, or one with its fingerprint)
+  // at the samples it consumed, whatever the global batch now.
+  const int64_t firstStep = resumed ? resumed->step() : 0;
+  const int64_t firstSample = resumed ? resumed->manifest().samplesConsumed : 0;
+  DataRecord dataRecord;
+  if (resumed) {
+    const Manifest &m = resumed->manifest();
+    SWIFT_CHECK(a.steps == 0 || a.steps >= m.step, "command line: --steps ",
+                a.steps, " is below the step of the checkpoint (", m.step,
+                ", ", resumed->dir(), "): --steps is the total to reach; ",
+                "--steps 0 or ", m.step, " loads it without training");
+    // Without a step to train (an export), the data does not matter.
+    const bool trains = a.steps > m.step;
+    std::vector<std::string> notes;
+    if (trains)
+      dataRecord = chooseResumeData(m, resumed->manifestPath(), a.data, plan,
+                                    a.ignoreDataMismatch, notes);
+    if (trains && m.globalBatchSize && *m.globalBatchSize != t.globalBatchSize)
+      notes.push_back(
+          "swift-run: warning: the checkpoint trained with global_batch_size " +
+          std::to_string(*m.globalBatchSize) + ", the plan has " +
+          std::to_string(t.globalBatchSize) + ": the data continues at sample " +
+          std::to_string(firstSample) +
+          " (the samples it consumed), the lr schedule at step " +
+          std::to_string(m.step));
+    if (env.rank == 0)
+      for (const std::string &note : notes)
+        (note.find(": warning: ") != std::string::npos ? std::cerr : std::cout)
+            << note << std::endl;
+  }
+  auto data = makeTokenSource(resumed ? dataRecord.path : a.data,
+                              plan.model.vocabSize, t.sequenceLength, t.seed,
+                              t.packing);
+  if (!resumed) // the fingerprint the checkpoints record, taken once
+    dataRecord = describeData(a.data, plan);
+  // Every step's first sample (firstSample + steps x global batch) is
+  // below kMaxSamples.
+  int64_t samplesToRun = 0;
+  SWIFT_CHECK(!__builtin_mul_overflow(std::max<int64_t>(a.steps - firstStep, 0),
+                                      t.globalBatchSize, &samplesToRun) &&
+                  samplesToRun <= kMaxSamples - firstSample,
+              "command line: --steps ", a.steps, ": ", a.steps - firstStep,
+              " steps of global_batch_size ", t.globalBatchSize,
+              " from sample ", firstSample, " count past 2^40 samples, the "
+              "most a run consumes");
   // The export replaces a directory's model files: never the run's input.
   if (!a.exportHF.empty()) {
     auto same = [&](const std::string &dir) {
@@ -415,21 +511,25 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
         {weightsDir, "the model's weights (--weights or the plan's)"},
         {a.adapter, "the adapter (--adapter)"},
         {a.resume, "the resumed checkpoints (--resume)"}};
-    if (!a.resume.empty())
-      inputs.push_back({static_cast<Checkpoint &>(*initial).dir(),
-                        "the resumed checkpoint"});
+    if (resumed)
+      inputs.push_back({resumed->dir(), "the resumed checkpoint"});
     for (const auto &[dir, what] : inputs)
       if (same(dir))
         throw UserError("--export-hf " + a.exportHF + " is " + what +
                          ": the export would overwrite the model it read; "
                          "export to another directory");
   }
-  // Directories that cannot be written fail now, not after the last step.
+  // Directories that cannot be written fail now, not after the last step;
+  // so does a save dir of another run's checkpoints.
+  bool replaceSaved = false; // --overwrite-save-dir: at the first save
   if (env.rank == 0) {
     if (!a.exportHF.empty())
       checkWritableDir(a.exportHF, "--export-hf");
-    if (!a.saveDir.empty())
+    if (!a.saveDir.empty()) {
       checkWritableDir(a.saveDir, "--save-dir");
+      replaceSaved = checkSaveDir(a.saveDir, resumed ? resumed->dir() : "",
+                                  a.overwriteSaveDir);
+    }
     if (!a.saveParams.empty())
       checkWritableFile(a.saveParams, "--save-params");
     if (!a.metrics.empty())
@@ -447,18 +547,20 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   // checkpoint's, else the input model's (read now: --keep may delete the
   // resumed checkpoint before the export).
   std::string hfConfigPath;
-  if (!a.resume.empty())
-    hfConfigPath = static_cast<Checkpoint &>(*initial).hfConfig();
+  if (resumed)
+    hfConfigPath = resumed->hfConfig();
+  std::error_code configEc;
   if (hfConfigPath.empty() && !weightsDir.empty() &&
-      std::filesystem::exists(std::filesystem::path(weightsDir) / "config.json"))
+      std::filesystem::exists(
+          std::filesystem::symlink_status(
+              std::filesystem::path(weightsDir) / "config.json", configEc)))
     hfConfigPath = (std::filesystem::path(weightsDir) / "config.json").string();
   const std::string hfConfig =
-      hfConfigPath.empty() ? "" : readTextFile(hfConfigPath);
+      hfConfigPath.empty() ? "" : readConfigText(hfConfigPath);
   const auto loadStart = std::chrono::steady_clock::now();
   Engine engine(plan, *comm, device, initial.get(), base.get());
   if (env.rank == 0 && (initial || base)) {
-    std::string from = !a.resume.empty()
-                           ? static_cast<Checkpoint &>(*initial).dir()
+    std::string from = resumed ? resumed->dir()
                        : !a.adapter.empty() ? a.adapter
                                             : weightsDir;
     int64_t bytes = safetensorsBytes(from);
@@ -469,9 +571,10 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     std::cout << "swift-run: loaded " << from << " ("
               << transferReport(bytes, secondsSince(loadStart)) << ")"
               << std::endl;
-    if (!a.resume.empty())
+    if (resumed)
       std::cout << "swift-run: resuming from " << from << " after step "
-                << engine.stepsDone() << std::endl;
+                << engine.stepsDone() << ", at sample " << firstSample
+                << std::endl;
   }
   engine.setTotalSteps(a.steps); // the lr schedule's length
   watchdog.progress("initialization");
@@ -509,7 +612,7 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   double sumRate = 0;
   int64_t rated = 0;
   auto runStart = std::chrono::steady_clock::now();
-  const int64_t firstStep = engine.stepsDone(); // > 0 when resumed
+  SWIFT_ASSERT(engine.stepsDone() == firstStep);
   // Steps are read one behind: step s+1 is queued (Engine::launchStep)
   // before step s's numbers are read, so the device does not idle while
   // the host reports, loads the next batch and queues its first kernels. A
@@ -526,9 +629,66 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   // Off: each step read before the next is queued (and on CPU, where a
   // step's work is done when it has been queued).
   const bool readsBehind = device.is_cuda() && kernelSwitchOn("ahead");
+  // The first sample of step s (0-based): the data continues where the
+  // checkpoint's run stopped, at any global batch.
+  auto sampleOf = [&](int64_t s) {
+    return firstSample + (s - firstStep) * t.globalBatchSize;
+  };
   auto savesAfter = [&](int64_t s) {
     return !a.saveDir.empty() &&
            ((a.saveEvery && (s + 1) % a.saveEvery == 0) || s + 1 == a.steps);
+  };
+  // Rank 0's line (and metrics) of step s.
+  auto report = [&](int64_t s, const Engine::StepResult &r, double loss,
+                    double dt, double tps, double mfu, const Launched &l) {
+    const int64_t peakMem = l.peakMem;
+    if (tty)
+      std::fprintf(stderr, "\r\033[K");
+    // MFU needs the device's peak FLOP/s (n/a where unknown: CPU); on CPU
+    // the peak is the process's resident memory, not comparable with the
+    // plan's GPU prediction.
+    char mfuText[32], memText[96];
+    if (peak > 0)
+      std::snprintf(mfuText, sizeof mfuText, "%.1f%%", 100 * mfu);
+    else
+      std::snprintf(mfuText, sizeof mfuText, "n/a");
+    if (device.is_cuda())
+      std::snprintf(memText, sizeof memText, "peak %s (plan %s)",
+                    gib(peakMem).c_str(),
+                    plan.predicted.peakMemoryBytes
+                        ? gib(plan.predicted.peakMemoryBytes).c_str()
+                        : "n/a");
+    else
+      std::snprintf(memText, sizeof memText, "host RSS %s",
+                    gib(peakMem).c_str());
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "step %lld/%lld | loss %.6f | lr %.3g | grad norm %.4g | "
+                  "%.3f s | %.0f tok/s | MFU %s | %s",
+                  (long long)(s + 1), (long long)a.steps, loss, r.lr,
+                  r.gradNorm, dt, tps, mfuText, memText);
+    std::cout << line << std::endl;
+    if (metrics.is_open()) {
+      nlohmann::json j = {
+          {"step", s + 1},
+          {"loss", loss},
+          {"lr", r.lr},
+          {"grad_norm", r.gradNorm},
+          {"step_seconds", dt},
+          {"tokens_per_second", tps},
+          {"tokens", l.tokens},
+          {"mfu", peak > 0 ? nlohmann::json(mfu) : nlohmann::json()},
+          // The device's peak is what the plan predicts; a CPU run has only
+          // the process's resident set, which is not comparable.
+          {device.is_cuda() ? "peak_memory_bytes" : "host_rss_bytes", peakMem},
+          {"planned_peak_memory_bytes", plan.predicted.peakMemoryBytes},
+          {"planned_step_seconds", plan.predicted.stepSeconds},
+          {"planned_tokens_per_second", plan.predicted.tokensPerSecond},
+          {"world_size", env.world}};
+      if (device.is_cuda()) // what fragmentation adds to the allocated peak
+        j["peak_reserved_bytes"] = peakReservedBytes(device);
+      metrics << j.dump() << std::endl;
+    }
   };
   auto readStep = [&](Launched &l) {
     const int64_t s = l.step;
@@ -566,11 +726,29 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
                              : " (--save-dir " + a.saveDir +
                                    " keeps the earlier checkpoints)"));
     watchdog.progress("a training step");
+    const double tps = double(l.tokens) / dt;
+    const double mfu = peak > 0 ? tps * flopsTok / (peak * env.world) : 0;
+    if (s > 0 || a.steps == 1) {
+      sumRate += tps;
+      ++rated;
+    }
+    if (lead)
+      report(s, r, loss, dt, tps, mfu, l);
+    // The step's line first, then its checkpoint's.
     if (savesAfter(s)) {
       gActivity = "saving the checkpoint of step " + std::to_string(s + 1);
       const auto saveStart = std::chrono::steady_clock::now();
-      const std::string saved = saveCheckpoint(engine, plan, a.saveDir, s + 1, a.keep, hfConfig,
-                         lora ? weightsDir : std::string());
+      SaveRequest save;
+      save.saveDir = a.saveDir;
+      save.step = s + 1;
+      save.samplesConsumed = sampleOf(s + 1);
+      save.keep = a.keep;
+      save.replaceOthers = replaceSaved;
+      save.hfConfig = hfConfig;
+      save.baseWeights = lora ? weightsDir : std::string();
+      save.data = dataRecord;
+      const std::string saved = saveCheckpoint(engine, plan, save);
+      replaceSaved = false;
       comm->barrier();
       watchdog.progress("a checkpoint");
       if (lead)
@@ -579,68 +757,12 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
                                     secondsSince(saveStart))
                   << ")" << std::endl;
     }
-    const double tps = double(l.tokens) / dt;
-    const double mfu = peak > 0 ? tps * flopsTok / (peak * env.world) : 0;
-    const int64_t peakMem = l.peakMem;
-    if (s > 0 || a.steps == 1) {
-      sumRate += tps;
-      ++rated;
-    }
-    if (!lead)
-      return;
-    if (tty)
-      std::fprintf(stderr, "\r\033[K");
-    // MFU needs the device's peak FLOP/s (n/a where unknown: CPU); on CPU
-    // the peak is the process's resident memory, not comparable with the
-    // plan's GPU prediction.
-    char mfuText[32], memText[96];
-    if (peak > 0)
-      std::snprintf(mfuText, sizeof mfuText, "%.1f%%", 100 * mfu);
-    else
-      std::snprintf(mfuText, sizeof mfuText, "n/a");
-    if (device.is_cuda())
-      std::snprintf(memText, sizeof memText, "peak %s (plan %s)",
-                    gib(peakMem).c_str(),
-                    plan.predicted.peakMemoryBytes
-                        ? gib(plan.predicted.peakMemoryBytes).c_str()
-                        : "n/a");
-    else
-      std::snprintf(memText, sizeof memText, "host RSS %s",
-                    gib(peakMem).c_str());
-    char line[320];
-    std::snprintf(line, sizeof line,
-                  "step %lld/%lld | loss %.6f | lr %.3g | grad norm %.4g | "
-                  "%.3f s | %.0f tok/s | MFU %s | %s",
-                  (long long)(s + 1), (long long)a.steps, loss, r.lr,
-                  r.gradNorm, dt, tps, mfuText, memText);
-    std::cout << line << std::endl;
     if (tty) {
       double elapsed = std::chrono::duration<double>(
                            std::chrono::steady_clock::now() - runStart)
                            .count();
       drawProgress(s + 1, a.steps,
                    elapsed / double(s + 1 - firstStep) * double(a.steps - s - 1));
-    }
-    if (metrics.is_open()) {
-      nlohmann::json j = {
-          {"step", s + 1},
-          {"loss", loss},
-          {"lr", r.lr},
-          {"grad_norm", r.gradNorm},
-          {"step_seconds", dt},
-          {"tokens_per_second", tps},
-          {"tokens", l.tokens},
-          {"mfu", peak > 0 ? nlohmann::json(mfu) : nlohmann::json()},
-          // The device's peak is what the plan predicts; a CPU run has only
-          // the process's resident set, which is not comparable.
-          {device.is_cuda() ? "peak_memory_bytes" : "host_rss_bytes", peakMem},
-          {"planned_peak_memory_bytes", plan.predicted.peakMemoryBytes},
-          {"planned_step_seconds", plan.predicted.stepSeconds},
-          {"planned_tokens_per_second", plan.predicted.tokensPerSecond},
-          {"world_size", env.world}};
-      if (device.is_cuda()) // what fragmentation adds to the allocated peak
-        j["peak_reserved_bytes"] = peakReservedBytes(device);
-      metrics << j.dump() << std::endl;
     }
   };
   auto readInFlight = [&] {
@@ -655,19 +777,19 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     std::vector<Batch> micro;
     for (int64_t k = 0; k < t.gradientAccumulation; ++k)
       micro.push_back(data->batch(
-          s * t.globalBatchSize + (k * env.world + env.rank) * t.microBatchSize,
+          sampleOf(s) + (k * env.world + env.rank) * t.microBatchSize,
           t.microBatchSize));
     // The loss averages over the step's trained tokens (JSONL: labels not
     // -100), counted over the whole global batch on every rank; tokens/s
     // counts real (non-padding) tokens.
     const int64_t stepTrained =
         micro[0].masked
-            ? data->trainedTokens(s * t.globalBatchSize, t.globalBatchSize)
+            ? data->trainedTokens(sampleOf(s), t.globalBatchSize)
             : 0;
     Launched l;
     l.step = s;
     l.tokens = micro[0].masked
-                   ? data->realTokens(s * t.globalBatchSize, t.globalBatchSize)
+                   ? data->realTokens(sampleOf(s), t.globalBatchSize)
                    : tokensPerStep;
     // Every rank reads (a collective) and queues (collectives) in the same
     // order: the traced step runs alone on all of them, traced on rank 0.

@@ -85,6 +85,10 @@ nlohmann::json parseJson(const std::string &text, const std::string &file,
 nlohmann::json readJsonFile(const std::string &path, const std::string &expected,
                             uint64_t maxBytes);
 
+/// `text` cut to `max` characters with "..." after: a message quotes a
+/// value, never a whole file.
+std::string briefText(const std::string &text, size_t max = 80);
+
 /// A JSON value with its path in its file, for reading typed fields whose
 /// errors name both: "FILE: FIELD: why".
 struct JsonField {
@@ -114,7 +118,8 @@ struct JsonField {
     std::string s = string();
     if (std::optional<E> value = parseEnum<E>(s))
       return *value;
-    fail("unknown value \"" + s + "\" (expected " + enumChoices<E>() + ")");
+    fail("unknown value \"" + briefText(s, 40) + "\" (expected " +
+         enumChoices<E>() + ")");
   }
   /// Rejects keys not in `known`: a typo must not silently mean "default".
   void onlyKeys(std::initializer_list<const char *> known) const;
@@ -122,9 +127,5 @@ struct JsonField {
   /// that quote it.
   std::string brief(size_t max = 80) const;
 };
-
-/// `text` cut to `max` characters with "..." after: a message quotes a
-/// value, never a whole file.
-std::string briefText(const std::string &text, size_t max = 80);
 
 } // namespace swift::plan
