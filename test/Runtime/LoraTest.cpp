@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 #include "RunPlan.h"
 
+#include "swift/Runtime/SafeTensors.h"
+
 #include <tuple>
 
 using namespace swift::rt::testing;
@@ -269,4 +271,61 @@ TEST(Qlora, AStepIsALoraStepOnTheDequantizedBase) {
   Result onW = runPlan(loraPlan(0, 1), "--steps 1" + weights);
   Result qOnW = runPlan(q, "--steps 1" + weights);
   EXPECT_NE(onW.losses()[0], qOnW.losses()[0]);
+}
+
+/// Tensor `name` of the HF directory `dir`, as fp32.
+std::vector<float> tensorOf(const std::string &dir, const std::string &name) {
+  swift::rt::safetensors::ModelWeights w(dir);
+  auto [t, file] = w.find(name);
+  if (!t)
+    return {};
+  std::vector<float> v(size_t(t->numel()));
+  file->readF32(*t, 0, t->numel(), v.data());
+  return v;
+}
+
+// --merge merges into the base as the run held it (QLoRA: the
+// NF4-dequantized base, the model the adapters trained with);
+// --merge-base DIR into DIR's weights as stored. Either export is dense:
+// its config.json has no quantization_config (transformers would load the
+// weights as quantized ones).
+TEST(Qlora, MergeBaseMergesIntoTheOriginalWeightsAndTheExportIsDense) {
+  Result base = runPlan(tinyPlan(0, 1), "--steps 0 --export-hf model --export-dtype fp32");
+  ASSERT_EQ(base.exitCode, 0) << base.output;
+  const std::string model = base.dir + "/model";
+  json config = json::parse(slurp(model + "/config.json"));
+  config["quantization_config"] = {{"quant_method", "bitsandbytes"},
+                                   {"load_in_4bit", true}};
+  std::ofstream(model + "/config.json") << config.dump(2);
+  json q = loraPlan(0, 1);
+  q["training"]["method"] = "qlora";
+  q["training"]["lora"]["targets"] = {"q_proj"};
+  const std::string run = "--steps 2 --export-hf merged --merge --export-dtype fp32 --weights " + model;
+  Result trained = runPlan(q, run);
+  Result original = runPlan(q, run + " --merge-base " + model);
+  ASSERT_EQ(trained.exitCode, 0) << trained.output;
+  ASSERT_EQ(original.exitCode, 0) << original.output;
+  const std::string k = "model.layers.0.self_attn.k_proj.weight",
+                    qp = "model.layers.0.self_attn.q_proj.weight";
+  const std::vector<float> w = tensorOf(model, k);
+  ASSERT_FALSE(w.empty());
+  // Not adapted: the original weights bit for bit, or their NF4 round trip.
+  EXPECT_EQ(tensorOf(original.dir + "/merged", k), w);
+  EXPECT_GT(maxAbsDiff(tensorOf(trained.dir + "/merged", k), w), 1e-4);
+  // Adapted: the original plus the same delta either way.
+  const std::vector<float> q0 = tensorOf(model, qp),
+                           qo = tensorOf(original.dir + "/merged", qp);
+  EXPECT_GT(maxAbsDiff(qo, q0), 0.0);
+  for (const std::string &dir : {trained.dir, original.dir}) {
+    json exported = json::parse(slurp(dir + "/merged/config.json"));
+    EXPECT_FALSE(exported.contains("quantization_config")) << dir;
+  }
+  // The merge base is checked before training, and --merge-base needs --merge.
+  Result wrong = runPlan(q, run + " --merge-base " + base.dir);
+  EXPECT_EQ(wrong.exitCode, 2) << wrong.output;
+  EXPECT_TRUE(wrong.metrics.empty());
+  Result alone = runPlan(q, "--steps 1 --export-hf x --merge-base " + model);
+  EXPECT_EQ(alone.exitCode, 2) << alone.output;
+  EXPECT_NE(alone.output.find("--merge-base needs --merge"), std::string::npos)
+      << alone.output;
 }

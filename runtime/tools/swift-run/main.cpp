@@ -62,7 +62,7 @@ const char *kUsage =
     "                 [--save-dir DIR [--save-every N] [--keep K]\n"
     "                  [--overwrite-save-dir]]\n"
     "                 [--resume P [--ignore-data-mismatch]]\n"
-    "                 [--adapter DIR] [--merge]\n"
+    "                 [--adapter DIR] [--merge [--merge-base DIR]]\n"
     "  --weights DIR     start from an HF model directory's safetensors\n"
     "                    (overrides the plan's \"weights\"; LoRA: the base)\n"
     "  --export-hf DIR   after the run, write the model as an HF directory:\n"
@@ -70,6 +70,9 @@ const char *kUsage =
     "                    LoRA: a peft adapter directory (adapter_config.json\n"
     "                    + adapter_model.safetensors), or with --merge the\n"
     "                    base with the adapters merged in\n"
+    "  --merge-base DIR  merge into DIR's weights as stored (an HF model\n"
+    "                    directory, e.g. the run's --weights) instead of the\n"
+    "                    base as trained (bf16-rounded; QLoRA: dequantized)\n"
     "  --adapter DIR     LoRA: start the adapters from a peft adapter\n"
     "  --export-dtype D  bf16 (default), fp16 or fp32\n"
     "  --save-dir DIR    checkpoints (masters, AdamW moments, step) as\n"
@@ -86,8 +89,8 @@ const char *kUsage =
     "  --ignore-data-mismatch  resume on other data than the checkpoint's\n"
     "  --emit-plan FILE  write the validated plan with its schedule spelled\n"
     "                    out (derived when the plan has none) and exit\n"
-    "  --save-params FILE  after the run, write every parameter (fp32, HF\n"
-    "                    order) to FILE, for comparisons\n"
+    "  --save-params FILE  after the run, write every parameter (fp32, the\n"
+    "                    units' table order) to FILE, for comparisons\n"
     "  --timeout SECONDS   a rank without progress this long exits (default\n"
     "                    120 on CPU, 600 on CUDA)\n"
     "  --trace FILE        write a Chrome trace (operators, CUDA kernels) of\n"
@@ -96,7 +99,7 @@ const char *kUsage =
 struct Args {
   std::string plan, data, device, metrics, saveParams, emitPlan, trace;
   std::string weights, exportHF, exportDtype = "bf16";
-  std::string saveDir, resume, adapter;
+  std::string saveDir, resume, adapter, mergeBase;
   bool merge = false;
   bool exportDtypeGiven = false;
   bool overwriteSaveDir = false;   // replace another run's checkpoints
@@ -180,6 +183,8 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
       a.adapter = value();
     } else if (s == "--merge") {
       a.merge = true;
+    } else if (s == "--merge-base") {
+      a.mergeBase = value();
     } else if (s == "--export-dtype") {
       a.exportDtype = value();
       a.exportDtypeGiven = true;
@@ -414,6 +419,12 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
               "(training.method lora)");
   SWIFT_CHECK(!a.merge || !a.exportHF.empty(),
               "command line: --merge needs --export-hf DIR");
+  SWIFT_CHECK(a.mergeBase.empty() || a.merge,
+              "command line: --merge-base needs --merge (and --export-hf)");
+  // The weights a merge goes into: checked whole (names, shapes, config)
+  // before any step, not after the last.
+  if (!a.mergeBase.empty())
+    (void)HFWeights(a.mergeBase, plan.model);
   // Pretrained weights: checked whole (names, shapes, dtypes) before any
   // state is allocated.
   std::string weightsDir =
@@ -510,6 +521,7 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     std::vector<std::pair<std::string, std::string>> inputs = {
         {weightsDir, "the model's weights (--weights or the plan's)"},
         {a.adapter, "the adapter (--adapter)"},
+        {a.mergeBase, "the weights merged into (--merge-base)"},
         {a.resume, "the resumed checkpoints (--resume)"}};
     if (resumed)
       inputs.push_back({resumed->dir(), "the resumed checkpoint"});
@@ -831,6 +843,7 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
                                        int64_t(1) << 50);
     options.configText = hfConfig;
     options.maxPositionEmbeddings = std::max<int64_t>(4096, t.sequenceLength);
+    options.mergeBase = a.mergeBase;
     const auto exportStart = std::chrono::steady_clock::now();
     if (lora && !a.merge)
       exportAdapter(engine, plan, a.exportHF, options, weightsDir);
@@ -845,7 +858,7 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   if (!a.saveParams.empty()) {
     auto params = engine.parameters();
     if (lead) {
-      // Raw fp32, parameters in HF order (docs/runtime.md).
+      // Raw fp32, in the units' table order (docs/runtime.md).
       std::ofstream out(a.saveParams, std::ios::binary);
       SWIFT_CHECK(out.good(), a.saveParams, ": cannot write");
       for (auto &[name, tensor] : params)
