@@ -83,6 +83,9 @@ const Case kCases[] = {
        "SWIFT_FP8_EMULATE=1 "},
 };
 
+/// The case's name where gtest lists its parameter (and ctest names it).
+void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
+
 class WeightDecay : public ::testing::TestWithParam<Case> {};
 
 TEST_P(WeightDecay, SkipsBiasesAndNormsAsHFTrainerDoes) {
