@@ -2,6 +2,7 @@
 
 #include "swift/Runtime/Weights.h"
 
+#include "swift/Plan/Json.h"
 #include "swift/Runtime/Check.h"
 #include "swift/Runtime/Engine.h"
 
@@ -145,6 +146,55 @@ void HFWeights::read(StateKind kind, const UnitLayout &layout, int64_t begin,
   readUnitRange(weights_, hfName, layout, begin, count, dst);
 }
 
+namespace {
+
+/// Refuses the first value of `values` (elements [first, first + n) of
+/// tensor `t` of `file`) that a training state cannot hold: NaN or
+/// infinite, or negative in an AdamW second moment (`moment2`). A tight
+/// loop over the bits (it vectorizes), then a second one to name the first.
+void checkValues(const float *values, int64_t n, int64_t first,
+                 const st::TensorInfo &t, const st::File &file, bool moment2) {
+  auto bad = [moment2](uint32_t bits) {
+    return (bits & 0x7f800000u) == 0x7f800000u || // NaN or infinite
+           (moment2 && bits > 0x80000000u);        // below -0
+  };
+  const auto *bits = reinterpret_cast<const uint32_t *>(values);
+  bool any = false;
+  for (int64_t i = 0; i < n; ++i)
+    any |= bad(bits[i]);
+  if (!any)
+    return;
+  int64_t i = 0;
+  while (!bad(bits[i]))
+    ++i;
+  // The element's index in the tensor's shape, as Python prints it.
+  std::vector<int64_t> index(t.shape.size());
+  for (int64_t rest = first + i, d = int64_t(t.shape.size()) - 1; d >= 0; --d) {
+    index[size_t(d)] = rest % t.shape[size_t(d)];
+    rest /= t.shape[size_t(d)];
+  }
+  std::ostringstream value;
+  value << values[i];
+  SWIFT_CHECK(false, file.path(), ": tensor \"", plan::briefText(t.name),
+              "\": element ", shapeText(index), " (of ", shapeText(t.shape),
+              ") is ", value.str(),
+              (bits[i] & 0x7f800000u) == 0x7f800000u
+                  ? "; weights and optimizer states must be finite (a damaged "
+                    "file, or saved from a diverged run?)"
+                  : "; an AdamW second moment is never negative (a damaged "
+                    "checkpoint?)");
+}
+
+/// The name of a checkpoint's AdamW second moments (Checkpoint.cpp's
+/// stateName): "NAME:exp_avg_sq".
+bool isSecondMoment(const std::string &name) {
+  static const std::string suffix = ":exp_avg_sq";
+  return name.size() > suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+} // namespace
+
 void readUnitRange(const st::ModelWeights &weights,
                    const std::function<std::string(const ParamDesc &)> &nameOf,
                    const UnitLayout &layout, int64_t begin, int64_t count,
@@ -162,17 +212,20 @@ void readUnitRange(const st::ModelWeights &weights,
     int64_t hi = std::min(begin + count, d.offset + d.numel());
     if (lo >= hi)
       continue;
-    auto [t, file] = weights.find(nameOf(d));
-    SWIFT_CHECK(t, weights.dir(), ": tensor \"", nameOf(d), "\" is missing");
+    const std::string name = nameOf(d);
+    auto [t, file] = weights.find(name);
+    SWIFT_CHECK(t, weights.dir(), ": tensor \"", name, "\" is missing");
+    const bool moment2 = isSecondMoment(name);
     for (int64_t at = lo; at < hi;) {
-      int64_t n = host ? hi - at : std::min(hi - at, kStagingElements);
+      const int64_t n = std::min(hi - at, kStagingElements);
       at::Tensor out = dst.narrow(0, at - begin, n);
-      if (host) {
-        file->readF32(*t, at - d.offset, n, out.data_ptr<float>());
-      } else {
-        file->readF32(*t, at - d.offset, n, staging.data_ptr<float>());
+      float *values = host ? out.data_ptr<float>() : staging.data_ptr<float>();
+      file->readF32(*t, at - d.offset, n, values);
+      // Each value is checked as it is read: NaN weights would otherwise
+      // surface as "the loss is nan" at step 1, naming no tensor.
+      checkValues(values, n, at - d.offset, *t, *file, moment2);
+      if (!host)
         out.copy_(staging.narrow(0, 0, n));
-      }
       at += n;
     }
   }
