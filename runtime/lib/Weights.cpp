@@ -3,6 +3,7 @@
 #include "swift/Runtime/Weights.h"
 
 #include "swift/Plan/Json.h"
+#include "swift/Runtime/AdapterConfig.h"
 #include "swift/Runtime/Check.h"
 #include "swift/Runtime/Engine.h"
 
@@ -395,27 +396,18 @@ void exportAdapter(Engine &engine, const Plan &plan, const std::string &dir,
 
 PeftAdapter::PeftAdapter(const std::string &dir, const Plan &plan) {
   const fs::path configPath = fs::path(dir) / "adapter_config.json";
-  std::ifstream in(configPath);
-  SWIFT_CHECK(in.good(), dir, ": not a peft adapter (no adapter_config.json)");
-  nlohmann::json c = nlohmann::json::parse(in, nullptr, false);
-  SWIFT_CHECK(c.is_object(), configPath.string(), ": not valid JSON");
+  std::error_code ec;
+  SWIFT_CHECK(fs::symlink_status(configPath, ec).type() !=
+                  fs::file_type::not_found,
+              dir, ": not a peft adapter (no adapter_config.json)");
   const LoraConfig &l = plan.training.lora;
-  SWIFT_CHECK(c.value("peft_type", "") == "LORA", configPath.string(),
-              ": peft_type is ", c.value("peft_type", std::string("absent")),
-              ", not LORA");
-  SWIFT_CHECK(c.contains("r") && c["r"].is_number_integer() &&
-                  c["r"].get<int64_t>() == l.rank,
-              configPath.string(), ": r is ", c.value("r", nlohmann::json()).dump(),
-              ", the plan's lora rank is ", l.rank);
-  SWIFT_CHECK(c.contains("lora_alpha") && c["lora_alpha"].is_number() &&
-                  c["lora_alpha"].get<double>() == l.alpha,
-              configPath.string(), ": lora_alpha is ",
-              c.value("lora_alpha", nlohmann::json()).dump(),
-              ", the plan's lora alpha is ", l.alpha);
-  SWIFT_CHECK(c.value("use_dora", false) == false && c.value("use_rslora", false) == false,
-              configPath.string(), ": DoRA and rsLoRA adapters are not supported");
+  checkAdapterConfig(plan::readJsonFile(configPath.string(),
+                                        "a peft adapter config (JSON)",
+                                        16 << 20),
+                     configPath.string(), l, plan.model.numLayers);
   const fs::path file = fs::path(dir) / "adapter_model.safetensors";
-  SWIFT_CHECK(fs::exists(file), dir, ": no adapter_model.safetensors");
+  SWIFT_CHECK(fs::symlink_status(file, ec).type() != fs::file_type::not_found,
+              dir, ": no adapter_model.safetensors");
   weights_ = std::make_unique<st::ModelWeights>(dir, "adapter_model");
   std::set<std::string> expected;
   for (int u = 0; u < plan.model.numLayers + 2; ++u)
@@ -429,7 +421,8 @@ PeftAdapter::PeftAdapter(const std::string &dir, const Plan &plan) {
                   shapeText(d.shape));
     }
   for (const std::string &name : weights_->names())
-    SWIFT_CHECK(expected.count(name), file.string(), ": tensor \"", name,
+    SWIFT_CHECK(expected.count(name), file.string(), ": tensor \"",
+                plan::briefText(name),
                 "\" is not an adapter the plan trains (its lora.targets: ",
                 [&] {
                   std::string t;

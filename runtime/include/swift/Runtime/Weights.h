@@ -90,8 +90,8 @@ void exportAdapter(Engine &engine, const Plan &plan, const std::string &dir,
                    const ExportOptions &options, const std::string &baseModel);
 
 /// A peft LoRA adapter directory as the adapters' initial values: its
-/// adapter_config.json must match the plan's lora (r, lora_alpha, the
-/// target modules) and its tensors the adapter layout.
+/// adapter_config.json must describe the plan's lora (checkAdapterConfig:
+/// every field that changes the math) and its tensors the adapter layout.
 class PeftAdapter : public StateSource {
 public:
   PeftAdapter(const std::string &dir, const Plan &plan);
