@@ -305,7 +305,8 @@ TEST(Weights, NonFiniteWeightsStopTheRunBeforeAnythingIsSaved) {
 }
 
 //===----------------------------------------------------------------------===//
-// The readers' refusals (issue 28).
+// The readers' refusals (issue 28): values, files that are not files, and a
+// rank stuck on its own.
 //===----------------------------------------------------------------------===//
 
 /// Overwrites element `k` of tensor `name` (fp32) in the model directory
@@ -359,6 +360,52 @@ TEST(Weights, NonFiniteInitialValuesAreRefusedNamingTheTensorAndElement) {
   poke(step, down, 70, -0.0f);
   r = runPlan(tinyPlan(0, 1), "--steps 2 --resume " + step);
   EXPECT_EQ(r.exitCode, 0) << r.output;
+}
+
+TEST(Weights, AFifoIsRefusedAndAStuckRankBlamesNoPeer) {
+  // A FIFO in place of model.safetensors blocked the rank until the
+  // watchdog ended it, blaming "a peer rank" of a world of 1.
+  Result a = exportInitial();
+  const std::string dir = freshDir();
+  fs::copy_file(exported(a) + "/config.json", dir + "/config.json");
+  ASSERT_EQ(mkfifo((dir + "/model.safetensors").c_str(), 0644), 0);
+  Result r = runPlan(tinyPlan(0, 1), "--steps 1 --timeout 1 --weights " + dir);
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find(dir + "/model.safetensors: is a FIFO, not a regular "
+                                "file; expected a safetensors file"),
+            std::string::npos)
+      << r.output;
+  // A rank that makes no progress says for how long and after what; alone,
+  // it blames no peer. Stuck at start-up (an output FIFO nobody reads; its
+  // budget is 3x --timeout) ...
+  const std::string fifo = freshDir() + "/metrics.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  r = runPlan(tinyPlan(0, 1), "--steps 1 --timeout 1 --metrics " + fifo);
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("error: rank 0 of 1 made no progress for 3 s during "
+                          "start-up; no other rank runs, so this one is stuck "
+                          "or slow"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("peer"), std::string::npos) << r.output;
+  // ... or after initialization (SWIFT_FAULT_STALL stalls it there).
+  r = runPlan(tinyPlan(0, 1), "--steps 1 --timeout 1",
+              "SWIFT_FAULT_STALL=initialization");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("error: rank 0 of 1 made no progress for 1 s after "
+                          "initialization; no other rank runs"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("peer"), std::string::npos) << r.output;
+  // Among peers, any of them may be the cause.
+  r = runPlan(tinyPlan(0, 2), "--steps 1 --timeout 1 --nproc-per-node 2",
+              "SWIFT_FAULT_STALL=initialization");
+  EXPECT_EQ(r.exitCode, 1) << r.output;
+  EXPECT_NE(r.output.find("of 2 made no progress for 1 s after initialization "
+                          "(a peer rank probably died, or this rank is "
+                          "stuck)"),
+            std::string::npos)
+      << r.output;
 }
 
 } // namespace
