@@ -8,41 +8,38 @@
 #include <nlohmann/json.hpp>
 
 #include <limits>
+#include <map>
+#include <vector>
 
 namespace swift::rt::jsonl {
 namespace {
 
 using nlohmann::json;
 
-/// The text of the number that is element `index` of the array `key` of
-/// the object `text`, as written: nlohmann keeps a float's value, not its
-/// digits (99999999999999999999999 would print as 9.999999999999999e+22).
-/// Only floats need it; "" if it is not one.
-std::string floatAsWritten(const std::string &text, const std::string &key,
-                           size_t index) {
+/// The text of each float of the array `key` of the object `text`, as
+/// written, by index ("" for the other elements): nlohmann keeps a float's
+/// value, not its digits (99999999999999999999999 would print as
+/// 9.999999999999999e+22). One pass over the line.
+std::vector<std::string> floatsAsWritten(const std::string &text,
+                                         const std::string &key) {
   struct Finder : nlohmann::json_sax<json> {
     const std::string &wanted;
-    size_t index;
     int depth = 0;
     bool inKey = false, inArray = false;
-    size_t at = 0; // elements of the array seen
-    std::string found;
-    Finder(const std::string &k, size_t i) : wanted(k), index(i) {}
-    // A value at depth 2 of the array is one element; returns false (stop)
-    // once past the one wanted.
-    bool element() {
+    std::vector<std::string> found; // one per element of the array
+    explicit Finder(const std::string &k) : wanted(k) {}
+    // A value at depth 2 of the array is one element.
+    bool element(const std::string &written = "") {
       if (inArray && depth == 2)
-        ++at;
-      return !(inArray && at > index);
+        found.push_back(written);
+      return true;
     }
     bool null() override { return element(); }
     bool boolean(bool) override { return element(); }
     bool number_integer(number_integer_t) override { return element(); }
     bool number_unsigned(number_unsigned_t) override { return element(); }
     bool number_float(number_float_t, const string_t &s) override {
-      if (inArray && depth == 2 && at == index)
-        found = s;
-      return element();
+      return element(s);
     }
     bool string(string_t &) override { return element(); }
     bool binary(binary_t &) override { return element(); }
@@ -69,7 +66,7 @@ std::string floatAsWritten(const std::string &text, const std::string &key,
     }
     bool end_array() override {
       if (depth == 2 && inArray)
-        return false;
+        return false; // done
       --depth;
       return true;
     }
@@ -77,7 +74,7 @@ std::string floatAsWritten(const std::string &text, const std::string &key,
                      const nlohmann::detail::exception &) override {
       return false;
     }
-  } finder(key, index);
+  } finder(key);
   json::sax_parse(text, &finder, json::input_format_t::json, false);
   return finder.found;
 }
@@ -120,8 +117,17 @@ std::optional<Sample> parseLine(const std::string &text, int64_t vocab,
   if (!j.contains("input_ids"))
     fail("missing \"input_ids\"");
 
-  // The integers of `key`, each as written (past 64 bits: saturated, so
-  // that it is out of every range and quoted as written).
+  // The floats of each array, as written, found once per array when it
+  // holds one.
+  std::map<std::string, std::vector<std::string>> floats;
+  auto floatAsWritten = [&](const char *key, size_t k) -> std::string {
+    auto it = floats.find(key);
+    if (it == floats.end())
+      it = floats.emplace(key, floatsAsWritten(text, key)).first;
+    return k < it->second.size() ? it->second[k] : "";
+  };
+  // The integers of `key` (past 64 bits: saturated, so that it is out of
+  // every range and quoted as written).
   auto integers = [&](const char *key) {
     const json &a = j.at(key);
     if (!a.is_array())
@@ -131,33 +137,34 @@ std::optional<Sample> parseLine(const std::string &text, int64_t vocab,
     out.reserve(a.size());
     for (size_t k = 0; k < a.size(); ++k) {
       const json &v = a[k];
-      const std::string at = std::string(key) + "[" + std::to_string(k) + "]";
       if (v.is_number_unsigned()) {
         const uint64_t u = v.get<uint64_t>();
         out.push_back(u > uint64_t(std::numeric_limits<int64_t>::max())
                           ? std::numeric_limits<int64_t>::max()
                           : int64_t(u));
-      } else if (v.is_number_integer()) {
-        out.push_back(v.get<int64_t>());
-      } else if (v.is_number_float() &&
-                 isIntegerLiteral(floatAsWritten(text, key, k))) {
-        out.push_back(floatAsWritten(text, key, k)[0] == '-'
-                          ? std::numeric_limits<int64_t>::min()
-                          : std::numeric_limits<int64_t>::max());
-      } else {
-        std::string written =
-            v.is_number_float() ? floatAsWritten(text, key, k) : "";
-        if (written.empty())
-          written = v.dump(-1, ' ', false, json::error_handler_t::replace);
-        fail(at + " is " + plan::briefText(written, 40) + ", not an integer");
+        continue;
       }
+      if (v.is_number_integer()) {
+        out.push_back(v.get<int64_t>());
+        continue;
+      }
+      std::string written = v.is_number_float() ? floatAsWritten(key, k) : "";
+      if (isIntegerLiteral(written)) {
+        out.push_back(written[0] == '-' ? std::numeric_limits<int64_t>::min()
+                                        : std::numeric_limits<int64_t>::max());
+        continue;
+      }
+      if (written.empty())
+        written = v.dump(-1, ' ', false, json::error_handler_t::replace);
+      fail(std::string(key) + "[" + std::to_string(k) + "] is " +
+           plan::briefText(written, 40) + ", not an integer");
     }
     return out;
   };
   // Element k of `key` as written, for a message.
   auto written = [&](const char *key, size_t k) {
     const json &v = j.at(key)[k];
-    std::string s = v.is_number_float() ? floatAsWritten(text, key, k) : "";
+    std::string s = v.is_number_float() ? floatAsWritten(key, k) : "";
     return plan::briefText(s.empty() ? v.dump() : s, 40);
   };
 

@@ -12,6 +12,7 @@
 #include "swift/Runtime/Check.h"
 #include "swift/Runtime/Data.h"
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <random>
@@ -314,6 +315,21 @@ TEST(Jsonl, LinesAreStrictJsonAndMessagesQuoteValuesAsWrittenInOneShortLine) {
   for (const Case &c : cases) {
     const std::string why = refusal(c.line);
     EXPECT_NE(why.find(c.message), std::string::npos) << c.line << "\n" << why;
+  }
+  // Ids past 64 bits are found as written in one pass over the line, not
+  // one per id (5000 of them took seconds).
+  {
+    std::string ids = "1";
+    for (int k = 0; k < 5000; ++k)
+      ids += ", 99999999999999999999999";
+    const auto start = std::chrono::steady_clock::now();
+    const std::string why = refusal(R"({"input_ids": [)" + ids + "]}");
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                  .count(),
+              1.0);
+    EXPECT_NE(why.find("input_ids[1] is 99999999999999999999999, not in"),
+              std::string::npos)
+        << why;
   }
   // Columns HF's Trainer drops are ignored: {"text": ...} beside the ids.
   EXPECT_EQ(refusal(R"({"input_ids": [1, 2], "text": "hello", "id": 7})"), "");
