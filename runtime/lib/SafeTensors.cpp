@@ -264,11 +264,13 @@ std::map<std::string, std::string> parseIndex(const std::string &text,
     plan::JsonField e{it.value(),
                       "weight_map[\"" + plan::briefText(it.key()) + "\"]", path};
     std::string shard = e.string();
-    // A file beside the index: not a path elsewhere, and not a name a C
-    // string would cut short.
+    // A file beside the index: not a path elsewhere, not a name a C string
+    // would cut short, no control character (a message names the file).
     if (shard.empty() || shard == "." || shard == ".." ||
         shard.find('/') != std::string::npos ||
-        shard.find('\0') != std::string::npos)
+        std::any_of(shard.begin(), shard.end(), [](char c) {
+          return uint8_t(c) < 0x20 || uint8_t(c) == 0x7f;
+        }))
       e.fail(e.brief() + " is not a file name in the index's directory");
     out.emplace(it.key(), std::move(shard));
   }

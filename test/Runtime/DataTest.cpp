@@ -333,9 +333,17 @@ TEST(Jsonl, LinesAreStrictJsonAndMessagesQuoteValuesAsWrittenInOneShortLine) {
   }
   // Columns HF's Trainer drops are ignored: {"text": ...} beside the ids.
   EXPECT_EQ(refusal(R"({"input_ids": [1, 2], "text": "hello", "id": 7})"), "");
-  // Never the line, never 2 KB: a long value is cut.
+  // Never the line, never 2 KB: a long value is cut; a key's newline is
+  // escaped; a path 200 objects deep is cut.
+  std::string deep = R"({"input_ids": [1, 2], "x": )", closing = "}";
+  for (int k = 0; k < 200; ++k) {
+    deep += R"({"key)" + std::to_string(k) + R"(_of_some_length": )";
+    closing += "}";
+  }
+  deep += R"({"k": 1, "k": 2})" + closing;
   for (const std::string &line :
-       {R"({"input_ids": [1, ")" + longText + R"("]})",
+       {std::string(R"({"input_ids": [1, 2], "a\nb": 1, "a\nb": 2})"), deep,
+        R"({"input_ids": [1, ")" + longText + R"("]})",
         R"({"input_ids": [1, 2], "labels": [1, 2], ")" + longText +
             R"(": 1, ")" + longText + R"(": 2})",
         R"({"input_ids": [1, 2, )" + longText + "]}"}) {

@@ -331,6 +331,7 @@ TEST(SafeTensors, AnIndexNamesFilesInItsDirectoryOnly) {
   // directory and its parent.
   for (const std::string &shard :
        {std::string(R"(model-00001-of-00002.safetensors\u0000.bak)"),
+        std::string(R"(model-00001-of-00002\n.safetensors)"),
         std::string(""), std::string(".."), std::string("../x.safetensors")}) {
     std::ofstream(index, std::ios::trunc)
         << R"({"weight_map": {"t0": ")" << shard

@@ -85,8 +85,9 @@ struct JsonField {
   std::string brief(size_t max = 80) const;
 };
 
-/// `text` cut to `max` characters with "..." after: a message quotes a
-/// value, never a whole file.
+/// `text` cut to `max` characters with "..." after, its control characters
+/// escaped as JSON does (\n, \u0001): a message quotes a value on its one
+/// line, never a whole file.
 std::string briefText(const std::string &text, size_t max = 80);
 
 } // namespace swift::plan
