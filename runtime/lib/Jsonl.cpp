@@ -131,8 +131,7 @@ std::optional<Sample> parseLine(const std::string &text, int64_t vocab,
   auto integers = [&](const char *key) {
     const json &a = j.at(key);
     if (!a.is_array())
-      fail(std::string(key) + " is not a list of integers, got " +
-           a.type_name());
+      fail(std::string(key) + " is not a list of integers");
     std::vector<int64_t> out;
     out.reserve(a.size());
     for (size_t k = 0; k < a.size(); ++k) {
