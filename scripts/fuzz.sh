@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Fuzzes the readers that take user input with libFuzzer, AddressSanitizer
 # (leaks included) and UBSan: the job reader (YAML with --set overrides), the
-# HF config.json reader, and the plan reader and validator (test/Fuzz).
+# HF config.json reader, the plan reader and validator, and swift-run's
+# torch-free readers: safetensors headers and index files, peft adapter
+# configs, JSONL data lines, checkpoint manifests (test/Fuzz).
 #
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]     (default 60 s each, all)
 #   RUNS=10000000 bash scripts/fuzz.sh 0 FuzzPlan   (a campaign: N executions)
-#   (FUZZ_MAX_LEN caps an input's bytes, default 65536; FUZZ_RSS_LIMIT_MB the
+#   (FUZZ_MAX_LEN caps an input's bytes, default 65536, FuzzJsonl's 16384; FUZZ_RSS_LIMIT_MB the
 #   process's RSS, default 2048; FUZZ_CHUNK the executions per process)
 #   bash scripts/fuzz.sh --build-only   (FUZZ_NO_BUILD=1 then skips the build:
 #                                        ctest's fuzz.* tests do both)
@@ -25,7 +27,9 @@ BUILD_ONLY=0
 SECONDS_EACH=${1:-60}
 shift || true
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(FuzzJob FuzzHFConfig FuzzPlan)
+((${#TARGETS[@]})) || TARGETS=(FuzzJob FuzzHFConfig FuzzPlan FuzzSafeTensorsHeader
+                               FuzzSafeTensorsIndex FuzzAdapterConfig FuzzJsonl
+                               FuzzManifest)
 BUILD=build-fuzz
 
 if [ -z "${FUZZ_NO_BUILD:-}" ]; then
@@ -46,6 +50,29 @@ seeds() { # the repository's own inputs of each kind
   FuzzJob) git ls-files '*.yaml' ;;
   FuzzHFConfig) git ls-files '*config.json' ;;
   FuzzPlan) git ls-files '*.json' | grep -E 'plans?/|plan' | grep -v config.json ;;
+  FuzzSafeTensorsHeader) git ls-files '*.safetensors' ;;
+  FuzzSafeTensorsIndex) git ls-files '*.safetensors.index.json' ;;
+  FuzzAdapterConfig) git ls-files '*adapter_config.json' ;;
+  FuzzJsonl) git ls-files '*.jsonl' | grep -v calibration/ ;; # SFT lines
+  FuzzManifest) git ls-files 'test/Fuzz/seeds/FuzzManifest/*' ;;
+  esac
+}
+
+maxLen() { # TARGET: the bytes of an input (FUZZ_MAX_LEN, else the target's)
+  case $1 in
+  FuzzJsonl) echo "${FUZZ_MAX_LEN:-16384}" ;; # a few lines, not a file
+  *) echo "${FUZZ_MAX_LEN:-65536}" ;;
+  esac
+}
+
+seedBytes() { # TARGET FILE: the input a repository file makes
+  case $1 in
+  FuzzSafeTensorsHeader) # its input: the data's size (8 bytes), the header
+    python3 -c 'import struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+sys.stdout.buffer.write(struct.pack("<Q", len(b) - 8 - n) + b[8:8 + n])' "$2" ;;
+  *) cat "$2" ;;
   esac
 }
 
@@ -64,13 +91,13 @@ for t in "${TARGETS[@]}"; do
   corpus=$BUILD/corpus/$t
   mkdir -p "$corpus" "$BUILD/artifacts"
   seeds "$t" | while read -r f; do
-    cp "$f" "$corpus/seed-$(echo "$f" | tr '/' '_')"
+    seedBytes "$t" "$f" > "$corpus/seed-$(echo "$f" | tr '/' '_')"
   done
   # Any one input may allocate at most 2 GiB; the process's RSS may grow
   # past that over a campaign (yaml-cpp's suppressed 2 KiB leak per
   # invalid-UTF-8 input, the corpus, ASan's quarantine): FUZZ_RSS_LIMIT_MB.
   opts=(-timeout=2 -malloc_limit_mb=2048 -rss_limit_mb="${FUZZ_RSS_LIMIT_MB:-2048}"
-        -max_len="${FUZZ_MAX_LEN:-65536}" -print_final_stats=1
+        -max_len="$(maxLen "$t")" -print_final_stats=1
         -artifact_prefix="$BUILD/artifacts/$t-" -dict=test/Fuzz/$t.dict)
   [ -f "test/Fuzz/$t.dict" ] || unset 'opts[-1]'
   regressions=test/Fuzz/regressions/$t

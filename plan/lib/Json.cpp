@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -278,13 +279,34 @@ json readJsonFile(const std::string &path, const std::string &expected,
 }
 
 std::string briefText(const std::string &text, size_t max) {
-  if (text.size() <= max)
-    return text;
+  // Control characters escaped as JSON writes them: a newline in a key
+  // would otherwise break the message's one line. Only what is shown is
+  // escaped (a value may be megabytes).
+  std::string shown;
+  for (size_t i = 0; i < text.size() && shown.size() <= max; ++i) {
+    const unsigned char c = uint8_t(text[i]);
+    if (c >= 0x20 && c != 0x7f) {
+      shown += char(c);
+      continue;
+    }
+    switch (c) {
+    case '\n': shown += "\\n"; break;
+    case '\r': shown += "\\r"; break;
+    case '\t': shown += "\\t"; break;
+    default: {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+      shown += escaped;
+    }
+    }
+  }
+  if (shown.size() <= max)
+    return shown;
   // Cut on a UTF-8 character boundary.
   size_t cut = max;
-  while (cut > 0 && (uint8_t(text[cut]) & 0xC0) == 0x80)
+  while (cut > 0 && (uint8_t(shown[cut]) & 0xC0) == 0x80)
     --cut;
-  return text.substr(0, cut) + "...";
+  return shown.substr(0, cut) + "...";
 }
 
 void JsonField::fail(const std::string &why) const {

@@ -1,18 +1,19 @@
 //===- Data.cpp - synthetic and file-backed token sources -----------------===//
 #include "swift/Runtime/Data.h"
 #include "swift/Runtime/Check.h"
+#include "swift/Runtime/Files.h"
+#include "swift/Runtime/Jsonl.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
+#include <optional>
 #include <vector>
 
 namespace swift::rt {
@@ -58,12 +59,10 @@ public:
       return path.size() >= n && path.compare(path.size() - n, n, s) == 0;
     };
     width_ = endsWith(".u32") || endsWith(".uint32") ? 4 : 2;
-    fd_ = ::open(path.c_str(), O_RDONLY);
-    SWIFT_CHECK(fd_ >= 0, path,
-                ": cannot open data file: ", std::strerror(errno));
+    fd_ = openRegularFile(path, "a token file (raw uint" +
+                                    std::to_string(width_ * 8) + " ids)");
     struct stat st;
     SWIFT_CHECK(fstat(fd_, &st) == 0, path, ": cannot stat data file");
-    SWIFT_CHECK(S_ISREG(st.st_mode), path, ": not a regular file");
     bytes_ = size_t(st.st_size);
     SWIFT_CHECK(bytes_ % width_ == 0, path, ": size ", bytes_,
                 " is not a multiple of ", width_, " (uint", width_ * 8,
@@ -107,7 +106,68 @@ private:
   void *data_ = MAP_FAILED;
 };
 
-constexpr int64_t kIgnore = -100; // HF's ignore_index
+using jsonl::kIgnore;
+
+/// The lines of a regular file, read in chunks ('\n' ends a line; a last
+/// line without one counts). A line is bounded: past kMaxLineBytes it is
+/// refused instead of filling the memory.
+class LineReader {
+public:
+  static constexpr size_t kMaxLineBytes = size_t(256) << 20;
+  explicit LineReader(const std::string &path)
+      : path_(path), fd_(openRegularFile(path, "a JSON Lines file")) {}
+  ~LineReader() { ::close(fd_); }
+  LineReader(const LineReader &) = delete;
+  LineReader &operator=(const LineReader &) = delete;
+
+  /// The next line into `line`; false at the end of the file.
+  bool next(std::string &line) {
+    for (;;) {
+      if (size_t nl = buffer_.find('\n', scanned_); nl != std::string::npos) {
+        line.assign(buffer_, begin_, nl - begin_);
+        begin_ = scanned_ = nl + 1;
+        ++number_;
+        return true;
+      }
+      scanned_ = buffer_.size();
+      SWIFT_CHECK(buffer_.size() - begin_ <= kMaxLineBytes, path_, ": line ",
+                  number_ + 1, " is longer than ", kMaxLineBytes >> 20,
+                  " MiB (a JSON Lines file holds one sample a line)");
+      if (eof_) {
+        if (begin_ == buffer_.size())
+          return false;
+        line.assign(buffer_, begin_, std::string::npos);
+        begin_ = scanned_ = buffer_.size();
+        ++number_;
+        return true;
+      }
+      // Only the line being read is kept: moved to the front once per
+      // chunk, not once per line.
+      buffer_.erase(0, begin_);
+      scanned_ -= begin_;
+      begin_ = 0;
+      char chunk[1 << 16];
+      ssize_t n = ::read(fd_, chunk, sizeof(chunk));
+      if (n < 0 && errno == EINTR)
+        continue;
+      SWIFT_CHECK(n >= 0, path_, ": read failed: ", std::strerror(errno));
+      if (n == 0)
+        eof_ = true;
+      buffer_.append(chunk, size_t(n));
+    }
+  }
+  /// The 1-based number of the line next() returned last.
+  int64_t number() const { return number_; }
+
+private:
+  std::string path_;
+  int fd_;
+  std::string buffer_;
+  size_t begin_ = 0;   // the current line's first byte in buffer_
+  size_t scanned_ = 0; // buffer_[begin_, scanned_) holds no '\n'
+  bool eof_ = false;
+  int64_t number_ = 0;
+};
 
 /// JSONL samples laid out into windows once, at load (Data.h).
 class JsonlTokens final : public TokenSource {
@@ -115,65 +175,14 @@ public:
   JsonlTokens(const std::string &path, int64_t vocab, int64_t seq,
               bool packing)
       : seq_(seq), packing_(packing) {
-    std::ifstream in(path);
-    SWIFT_CHECK(in.good(), path, ": cannot open data file");
+    LineReader in(path);
     std::string text;
-    int64_t line = 0;
-    while (std::getline(in, text)) {
-      ++line;
-      auto fail = [&](const std::string &why) {
-        SWIFT_CHECK(false, path, ": line ", line, ": ", why);
-      };
-      if (text.find_first_not_of(" \t\r") == std::string::npos)
-        continue; // blank lines carry no sample (as HF's JSON reader)
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(text);
-      } catch (const nlohmann::json::exception &e) {
-        fail(std::string("not JSON: ") + e.what());
-      }
-      if (!j.is_object())
-        fail("expected an object {\"input_ids\": [...]}");
-      if (!j.contains("input_ids"))
-        fail("missing \"input_ids\"");
-      auto ints = [&](const char *key, bool labels) {
-        const nlohmann::json &a = j.at(key);
-        if (!a.is_array())
-          fail(std::string(key) + " is not a list of integers");
-        std::vector<int32_t> out;
-        out.reserve(a.size());
-        for (size_t k = 0; k < a.size(); ++k) {
-          const nlohmann::json &v = a[k];
-          std::string at = std::string(key) + "[" + std::to_string(k) + "]";
-          if (!v.is_number_integer())
-            fail(at + " is " + v.dump() + ", not an integer");
-          int64_t x = v.get<int64_t>();
-          if (labels && x == kIgnore) {
-            out.push_back(int32_t(x));
-            continue;
-          }
-          if (x < 0 || x >= vocab)
-            fail(at + " is " + std::to_string(x) +
-                 ", not in [0, model.vocab_size " + std::to_string(vocab) +
-                 ")" + (labels ? " or -100" : ""));
-          out.push_back(int32_t(x));
-        }
-        return out;
-      };
-      std::vector<int32_t> ids = ints("input_ids", false);
-      if (ids.empty())
-        fail("input_ids is empty");
-      if (int64_t(ids.size()) > seq)
-        fail("sample of " + std::to_string(ids.size()) +
-             " tokens is longer than the window (training.sequence_length " +
-             std::to_string(seq) + ")");
-      std::vector<int32_t> labels = ids;
-      if (j.contains("labels")) {
-        labels = ints("labels", true);
-        if (labels.size() != ids.size())
-          fail("labels has " + std::to_string(labels.size()) +
-               " entries, input_ids " + std::to_string(ids.size()));
-      }
+    while (in.next(text)) {
+      std::optional<jsonl::Sample> sample = jsonl::parseLine(
+          text, vocab, seq, path + ": line " + std::to_string(in.number()));
+      if (!sample)
+        continue;
+      const std::vector<int32_t> &ids = sample->ids, &labels = sample->labels;
       const int64_t n = int64_t(ids.size());
       int64_t trained = 0;
       for (int64_t k = 1; k < n; ++k) // labels[k] is position k-1's target

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -262,7 +263,6 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
       }
       if (failed && !stopping && !stopSignal) {
         firstFailed = r;
-        exitCode = WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
         stopping = true;
         stopAll(SIGTERM);
         killAt = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -283,7 +283,11 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
   if (gStopRequested && !stopping)
     interrupted("all ranks stopped");
   if (firstFailed >= 0) {
+    // The exit status is the cause's, not the first exit's: a peer whose
+    // collective broke may be reaped before the rank that refused its
+    // input (exit 2).
     const int r = rootCause(errorDir, nproc, firstFailed, killedOutside);
+    exitCode = WIFEXITED(statuses[r]) && WEXITSTATUS(statuses[r]) == 2 ? 2 : 1;
     std::cerr << failureReport(errorDir, r, statuses[r], nproc) << std::endl;
   }
   return exitCode;
@@ -310,26 +314,58 @@ struct Watchdog::State {
   std::mutex mu;
   std::condition_variable cv;
   bool quit = false;
-  std::chrono::steady_clock::time_point deadline;
-  std::string last = "start-up";
+  std::chrono::steady_clock::time_point since, deadline;
+  std::string last; // the progress last reported; "": none yet
   double seconds;
+  int rank = 0, world = 1;
   std::thread thread;
 };
 
+namespace {
+
+/// What a rank without progress tells: how long, since what, and why. With
+/// no peer (world 1) it cannot be one: the rank itself is stuck or slow.
+std::string noProgressMessage(const std::string &last, double waited,
+                              double seconds, int rank, int world) {
+  std::ostringstream msg;
+  msg << "error: rank " << rank << " of " << world << " made no progress for "
+      << std::llround(waited) << " s "
+      << (last.empty() ? std::string("during start-up") : "after " + last);
+  if (world == 1)
+    msg << "; no other rank runs, so this one is stuck or slow: an input "
+           "that blocks or a hung filesystem, or work that needs more than "
+           "--timeout "
+        << seconds << " s allows";
+  else
+    msg << " (a peer rank probably died, or this rank is stuck)";
+  return msg.str();
+}
+
+} // namespace
+
 Watchdog::Watchdog(double seconds) : s_(new State) {
   s_->seconds = seconds;
+  const RankEnv env = readRankEnv();
+  s_->rank = env.rank;
+  s_->world = env.world;
   // Start-up (rendezvous, NCCL init, first step's allocations) gets 3x.
-  s_->deadline = std::chrono::steady_clock::now() +
-                 std::chrono::milliseconds(int64_t(seconds * 3000));
+  s_->since = std::chrono::steady_clock::now();
+  s_->deadline =
+      s_->since + std::chrono::milliseconds(int64_t(seconds * 3000));
   s_->thread = std::thread([s = s_] {
     std::unique_lock<std::mutex> lock(s->mu);
     while (!s->quit) {
       if (s->cv.wait_until(lock, s->deadline) == std::cv_status::timeout &&
           !s->quit && std::chrono::steady_clock::now() >= s->deadline) {
-        std::ostringstream msg;
-        msg << "error: no progress for " << s->seconds << " s after "
-            << s->last << " (a peer rank probably died)";
-        reportFatal("swift-run", msg.str(), /*peerFailure=*/true);
+        const double waited = std::chrono::duration<double>(
+                                  std::chrono::steady_clock::now() - s->since)
+                                  .count();
+        // Alone, the rank's own failure; among peers, maybe the symptom of
+        // another's death, reported only when no rank left a cause.
+        reportFatal("swift-run",
+                    noProgressMessage(s->last, waited, s->seconds, s->rank,
+                                      s->world),
+                    /*peerFailure=*/s->world > 1);
         std::_Exit(1);
       }
     }
@@ -347,11 +383,20 @@ Watchdog::~Watchdog() {
 }
 
 void Watchdog::progress(const char *what) {
-  std::lock_guard<std::mutex> lock(s_->mu);
-  s_->last = what;
-  s_->deadline = std::chrono::steady_clock::now() +
-                 std::chrono::milliseconds(int64_t(s_->seconds * 1000));
+  {
+    std::lock_guard<std::mutex> lock(s_->mu);
+    s_->last = what;
+    s_->since = std::chrono::steady_clock::now();
+    s_->deadline =
+        s_->since + std::chrono::milliseconds(int64_t(s_->seconds * 1000));
+  }
   s_->cv.notify_all();
+  // Tests: SWIFT_FAULT_STALL=WHAT makes the rank stop making progress
+  // right after WHAT, as a rank stuck on an input would.
+  if (const char *stall = std::getenv("SWIFT_FAULT_STALL");
+      stall && std::strcmp(stall, what) == 0)
+    for (;;)
+      std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
 } // namespace swift::rt

@@ -2,7 +2,9 @@
 
 #include "swift/Runtime/SafeTensors.h"
 
+#include "swift/Plan/Json.h"
 #include "swift/Runtime/Check.h"
+#include "swift/Runtime/Files.h"
 
 #include <nlohmann/json.hpp>
 
@@ -15,7 +17,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <regex>
 #include <set>
@@ -31,6 +32,8 @@ constexpr int64_t kChunkBytes = 16 << 20;
 // A header larger than this is not a safetensors file (the format's own
 // reader refuses 100 MB).
 constexpr int64_t kMaxHeaderBytes = 100 << 20;
+// An index of a few thousand tensors is a few hundred KiB.
+constexpr uint64_t kMaxIndexBytes = 64 << 20;
 
 struct DTypeInfo {
   DType dtype;
@@ -171,88 +174,137 @@ int64_t TensorSpec::bytes() const {
   return n;
 }
 
-File::File(const std::string &path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  SWIFT_CHECK(fd_ >= 0, path, ": cannot open: ", errnoText());
-  struct stat st;
-  SWIFT_CHECK(::fstat(fd_, &st) == 0, path, ": cannot stat: ", errnoText());
-  const int64_t fileSize = st.st_size;
-  SWIFT_CHECK(fileSize >= 8, path, ": not a safetensors file (", fileSize,
-              " bytes, shorter than the 8-byte header length)");
-  uint8_t lengthBytes[8];
-  preadAll(fd_, path, lengthBytes, 8, 0);
-  uint64_t headerLen = 0;
-  for (int i = 7; i >= 0; --i)
-    headerLen = headerLen << 8 | lengthBytes[i];
-  SWIFT_CHECK(headerLen <= uint64_t(kMaxHeaderBytes) &&
-                  int64_t(headerLen) <= fileSize - 8,
-              path, ": truncated or not a safetensors file (header of ",
-              headerLen, " bytes in a file of ", fileSize, ")");
-  std::string header(headerLen, '\0');
-  preadAll(fd_, path, header.data(), int64_t(headerLen), 8);
-  nlohmann::json j = nlohmann::json::parse(header, nullptr, false);
-  SWIFT_CHECK(j.is_object(), path, ": the header is not a JSON object");
-  const int64_t dataStart = 8 + int64_t(headerLen);
+Header parseHeader(const std::string &json, int64_t fileSize,
+                   const std::string &path) {
+  const int64_t dataStart = 8 + int64_t(json.size());
+  SWIFT_ASSERT(fileSize >= dataStart, "a header past the end of ", path);
+  const int64_t dataBytes = fileSize - dataStart;
+  const nlohmann::json j = plan::parseJson(json, path);
+  plan::JsonField{j, "", path}.object();
+  Header h;
   std::vector<std::pair<int64_t, int64_t>> ranges;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string &name = it.key();
-    const nlohmann::json &v = it.value();
     if (name == "__metadata__") {
-      SWIFT_CHECK(v.is_object(), path, ": __metadata__ is not an object");
-      for (auto m = v.begin(); m != v.end(); ++m)
-        if (m.value().is_string())
-          metadata_[m.key()] = m.value().get<std::string>();
+      plan::JsonField m{it.value(), "__metadata__", path};
+      m.object();
+      for (auto e = m.j.begin(); e != m.j.end(); ++e)
+        if (e.value().is_string())
+          h.metadata[e.key()] = e.value().get<std::string>();
       continue;
     }
-    auto where = [&] { return path + ": tensor \"" + name + "\": "; };
-    SWIFT_CHECK(v.is_object() && v.contains("dtype") && v.contains("shape") &&
-                    v.contains("data_offsets"),
-                where(), "needs dtype, shape and data_offsets");
+    const std::string where = "tensor \"" + plan::briefText(name) + "\"";
+    plan::JsonField v{it.value(), where, path};
+    v.object();
     TensorInfo t;
     t.name = name;
-    const nlohmann::json &dtype = v["dtype"];
-    SWIFT_CHECK(dtype.is_string(), where(), "dtype is not a string");
-    bool known = false;
-    for (const DTypeInfo &i : kDTypes)
-      if (dtype.get<std::string>() == i.name) {
-        t.dtype = i.dtype;
-        known = true;
-      }
-    SWIFT_CHECK(known, where(), "unsupported dtype ", dtype.dump());
-    const nlohmann::json &shape = v["shape"];
-    SWIFT_CHECK(shape.is_array(), where(), "shape is not an array");
-    int64_t numel = 1;
-    for (const nlohmann::json &d : shape) {
-      SWIFT_CHECK(d.is_number_unsigned() &&
-                      d.get<uint64_t>() < (uint64_t(1) << 40),
-                  where(), "bad dimension ", d.dump());
-      t.shape.push_back(d.get<int64_t>());
-      numel *= t.shape.back();
-      SWIFT_CHECK(numel < (int64_t(1) << 50), where(), "too many elements");
+    {
+      plan::JsonField dtype = v.at("dtype");
+      const std::string d = dtype.string();
+      bool known = false;
+      for (const DTypeInfo &i : kDTypes)
+        if (d == i.name) {
+          t.dtype = i.dtype;
+          known = true;
+        }
+      if (!known)
+        dtype.fail("unsupported dtype " + dtype.brief(24) +
+                   " (F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL)");
     }
-    const nlohmann::json &off = v["data_offsets"];
-    SWIFT_CHECK(off.is_array() && off.size() == 2 && off[0].is_number_unsigned() &&
-                    off[1].is_number_unsigned(),
-                where(), "data_offsets must be [begin, end]");
-    uint64_t begin = off[0].get<uint64_t>(), end = off[1].get<uint64_t>();
-    SWIFT_CHECK(begin <= end && end <= uint64_t(fileSize - dataStart), where(),
-                "data [", begin, ", ", end, ") lies outside the file's ",
-                fileSize - dataStart, " data bytes (truncated file?)");
-    SWIFT_CHECK(int64_t(end - begin) == numel * elementSize(t.dtype), where(),
-                "data_offsets span ", end - begin, " bytes, but ",
-                toString(t.dtype), " ", shape.dump(), " needs ",
-                numel * elementSize(t.dtype));
-    t.dataBegin = dataStart + int64_t(begin);
-    t.dataEnd = dataStart + int64_t(end);
+    // The element and byte counts, checked without overflow: a wrapped
+    // product would pass for a small tensor ("needs 0" bytes).
+    plan::JsonField shape = v.at("shape");
+    shape.array();
+    int64_t numel = 1;
+    bool overflow = false;
+    for (size_t k = 0; k < shape.size(); ++k) {
+      t.shape.push_back(
+          shape.index(k).integer(0, std::numeric_limits<int64_t>::max()));
+      overflow |= __builtin_mul_overflow(numel, t.shape.back(), &numel);
+    }
+    int64_t bytes = 0;
+    overflow |= __builtin_mul_overflow(numel, elementSize(t.dtype), &bytes);
+    if (overflow)
+      shape.fail(shape.brief() + " of " + toString(t.dtype) +
+                 " is more than 2^63 bytes (its element count overflows)");
+    plan::JsonField off = v.at("data_offsets");
+    off.array();
+    if (off.size() != 2)
+      off.fail("expected [begin, end], got " + off.brief());
+    const int64_t begin =
+        off.index(0).integer(0, std::numeric_limits<int64_t>::max());
+    const int64_t end =
+        off.index(1).integer(0, std::numeric_limits<int64_t>::max());
+    SWIFT_CHECK(begin <= end && end <= dataBytes, path, ": ", where, ": data [",
+                begin, ", ", end, ") lies outside the file's ", dataBytes,
+                " data bytes (truncated file?)");
+    SWIFT_CHECK(end - begin == bytes, path, ": ", where, ": data_offsets span ",
+                end - begin, " bytes, but ", toString(t.dtype), " ",
+                shape.brief(), " needs ", bytes);
+    t.dataBegin = dataStart + begin;
+    t.dataEnd = dataStart + end;
     ranges.push_back({t.dataBegin, t.dataEnd});
-    byName_[name] = tensors_.size();
-    tensors_.push_back(std::move(t));
+    h.tensors.push_back(std::move(t));
   }
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i)
     SWIFT_CHECK(ranges[i].first >= ranges[i - 1].second, path,
                 ": two tensors share bytes [", ranges[i].first, ", ",
                 ranges[i - 1].second, ")");
+  return h;
+}
+
+std::map<std::string, std::string> parseIndex(const std::string &text,
+                                              const std::string &path) {
+  const nlohmann::json j = plan::parseJson(text, path);
+  plan::JsonField map = plan::JsonField{j, "", path}.object().at("weight_map");
+  map.object();
+  std::map<std::string, std::string> out;
+  for (auto it = map.j.begin(); it != map.j.end(); ++it) {
+    plan::JsonField e{it.value(),
+                      "weight_map[\"" + plan::briefText(it.key()) + "\"]", path};
+    std::string shard = e.string();
+    // A file beside the index: not a path elsewhere, not a name a C string
+    // would cut short, no control character (a message names the file).
+    if (shard.empty() || shard == "." || shard == ".." ||
+        shard.find('/') != std::string::npos ||
+        std::any_of(shard.begin(), shard.end(), [](char c) {
+          return uint8_t(c) < 0x20 || uint8_t(c) == 0x7f;
+        }))
+      e.fail(e.brief() + " is not a file name in the index's directory");
+    out.emplace(it.key(), std::move(shard));
+  }
+  return out;
+}
+
+File::File(const std::string &path) : path_(path) {
+  fd_ = openRegularFile(path, "a safetensors file");
+  try {
+    struct stat st;
+    SWIFT_CHECK(::fstat(fd_, &st) == 0, path, ": cannot stat: ", errnoText());
+    const int64_t fileSize = st.st_size;
+    SWIFT_CHECK(fileSize >= 8, path, ": not a safetensors file (", fileSize,
+                " bytes, shorter than the 8-byte header length)");
+    uint8_t lengthBytes[8];
+    preadAll(fd_, path, lengthBytes, 8, 0);
+    uint64_t headerLen = 0;
+    for (int i = 7; i >= 0; --i)
+      headerLen = headerLen << 8 | lengthBytes[i];
+    SWIFT_CHECK(headerLen <= uint64_t(kMaxHeaderBytes) &&
+                    int64_t(headerLen) <= fileSize - 8,
+                path, ": truncated or not a safetensors file (header of ",
+                headerLen, " bytes in a file of ", fileSize, ")");
+    std::string header(headerLen, '\0');
+    preadAll(fd_, path, header.data(), int64_t(headerLen), 8);
+    Header h = parseHeader(header, fileSize, path);
+    tensors_ = std::move(h.tensors);
+    metadata_ = std::move(h.metadata);
+    for (size_t i = 0; i < tensors_.size(); ++i)
+      byName_[tensors_[i].name] = i;
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
 }
 
 File::~File() {
@@ -301,37 +353,43 @@ ModelWeights::ModelWeights(const std::string &dir, const std::string &stem)
     : dir_(dir) {
   const fs::path single = fs::path(dir) / (stem + ".safetensors");
   const fs::path index = fs::path(dir) / (stem + ".safetensors.index.json");
+  // Present: anything under the name, even a broken link (File and the
+  // JSON reader then say what is wrong with it).
+  auto present = [](const fs::path &p) {
+    std::error_code ec;
+    return fs::symlink_status(p, ec).type() != fs::file_type::not_found;
+  };
   auto add = [&](const fs::path &file) {
     files_.push_back(std::make_unique<File>(file.string()));
     return files_.back().get();
   };
-  if (fs::exists(index)) {
-    std::ifstream in(index);
-    SWIFT_CHECK(in.good(), index.string(), ": cannot open");
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-    SWIFT_CHECK(j.is_object() && j.contains("weight_map") &&
-                    j["weight_map"].is_object(),
-                index.string(), ": needs a \"weight_map\" object");
+  if (present(index)) {
+    // transformers loads the single file when both are there; swift-run
+    // would load the shards: one of them is stale, and only the user knows
+    // which.
+    SWIFT_CHECK(!present(single), dir, ": holds both ", stem,
+                ".safetensors and ", stem,
+                ".safetensors.index.json, so one is stale (transformers "
+                "loads the single file, swift-run would load the index's "
+                "shards): delete ", stem, ".safetensors, or the index and the "
+                "shards it names");
+    const std::string text = plan::readRegularFile(
+        index.string(), "a safetensors index (JSON)", kMaxIndexBytes);
     std::map<std::string, const File *> opened;
-    for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-      SWIFT_CHECK(it.value().is_string(), index.string(), ": weight_map.",
-                  it.key(), " is not a file name");
-      std::string shard = it.value().get<std::string>();
-      SWIFT_CHECK(shard.find('/') == std::string::npos, index.string(),
-                  ": weight_map.", it.key(), ": \"", shard,
-                  "\" is not a file in the directory");
+    for (const auto &[name, shard] : parseIndex(text, index.string())) {
       const File *&f = opened[shard];
       if (!f)
         f = add(fs::path(dir) / shard);
-      const TensorInfo *t = f->find(it.key());
-      SWIFT_CHECK(t, index.string(), ": weight_map names \"", it.key(),
-                  "\" in ", shard, ", which has no such tensor");
-      byName_[it.key()] = {t, f};
+      const TensorInfo *t = f->find(name);
+      SWIFT_CHECK(t, index.string(), ": weight_map names \"",
+                  plan::briefText(name), "\" in ", shard,
+                  ", which has no such tensor");
+      byName_[name] = {t, f};
     }
     return;
   }
-  SWIFT_CHECK(fs::exists(single), dir, ": no ", stem, ".safetensors or ",
-              stem, ".safetensors.index.json");
+  SWIFT_CHECK(present(single), dir, ": no ", stem, ".safetensors or ", stem,
+              ".safetensors.index.json");
   const File *f = add(single);
   for (const TensorInfo &t : f->tensors())
     byName_[t.name] = {&t, f};

@@ -3,6 +3,8 @@
 #include "swift/Runtime/Weights.h"
 
 #include "swift/Plan/HFConfig.h"
+#include "swift/Plan/Json.h"
+#include "swift/Runtime/AdapterConfig.h"
 #include "swift/Runtime/Check.h"
 #include "swift/Runtime/Engine.h"
 
@@ -174,6 +176,55 @@ void HFWeights::read(StateKind kind, const UnitLayout &layout, int64_t begin,
   readUnitRange(weights_, hfName, layout, begin, count, dst);
 }
 
+namespace {
+
+/// Refuses the first value of `values` (elements [first, first + n) of
+/// tensor `t` of `file`) that a training state cannot hold: NaN or
+/// infinite, or negative in an AdamW second moment (`moment2`). A tight
+/// loop over the bits (it vectorizes), then a second one to name the first.
+void checkValues(const float *values, int64_t n, int64_t first,
+                 const st::TensorInfo &t, const st::File &file, bool moment2) {
+  auto bad = [moment2](uint32_t bits) {
+    return (bits & 0x7f800000u) == 0x7f800000u || // NaN or infinite
+           (moment2 && bits > 0x80000000u);        // below -0
+  };
+  const auto *bits = reinterpret_cast<const uint32_t *>(values);
+  bool any = false;
+  for (int64_t i = 0; i < n; ++i)
+    any |= bad(bits[i]);
+  if (!any)
+    return;
+  int64_t i = 0;
+  while (!bad(bits[i]))
+    ++i;
+  // The element's index in the tensor's shape, as Python prints it.
+  std::vector<int64_t> index(t.shape.size());
+  for (int64_t rest = first + i, d = int64_t(t.shape.size()) - 1; d >= 0; --d) {
+    index[size_t(d)] = rest % t.shape[size_t(d)];
+    rest /= t.shape[size_t(d)];
+  }
+  std::ostringstream value;
+  value << values[i];
+  SWIFT_CHECK(false, file.path(), ": tensor \"", plan::briefText(t.name),
+              "\": element ", shapeText(index), " (of ", shapeText(t.shape),
+              ") is ", value.str(),
+              (bits[i] & 0x7f800000u) == 0x7f800000u
+                  ? "; weights and optimizer states must be finite (a damaged "
+                    "file, or saved from a diverged run?)"
+                  : "; an AdamW second moment is never negative (a damaged "
+                    "checkpoint?)");
+}
+
+/// The name of a checkpoint's AdamW second moments (Checkpoint.cpp's
+/// stateName): "NAME:exp_avg_sq".
+bool isSecondMoment(const std::string &name) {
+  static const std::string suffix = ":exp_avg_sq";
+  return name.size() > suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+} // namespace
+
 void readUnitRange(const st::ModelWeights &weights,
                    const std::function<std::string(const ParamDesc &)> &nameOf,
                    const UnitLayout &layout, int64_t begin, int64_t count,
@@ -191,17 +242,20 @@ void readUnitRange(const st::ModelWeights &weights,
     int64_t hi = std::min(begin + count, d.offset + d.numel());
     if (lo >= hi)
       continue;
-    auto [t, file] = weights.find(nameOf(d));
-    SWIFT_CHECK(t, weights.dir(), ": tensor \"", nameOf(d), "\" is missing");
+    const std::string name = nameOf(d);
+    auto [t, file] = weights.find(name);
+    SWIFT_CHECK(t, weights.dir(), ": tensor \"", name, "\" is missing");
+    const bool moment2 = isSecondMoment(name);
     for (int64_t at = lo; at < hi;) {
-      int64_t n = host ? hi - at : std::min(hi - at, kStagingElements);
+      const int64_t n = std::min(hi - at, kStagingElements);
       at::Tensor out = dst.narrow(0, at - begin, n);
-      if (host) {
-        file->readF32(*t, at - d.offset, n, out.data_ptr<float>());
-      } else {
-        file->readF32(*t, at - d.offset, n, staging.data_ptr<float>());
+      float *values = host ? out.data_ptr<float>() : staging.data_ptr<float>();
+      file->readF32(*t, at - d.offset, n, values);
+      // Each value is checked as it is read: NaN weights would otherwise
+      // surface as "the loss is nan" at step 1, naming no tensor.
+      checkValues(values, n, at - d.offset, *t, *file, moment2);
+      if (!host)
         out.copy_(staging.narrow(0, 0, n));
-      }
       at += n;
     }
   }
@@ -384,27 +438,18 @@ void exportAdapter(Engine &engine, const Plan &plan, const std::string &dir,
 
 PeftAdapter::PeftAdapter(const std::string &dir, const Plan &plan) {
   const fs::path configPath = fs::path(dir) / "adapter_config.json";
-  std::ifstream in(configPath);
-  SWIFT_CHECK(in.good(), dir, ": not a peft adapter (no adapter_config.json)");
-  nlohmann::json c = nlohmann::json::parse(in, nullptr, false);
-  SWIFT_CHECK(c.is_object(), configPath.string(), ": not valid JSON");
+  std::error_code ec;
+  SWIFT_CHECK(fs::symlink_status(configPath, ec).type() !=
+                  fs::file_type::not_found,
+              dir, ": not a peft adapter (no adapter_config.json)");
   const LoraConfig &l = plan.training.lora;
-  SWIFT_CHECK(c.value("peft_type", "") == "LORA", configPath.string(),
-              ": peft_type is ", c.value("peft_type", std::string("absent")),
-              ", not LORA");
-  SWIFT_CHECK(c.contains("r") && c["r"].is_number_integer() &&
-                  c["r"].get<int64_t>() == l.rank,
-              configPath.string(), ": r is ", c.value("r", nlohmann::json()).dump(),
-              ", the plan's lora rank is ", l.rank);
-  SWIFT_CHECK(c.contains("lora_alpha") && c["lora_alpha"].is_number() &&
-                  c["lora_alpha"].get<double>() == l.alpha,
-              configPath.string(), ": lora_alpha is ",
-              c.value("lora_alpha", nlohmann::json()).dump(),
-              ", the plan's lora alpha is ", l.alpha);
-  SWIFT_CHECK(c.value("use_dora", false) == false && c.value("use_rslora", false) == false,
-              configPath.string(), ": DoRA and rsLoRA adapters are not supported");
+  checkAdapterConfig(plan::readJsonFile(configPath.string(),
+                                        "a peft adapter config (JSON)",
+                                        16 << 20),
+                     configPath.string(), l, plan.model.numLayers);
   const fs::path file = fs::path(dir) / "adapter_model.safetensors";
-  SWIFT_CHECK(fs::exists(file), dir, ": no adapter_model.safetensors");
+  SWIFT_CHECK(fs::symlink_status(file, ec).type() != fs::file_type::not_found,
+              dir, ": no adapter_model.safetensors");
   weights_ = std::make_unique<st::ModelWeights>(dir, "adapter_model");
   std::set<std::string> expected;
   for (int u = 0; u < plan.model.numLayers + 2; ++u)
@@ -418,7 +463,8 @@ PeftAdapter::PeftAdapter(const std::string &dir, const Plan &plan) {
                   shapeText(d.shape));
     }
   for (const std::string &name : weights_->names())
-    SWIFT_CHECK(expected.count(name), file.string(), ": tensor \"", name,
+    SWIFT_CHECK(expected.count(name), file.string(), ": tensor \"",
+                plan::briefText(name),
                 "\" is not an adapter the plan trains (its lora.targets: ",
                 [&] {
                   std::string t;

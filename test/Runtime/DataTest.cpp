@@ -6,11 +6,15 @@
 // counts real tokens, and every kind of bad line exits 2 naming the line.
 //
 //===----------------------------------------------------------------------===//
+#include "Fifo.h"
 #include "RunPlan.h"
 
+#include "swift/Runtime/Check.h"
 #include "swift/Runtime/Data.h"
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <random>
 
 using namespace swift::rt::testing;
@@ -60,6 +64,20 @@ json paddedPlan(int world) {
   p["training"]["global_batch_size"] = 16;
   p["training"]["gradient_accumulation"] = 16 / (2 * world);
   return p;
+}
+
+/// What makeTokenSource says of a JSONL file whose line 2 is `line`
+/// (vocab 256, windows of 32), or "" when it takes the file.
+std::string refusal(const std::string &line) {
+  const std::string path = freshDir() + "/bad.jsonl";
+  const std::string good = R"({"input_ids": [1, 2, 3]})";
+  std::ofstream(path) << good << "\n" << line << "\n" << good << "\n";
+  try {
+    swift::rt::makeTokenSource(path, 256, 32, 0);
+  } catch (const swift::rt::UserError &e) {
+    return e.what();
+  }
+  return "";
 }
 
 } // namespace
@@ -187,7 +205,7 @@ TEST(Jsonl, BadLinesExitTwoNamingTheLine) {
   };
   const std::vector<Case> cases = {
       {"[1, 2]", "line 2: expected an object"},
-      {"{\"input_ids\": [1, 2", "line 2: not JSON"},
+      {"{\"input_ids\": [1, 2", "line 2: not valid JSON"},
       {R"({"labels": [1, 2]})", "line 2: missing \"input_ids\""},
       {R"({"input_ids": [1, "x"]})", "line 2: input_ids[1] is \"x\", not an integer"},
       {R"({"input_ids": [1, 2.5]})", "line 2: input_ids[1] is 2.5, not an integer"},
@@ -230,7 +248,7 @@ TEST(Data, TheNameSaysTheFormatAndBlankLinesCarryNoSample) {
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"sft.json", "sft.json: a .json file; --data reads JSON Lines"},
       {"train.parquet", "train.parquet: unknown data format"},
-      {"dir.bin", "dir.bin: not a regular file"},
+      {"dir.bin", "dir.bin: is a directory"},
   };
   for (const auto &[name, message] : refused) {
     Result r = runPlan(tinyPlan(0, 1), "--steps 1 --data " + dir + "/" + name);
@@ -260,4 +278,153 @@ TEST(Data, TheNameSaysTheFormatAndBlankLinesCarryNoSample) {
   ASSERT_EQ(plain.exitCode, 0) << plain.output;
   ASSERT_EQ(blank.exitCode, 0) << blank.output;
   EXPECT_EQ(plain.losses(), blank.losses());
+}
+
+TEST(Jsonl, LinesAreStrictJsonAndMessagesQuoteValuesAsWrittenInOneShortLine) {
+  struct Case {
+    std::string line, message;
+  };
+  const std::string longText(5000, 'x');
+  const std::vector<Case> cases = {
+      // A key given twice: a JSON reader keeps the last copy silently.
+      {R"({"input_ids": [1, 2], "input_ids": [3]})",
+       "bad.jsonl: line 2: input_ids: the key \"input_ids\" is given twice"},
+      {R"({"input_ids": [1, 2], "labels": [1, 2], "labels": [-100, 2]})",
+       "bad.jsonl: line 2: labels: the key \"labels\" is given twice"},
+      // Ids past 64 bits (a float to the parser) and past int64 (unsigned),
+      // quoted as written, not as 9.999999999999999e+22 or wrapped.
+      {R"({"input_ids": [1, 99999999999999999999999]})",
+       "line 2: input_ids[1] is 99999999999999999999999, not in [0, "
+       "model.vocab_size 256)"},
+      {R"({"input_ids": [1, 9223372036854775808]})",
+       "line 2: input_ids[1] is 9223372036854775808, not in [0, "
+       "model.vocab_size 256)"},
+      {R"({"input_ids": [1, -99999999999999999999999]})",
+       "line 2: input_ids[1] is -99999999999999999999999, not in [0, "
+       "model.vocab_size 256)"},
+      {R"({"input_ids": [1, 2], "labels": [1, 1E+30]})",
+       "line 2: labels[1] is 1E+30, not an integer"},
+      {R"({"input_ids": [1, 2.50]})", "line 2: input_ids[1] is 2.50, not an integer"},
+      // Keys HF would train with that swift-run does not read.
+      {R"({"input_ids": [1, 2], "label": [1, 2]})",
+       "line 2: \"label\" is not read: HF's collators rename it to "
+       "\"labels\""},
+      {R"({"input_ids": [1, 2], "position_ids": [0, 1]})",
+       "line 2: \"position_ids\" is not read"},
+  };
+  for (const Case &c : cases) {
+    const std::string why = refusal(c.line);
+    EXPECT_NE(why.find(c.message), std::string::npos) << c.line << "\n" << why;
+  }
+  // Ids past 64 bits are found as written in one pass over the line, not
+  // one per id (5000 of them took seconds).
+  {
+    std::string ids = "1";
+    for (int k = 0; k < 5000; ++k)
+      ids += ", 99999999999999999999999";
+    const auto start = std::chrono::steady_clock::now();
+    const std::string why = refusal(R"({"input_ids": [)" + ids + "]}");
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                  .count(),
+              1.0);
+    EXPECT_NE(why.find("input_ids[1] is 99999999999999999999999, not in"),
+              std::string::npos)
+        << why;
+  }
+  // Columns HF's Trainer drops are ignored: {"text": ...} beside the ids.
+  EXPECT_EQ(refusal(R"({"input_ids": [1, 2], "text": "hello", "id": 7})"), "");
+  // Never the line, never 2 KB: a long value is cut; a key's newline is
+  // escaped; a path 200 objects deep is cut.
+  std::string deep = R"({"input_ids": [1, 2], "x": )", closing = "}";
+  for (int k = 0; k < 200; ++k) {
+    deep += R"({"key)" + std::to_string(k) + R"(_of_some_length": )";
+    closing += "}";
+  }
+  deep += R"({"k": 1, "k": 2})" + closing;
+  for (const std::string &line :
+       {std::string(R"({"input_ids": [1, 2], "a\nb": 1, "a\nb": 2})"), deep,
+        R"({"input_ids": [1, ")" + longText + R"("]})",
+        R"({"input_ids": [1, 2], "labels": [1, 2], ")" + longText +
+            R"(": 1, ")" + longText + R"(": 2})",
+        R"({"input_ids": [1, 2, )" + longText + "]}"}) {
+    const std::string why = refusal(line);
+    EXPECT_FALSE(why.empty()) << line.substr(0, 60);
+    EXPECT_LT(why.size(), 400u) << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+  }
+}
+
+TEST(Jsonl, AttentionMaskPaddingIsDroppedAndAnythingElseRefused) {
+  // A tokenizer's padded line (left and right padding, mask 0, labels -100
+  // there) trains exactly as the line without its padding.
+  const std::string dir = freshDir();
+  std::ofstream(dir + "/padded.jsonl")
+      << R"({"input_ids": [0, 0, 5, 6, 7, 8], "attention_mask": [0, 0, 1, 1, 1, 1], )"
+      << R"("labels": [-100, -100, -100, 6, 7, 8]})" << "\n"
+      << R"({"input_ids": [9, 8, 7, 2, 2], "attention_mask": [1, 1, 1, 0, 0]})"
+      << "\n";
+  std::ofstream(dir + "/plain.jsonl")
+      << R"({"input_ids": [5, 6, 7, 8], "labels": [-100, 6, 7, 8]})" << "\n"
+      << R"({"input_ids": [9, 8, 7]})" << "\n";
+  for (bool packing : {true, false}) {
+    auto padded = swift::rt::makeTokenSource(dir + "/padded.jsonl", 256, 32, 0, packing);
+    auto plain = swift::rt::makeTokenSource(dir + "/plain.jsonl", 256, 32, 0, packing);
+    const int64_t windows = packing ? 1 : 2;
+    swift::rt::Batch a = padded->batch(0, windows), b = plain->batch(0, windows);
+    EXPECT_TRUE(a.inputs.equal(b.inputs)) << packing;
+    EXPECT_TRUE(a.targets.equal(b.targets)) << packing;
+    if (packing) {
+      EXPECT_TRUE(a.positions.equal(b.positions));
+      EXPECT_TRUE(a.segments.equal(b.segments));
+    }
+    EXPECT_EQ(padded->realTokens(0, windows), 7);
+    EXPECT_EQ(padded->trainedTokens(0, windows), plain->trainedTokens(0, windows));
+  }
+  struct Case {
+    std::string line, message;
+  };
+  const std::vector<Case> cases = {
+      {R"({"input_ids": [1, 2, 3], "attention_mask": [1, 0, 1]})",
+       "line 2: attention_mask[1] is 0 between attended tokens (0 to 2)"},
+      {R"({"input_ids": [1, 2, 3], "attention_mask": [1, 1]})",
+       "line 2: attention_mask has 2 entries, input_ids 3"},
+      {R"({"input_ids": [1, 2, 3], "attention_mask": [1, 2, 1]})",
+       "line 2: attention_mask[1] is 2, not 0 or 1"},
+      {R"({"input_ids": [1, 2, 3], "attention_mask": [1, true, 1]})",
+       "line 2: attention_mask[1] is true, not an integer"},
+      {R"({"input_ids": [1, 2, 3], "attention_mask": [0, 0, 0]})",
+       "line 2: attention_mask is all 0"},
+      {R"({"input_ids": [1, 2, 3], "attention_mask": [1, 1, 0], "labels": [1, 2, 3]})",
+       "line 2: labels[2] is 3 on padding (attention_mask[2] is 0), which is "
+       "ambiguous: make it -100, or the mask 1"},
+  };
+  for (const Case &c : cases) {
+    const std::string why = refusal(c.line);
+    EXPECT_NE(why.find(c.message), std::string::npos) << c.line << "\n" << why;
+  }
+  // Padding does not count against the window: 40 ids, 30 attended.
+  std::vector<int> ids(40, 3), mask(40, 1);
+  std::fill(mask.begin(), mask.begin() + 10, 0);
+  EXPECT_EQ(refusal(json({{"input_ids", ids}, {"attention_mask", mask}}).dump()), "");
+}
+
+TEST(Data, OnlyRegularFilesAreRead) {
+  // A FIFO blocked the rank in open() until a writer came: refused at once.
+  for (const char *name : {"/data.jsonl", "/tokens.bin"}) {
+    const std::string path = freshDir() + name;
+    swift::rt::testing::FifoGuard fifo(path);
+    const auto start = std::chrono::steady_clock::now();
+    std::string why;
+    try {
+      swift::rt::makeTokenSource(path, 256, 32, 0);
+    } catch (const swift::rt::UserError &e) {
+      why = e.what();
+    }
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                  .count(),
+              2.0)
+        << name;
+    EXPECT_NE(why.find(path + ": is a FIFO, not a regular file"), std::string::npos)
+        << why;
+  }
 }

@@ -222,17 +222,115 @@ TEST(Lora, MismatchedAdaptersAndOptionsAreRefused) {
   other["training"]["lora"]["rank"] = 8;
   Result r = runPlan(other, "--steps 1 --adapter " + init.dir + "/adapter");
   EXPECT_EQ(r.exitCode, 2) << r.output;
-  EXPECT_NE(r.output.find("adapter_config.json: r is 4, the plan's lora rank is 8"),
+  EXPECT_NE(r.output.find("adapter_config.json: r: 4, but the plan's lora rank is 8"),
             std::string::npos)
       << r.output;
   json fewer = p;
   fewer["training"]["lora"]["targets"] = {"q_proj", "v_proj"};
   r = runPlan(fewer, "--steps 1 --adapter " + init.dir + "/adapter");
   EXPECT_EQ(r.exitCode, 2) << r.output;
-  EXPECT_NE(r.output.find("is not an adapter the plan trains"), std::string::npos)
+  EXPECT_NE(r.output.find("adapts q_proj, k_proj, v_proj, o_proj, gate_proj, "
+                          "up_proj, down_proj, but the plan's lora targets are "
+                          "q_proj, v_proj"),
+            std::string::npos)
       << r.output;
   r = runPlan(tinyPlan(0, 1), "--steps 1 --merge --export-hf x");
   EXPECT_EQ(r.exitCode, 2) << r.output;
+}
+
+TEST(Lora, AdapterConfigFieldsThatChangeTheMathAreHonouredOrRefused) {
+  // peft's LoraConfig fields that change what the adapters compute were
+  // ignored: each is the plan's, or the run exits 2 naming it.
+  const json p = loraPlan(0, 1);
+  Result init = runPlan(p, "--steps 0 --export-hf adapter");
+  ASSERT_EQ(init.exitCode, 0) << init.output;
+  const std::string adapter = init.dir + "/adapter";
+  const json config = json::parse(slurp(adapter + "/adapter_config.json"));
+  // The adapter with its config's `field` set to `value` (null: removed).
+  auto with = [&](const std::vector<std::pair<std::string, json>> &fields) {
+    const std::string dir = freshDir() + "/adapter";
+    fs::copy(adapter, dir);
+    json c = config;
+    for (const auto &[field, value] : fields)
+      c[field] = value;
+    std::ofstream(dir + "/adapter_config.json", std::ios::trunc) << c.dump(2);
+    return dir;
+  };
+  struct Case {
+    std::vector<std::pair<std::string, json>> fields;
+    std::string message; // empty: accepted
+  };
+  const std::vector<Case> cases = {
+      {{{"alpha_pattern", {{"q_proj", 16}}}},
+       "alpha_pattern[\"q_proj\"]: 16, but lora_alpha is 8.0: swift-run gives "
+       "every adapted linear the plan's one lora_alpha"},
+      {{{"rank_pattern", {{"v_proj", 8}}}},
+       "rank_pattern[\"v_proj\"]: 8, but r is 4: swift-run gives every "
+       "adapted linear the plan's one r"},
+      {{{"rank_pattern", {{"v_proj", 4}}}, {"alpha_pattern", {{"k_proj", 8}}}},
+       ""}, // the defaults again
+      {{{"layers_to_transform", {0}}},
+       "target_modules: [\"q_proj\",\"k_proj\",\"v_proj\",\"o_proj\",\"gate_proj\","
+       "\"up_proj\",\"... adapts q_proj in 1 of the 2 layers"},
+      {{{"layers_to_transform", {1, 0}}, {"layers_pattern", "layers"}}, ""},
+      {{{"layers_to_transform", {0, 1}}, {"layers_pattern", "h"}},
+       "adapts none, but the plan's lora targets are q_proj"},
+      {{{"exclude_modules", {"model.layers.1.mlp.down_proj"}}},
+       "adapts down_proj in 1 of the 2 layers"},
+      {{{"fan_in_fan_out", true}},
+       "fan_in_fan_out: true: the adapter is for linears stored (in, out)"},
+      {{{"bias", "all"}}, "bias: \"all\": the adapter trains biases too"},
+      {{{"bias", "none"}, {"fan_in_fan_out", false}, {"modules_to_save", json::array()}},
+       ""},
+      {{{"modules_to_save", {"lm_head"}}},
+       "modules_to_save: [\"lm_head\"]: those modules train fully beside the "
+       "adapters"},
+      {{{"target_modules", {"q_proj", "v_proj"}}},
+       "target_modules: [\"q_proj\",\"v_proj\"] adapts q_proj, v_proj, but the "
+       "plan's lora targets are q_proj, k_proj, v_proj, o_proj, gate_proj, "
+       "up_proj, down_proj (plan the job with the adapter's targets)"},
+      {{{"target_modules", "all-linear"}}, ""},
+      {{{"target_modules", R"(model\.layers\.\d+\.(self_attn|mlp)\.\w+_proj)"}}, ""},
+      {{{"target_modules", R"(.*\.(q|v)_proj)"}},
+       "adapts q_proj, v_proj, but the plan's lora targets are"},
+      {{{"target_modules", "(?P<x>q_proj)"}},
+       "not a regular expression swift-run can evaluate"},
+      {{{"target_modules", {"self_attn.q_proj", "k_proj", "v_proj", "o_proj",
+                            "mlp.gate_proj", "up_proj", "down_proj", "lm_head"}}},
+       "adapts lm_head; swift-run adapts the decoder's linears only"},
+      {{{"use_rslora", true}}, "use_rslora: true: rsLoRA scales by lora_alpha / sqrt(r)"},
+      {{{"init_lora_weights", "pissa"}},
+       "init_lora_weights: \"pissa\": initialisations other than true"},
+      {{{"init_lora_weights", "gaussian"}}, ""},
+      {{{"task_type", "SEQ_CLS"}}, "task_type: \"SEQ_CLS\": an adapter for another head"},
+      {{{"lora_bias", true}}, "lora_bias: true: lora_B has a bias"},
+      {{{"some_future_field", 3}},
+       "some_future_field: a field swift-run does not know, set to 3"},
+      {{{"some_future_field", nullptr}, {"lora_dropout", 0.3}}, ""},
+  };
+  for (const Case &c : cases) {
+    Result r = runPlan(p, "--steps 1 --adapter " + with(c.fields));
+    const std::string what = json(c.fields).dump();
+    if (c.message.empty()) {
+      EXPECT_EQ(r.exitCode, 0) << what << "\n" << r.output;
+      continue;
+    }
+    EXPECT_EQ(r.exitCode, 2) << what << "\n" << r.output;
+    EXPECT_NE(r.output.find("adapter_config.json: "), std::string::npos)
+        << what << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << what << "\n" << r.output;
+    EXPECT_TRUE(r.metrics.empty()) << what;
+  }
+  // Strict JSON: a key given twice is refused (the last copy won).
+  const std::string dir = with({});
+  std::string text = slurp(dir + "/adapter_config.json");
+  text.insert(text.find('{') + 1, "\n  \"lora_alpha\": 16,");
+  std::ofstream(dir + "/adapter_config.json", std::ios::trunc) << text;
+  Result r = runPlan(p, "--steps 1 --adapter " + dir);
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("the key \"lora_alpha\" is given twice"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(Qlora, AStepIsALoraStepOnTheDequantizedBase) {

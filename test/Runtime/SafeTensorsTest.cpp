@@ -5,6 +5,8 @@
 // damaged file must get (exit 2 in swift-run: UserError naming the file).
 //
 //===----------------------------------------------------------------------===//
+#include "Fifo.h"
+
 #include "swift/Runtime/Check.h"
 #include "swift/Runtime/SafeTensors.h"
 
@@ -14,6 +16,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cerrno>
 #include <cstdlib>
@@ -63,6 +66,16 @@ std::vector<float> iota(int64_t n, float scale) {
   for (int64_t i = 0; i < n; ++i)
     v[size_t(i)] = scale * float(i) - 3.25f;
   return v;
+}
+
+/// A safetensors file of `header` (its text as given) and `dataBytes`
+/// zero bytes of data.
+void writeRaw(const std::string &path, const std::string &header,
+              size_t dataBytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  uint64_t n = header.size();
+  out.write(reinterpret_cast<const char *>(&n), 8);
+  out << header << std::string(dataBytes, '\0');
 }
 
 std::string expectUserError(const std::function<void()> &fn) {
@@ -188,7 +201,7 @@ TEST(SafeTensors, RefusesDamagedFiles) {
     out << "nope";
   }
   why = expectUserError([&] { st::File f(file); });
-  EXPECT_NE(why.find("not a JSON object"), std::string::npos) << why;
+  EXPECT_NE(why.find(file + ": not valid JSON"), std::string::npos) << why;
   // An integer tensor is not a weight.
   std::string dir2 = freshDir();
   st::write(
@@ -205,6 +218,131 @@ TEST(SafeTensors, RefusesDamagedFiles) {
   // A directory without weights.
   why = expectUserError([&] { st::ModelWeights w(freshDir()); });
   EXPECT_NE(why.find("no model.safetensors"), std::string::npos) << why;
+}
+
+TEST(SafeTensors, ATensorNamedTwiceIsRefused) {
+  // JSON readers keep the last copy of a key: the file's data for "a"
+  // would silently be the second entry's.
+  const std::string file = freshDir() + "/model.safetensors";
+  writeRaw(file,
+           R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},)"
+           R"( "a": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]}})",
+           12);
+  std::string why = expectUserError([&] { st::File f(file); });
+  EXPECT_NE(why.find(file + ": "), std::string::npos) << why;
+  EXPECT_NE(why.find("\"a\" is given twice"), std::string::npos) << why;
+  // The same in an index's weight_map.
+  std::string dir = freshDir();
+  std::vector<std::pair<st::TensorSpec, std::vector<float>>> ts;
+  for (int i = 0; i < 2; ++i)
+    ts.push_back({{"t" + std::to_string(i), st::DType::F32, {100}},
+                  iota(100, 1.0f)});
+  writeTensors(dir, ts, 500);
+  const std::string index = dir + "/model.safetensors.index.json";
+  std::ofstream(index) << R"({"weight_map": {)"
+                       << R"("t0": "model-00001-of-00002.safetensors", )"
+                       << R"("t1": "model-00002-of-00002.safetensors", )"
+                       << R"("t0": "model-00002-of-00002.safetensors"}})";
+  why = expectUserError([&] { st::ModelWeights w(dir); });
+  EXPECT_NE(why.find(index + ": "), std::string::npos) << why;
+  EXPECT_NE(why.find("\"t0\" is given twice"), std::string::npos) << why;
+}
+
+TEST(SafeTensors, AnElementCountThatOverflowsNamesTheTensorAndShape) {
+  // 2^32 x 2^32 elements: a product in 64 bits wraps to 0, which used to
+  // pass as "needs 0" bytes.
+  const std::string file = freshDir() + "/model.safetensors";
+  writeRaw(file,
+           R"({"big": {"dtype": "BF16", "shape": [4294967296, 4294967296], )"
+           R"("data_offsets": [0, 0]}})",
+           0);
+  std::string why = expectUserError([&] { st::File f(file); });
+  EXPECT_NE(why.find(file + ": tensor \"big\""), std::string::npos) << why;
+  EXPECT_NE(why.find("[4294967296,4294967296] of BF16 is more than 2^63 bytes"),
+            std::string::npos)
+      << why;
+  // A byte count past 64 bits with an element count within them.
+  writeRaw(file,
+           R"({"big": {"dtype": "F64", "shape": [2305843009213693952], )"
+           R"("data_offsets": [0, 0]}})",
+           0);
+  why = expectUserError([&] { st::File f(file); });
+  EXPECT_NE(why.find("more than 2^63 bytes"), std::string::npos) << why;
+}
+
+TEST(SafeTensors, OnlyRegularFilesAreOpened) {
+  // A FIFO blocks its reader until a writer comes (swift-run waited for
+  // the watchdog, which then blamed a peer at world 1): refused at once.
+  const std::string dir = freshDir();
+  const std::string file = dir + "/model.safetensors";
+  swift::rt::testing::FifoGuard fifo(file);
+  const auto start = std::chrono::steady_clock::now();
+  std::string why = expectUserError([&] { st::ModelWeights w(dir); });
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                          start)
+                .count(),
+            2.0);
+  EXPECT_NE(why.find(file + ": is a FIFO, not a regular file; expected a "
+                            "safetensors file"),
+            std::string::npos)
+      << why;
+  // A directory in its place.
+  const std::string dir2 = freshDir();
+  fs::create_directory(dir2 + "/model.safetensors");
+  why = expectUserError([&] { st::ModelWeights w(dir2); });
+  EXPECT_NE(why.find("model.safetensors: is a directory"), std::string::npos)
+      << why;
+}
+
+TEST(SafeTensors, ADirectoryWithASingleFileAndAnIndexIsRefused) {
+  // transformers loads model.safetensors when both are there, swift-run
+  // the index's shards: which one is stale is the user's to say.
+  std::string dir = freshDir(), other = freshDir();
+  std::vector<std::pair<st::TensorSpec, std::vector<float>>> ts;
+  for (int i = 0; i < 4; ++i)
+    ts.push_back({{"t" + std::to_string(i), st::DType::F32, {100}},
+                  iota(100, float(i + 1))});
+  writeTensors(dir, ts, 1000); // two shards and an index
+  writeTensors(other, ts);     // one file
+  fs::copy_file(other + "/model.safetensors", dir + "/model.safetensors");
+  std::string why = expectUserError([&] { st::ModelWeights w(dir); });
+  EXPECT_NE(why.find(dir + ": holds both model.safetensors and "
+                           "model.safetensors.index.json"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("delete model.safetensors, or the index and the shards "
+                     "it names"),
+            std::string::npos)
+      << why;
+  // Either one alone loads.
+  fs::remove(dir + "/model.safetensors");
+  EXPECT_EQ(st::ModelWeights(dir).names().size(), 4u);
+}
+
+TEST(SafeTensors, AnIndexNamesFilesInItsDirectoryOnly) {
+  std::string dir = freshDir();
+  std::vector<std::pair<st::TensorSpec, std::vector<float>>> ts;
+  for (int i = 0; i < 2; ++i)
+    ts.push_back({{"t" + std::to_string(i), st::DType::F32, {100}},
+                  iota(100, 1.0f)});
+  writeTensors(dir, ts, 500);
+  const std::string index = dir + "/model.safetensors.index.json";
+  // A NUL would cut the name short, to another file; "" and ".." are the
+  // directory and its parent.
+  for (const std::string &shard :
+       {std::string(R"(model-00001-of-00002.safetensors\u0000.bak)"),
+        std::string(R"(model-00001-of-00002\n.safetensors)"),
+        std::string(""), std::string(".."), std::string("../x.safetensors")}) {
+    std::ofstream(index, std::ios::trunc)
+        << R"({"weight_map": {"t0": ")" << shard
+        << R"(", "t1": "model-00002-of-00002.safetensors"}})";
+    std::string why = expectUserError([&] { st::ModelWeights w(dir); });
+    EXPECT_NE(why.find(index + ": weight_map[\"t0\"]: "), std::string::npos)
+        << shard << ": " << why;
+    EXPECT_NE(why.find("is not a file name in the index's directory"),
+              std::string::npos)
+        << shard << ": " << why;
+  }
 }
 
 } // namespace

@@ -85,8 +85,9 @@ nlohmann::json parseJson(const std::string &text, const std::string &file,
 nlohmann::json readJsonFile(const std::string &path, const std::string &expected,
                             uint64_t maxBytes);
 
-/// `text` cut to `max` characters with "..." after: a message quotes a
-/// value, never a whole file.
+/// `text` cut to `max` characters with "..." after, its control characters
+/// escaped as JSON does (\n, \u0001): a message quotes a value on its one
+/// line, never a whole file.
 std::string briefText(const std::string &text, size_t max = 80);
 
 /// A JSON value with its path in its file, for reading typed fields whose

@@ -11,8 +11,10 @@
 // window starting at token (i*S) mod (N - S), wrapping around the file.
 //
 // JSONL files (name ends in ".jsonl"): one sample a line, {"input_ids":
-// [...], "labels": [...]} (labels optional, -100 = not trained on, HF's
-// convention: labels[j+1] is the target of position j). The samples are
+// [...], "labels": [...], "attention_mask": [...]} (labels optional, -100 =
+// not trained on, HF's convention: labels[j+1] is the target of position
+// j; attention_mask optional, its 0s at either end are padding, dropped;
+// the line format and its refusals: Jsonl.h). The samples are
 // laid out into windows of S positions once, at load: packed greedily in
 // file order (a sample is never split; the next one that does not fit
 // starts a new window) or, without packing, one sample per window. The tail
@@ -69,10 +71,9 @@ public:
 /// a start token and a per-sample stride, so the next token is learnable
 /// from the current one and the loss falls. A name ending in ".jsonl": a
 /// JSONL file (above), packed when `packing`; throws UserError naming the
-/// line for bad data (empty line, not an object, missing or non-integer
-/// input_ids, ids >= vocab, labels of another length, a sample longer than
-/// seq). Otherwise a token file; throws UserError when it is missing, too
-/// short, or holds ids >= vocab.
+/// line for bad data (jsonl::parseLine), or when no sample has a target.
+/// Otherwise a token file; throws UserError when it is missing, not a
+/// regular file, too short, or holds ids >= vocab.
 std::unique_ptr<TokenSource> makeTokenSource(const std::string &path,
                                              int64_t vocab, int64_t seq,
                                              uint64_t seed,

@@ -47,9 +47,13 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs);
 void reportFatal(const std::string &who, const std::string &message,
                  bool peerFailure = false);
 
-/// Ends the process with a message if no progress is reported within
-/// `seconds` (a peer died inside a collective that has no timeout, e.g.
-/// NCCL). progress() re-arms it; the first arm may use a longer budget.
+/// Ends the process (exit 1) with a message if no progress is reported
+/// within `seconds` (a peer died inside a collective that has no timeout,
+/// e.g. NCCL; or this rank is stuck). progress(what) re-arms it; the first
+/// arm (start-up) gets 3x. The message names the rank, how long it waited
+/// and after what; at world 1 (RANK/WORLD_SIZE, readRankEnv) it blames no
+/// peer: the rank is its own cause. SWIFT_FAULT_STALL=WHAT (tests) stalls
+/// the rank right after progress(WHAT).
 class Watchdog {
 public:
   explicit Watchdog(double seconds);

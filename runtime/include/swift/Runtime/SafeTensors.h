@@ -15,8 +15,12 @@
 // from a producer into a temporary file that is fsynced and renamed; a
 // directory's files appear complete or not at all.
 //
-// Plain C++ (no LibTorch): errors about the files are UserError naming the
-// file and the tensor; failed system calls are RuntimeFailure.
+// Plain C++ (no LibTorch; part of the torch-free SwiftFormats library that
+// the fuzz build links): errors about the files are UserError naming the
+// file and the tensor. Only regular files are opened (a FIFO would block);
+// headers and index files are read with the strict JSON reader
+// (swift/Plan/Json.h: a tensor named twice is refused, not "last one
+// wins"); parseHeader and parseIndex check them from memory.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -45,8 +49,32 @@ struct TensorInfo {
   int64_t numel() const;
 };
 
+/// A safetensors header: its tensors, in the header's order, with absolute
+/// byte offsets, and its __metadata__ (string values).
+struct Header {
+  std::vector<TensorInfo> tensors;
+  std::map<std::string, std::string> metadata;
+};
+
+/// Parses and checks `json`, the header of the file `path` of `fileSize`
+/// bytes (its data start at 8 + json.size()): strict JSON (a name given
+/// twice is refused), an object of {"dtype", "shape", "data_offsets"} per
+/// tensor with a known dtype, a shape whose element and byte counts fit 64
+/// bits (checked without overflow), data_offsets inside the file spanning
+/// exactly the shape's bytes, and no two tensors sharing bytes. UserError
+/// naming `path` and the tensor otherwise.
+Header parseHeader(const std::string &json, int64_t fileSize,
+                   const std::string &path);
+
+/// The weight_map of `text`, a model.safetensors.index.json read from
+/// `path`: tensor name -> shard file (a plain file name in the index's
+/// directory). UserError naming `path` and the entry otherwise.
+std::map<std::string, std::string> parseIndex(const std::string &text,
+                                              const std::string &path);
+
 /// One .safetensors file, its header parsed and checked against the file
-/// size (a truncated file or overlapping tensors is refused at open).
+/// size (a truncated file or overlapping tensors is refused at open). Only
+/// a regular file is opened.
 class File {
 public:
   explicit File(const std::string &path);
@@ -79,7 +107,9 @@ private:
 };
 
 /// The weights of an HF model directory: model.safetensors, or the shards
-/// of model.safetensors.index.json (each opened once).
+/// of model.safetensors.index.json (each opened once). A directory with
+/// both is refused: transformers loads the single file, which of the two
+/// is stale is the user's to say.
 class ModelWeights {
 public:
   /// `stem`: the files' name ("model": model.safetensors or

@@ -29,7 +29,10 @@ std::string hfName(const ParamDesc &p);
 /// Elements [begin, begin + count) of `layout`'s flat buffer, each
 /// parameter read from the tensor `nameOf(param)` of `weights`, as fp32 into
 /// `dst` (any device); elements past layout.numel (shard padding) are zero.
-/// Reads only those bytes of the files, in bounded chunks.
+/// Reads only those bytes of the files, in bounded chunks. Each value is
+/// checked as it is read: NaN, infinite, or negative in a checkpoint's
+/// AdamW second moment ("NAME:exp_avg_sq") is a UserError naming the file,
+/// the tensor and the element.
 void readUnitRange(const safetensors::ModelWeights &weights,
                    const std::function<std::string(const ParamDesc &)> &nameOf,
                    const UnitLayout &layout, int64_t begin, int64_t count,
@@ -97,8 +100,8 @@ void exportAdapter(Engine &engine, const Plan &plan, const std::string &dir,
                    const ExportOptions &options, const std::string &baseModel);
 
 /// A peft LoRA adapter directory as the adapters' initial values: its
-/// adapter_config.json must match the plan's lora (r, lora_alpha, the
-/// target modules) and its tensors the adapter layout.
+/// adapter_config.json must describe the plan's lora (checkAdapterConfig:
+/// every field that changes the math) and its tensors the adapter layout.
 class PeftAdapter : public StateSource {
 public:
   PeftAdapter(const std::string &dir, const Plan &plan);

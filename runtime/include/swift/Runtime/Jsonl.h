@@ -1,0 +1,49 @@
+//===- Jsonl.h - one line of a JSONL SFT data file ------------*- C++ -*-===//
+//
+// The line format of `--data FILE.jsonl` (Data.h, docs/runtime.md "Data"):
+// {"input_ids": [...], "labels": [...], "attention_mask": [...]}, labels
+// and attention_mask optional. Plain C++ (the torch-free SwiftFormats
+// library, fuzzed by test/Fuzz/FuzzJsonl.cpp).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace swift::rt::jsonl {
+
+/// HF's ignore_index: a label that is no target.
+constexpr int32_t kIgnore = -100;
+
+/// One sample: token ids and HF causal-LM labels of the same length
+/// (labels[k+1] is position k's target; kIgnore: none). Without "labels"
+/// in the line, the labels are the ids.
+struct Sample {
+  std::vector<int32_t> ids, labels;
+};
+
+/// The sample of one line of a JSONL file, or nullopt for a blank line
+/// (spaces, tabs, a '\r'). Every error is a UserError of one short line
+/// starting with `where` ("data.jsonl: line 7"), naming the key and
+/// quoting the value as written (briefly), never the line:
+///  - not strict JSON (a key given twice included), not an object;
+///  - input_ids missing, not a list, empty; an id not an integer, or not
+///    in [0, vocab);
+///  - labels (optional) of another length, a label neither -100 nor an id;
+///  - attention_mask (optional, as a tokenizer writes it): 0/1 values of
+///    input_ids' length. A run of 0s at either end is padding and is
+///    dropped with its ids and labels (which must be -100 there: a padded
+///    target is ambiguous); a 0 between attended tokens is refused (a line
+///    is one causal sequence), as is a mask of only 0s;
+///  - keys a causal LM's training would read but swift-run does not
+///    (position_ids, inputs_embeds) and the spellings HF's collators
+///    rename to labels (label, label_ids); any other key is ignored, as
+///    HF's Trainer drops the columns the model does not take;
+///  - a sample longer than `seq` tokens (after dropping padding).
+std::optional<Sample> parseLine(const std::string &text, int64_t vocab,
+                                int64_t seq, const std::string &where);
+
+} // namespace swift::rt::jsonl
