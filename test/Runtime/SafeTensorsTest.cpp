@@ -68,6 +68,15 @@ std::vector<float> iota(int64_t n, float scale) {
   return v;
 }
 
+/// t0 and t1, 100 fp32 each, in two shards with their index.
+void writeTwoShards(const std::string &dir) {
+  std::vector<std::pair<st::TensorSpec, std::vector<float>>> ts;
+  for (int i = 0; i < 2; ++i)
+    ts.push_back({{"t" + std::to_string(i), st::DType::F32, {100}},
+                  iota(100, 1.0f)});
+  writeTensors(dir, ts, 500);
+}
+
 /// A safetensors file of `header` (its text as given) and `dataBytes`
 /// zero bytes of data.
 void writeRaw(const std::string &path, const std::string &header,
@@ -233,11 +242,7 @@ TEST(SafeTensors, ATensorNamedTwiceIsRefused) {
   EXPECT_NE(why.find("\"a\" is given twice"), std::string::npos) << why;
   // The same in an index's weight_map.
   std::string dir = freshDir();
-  std::vector<std::pair<st::TensorSpec, std::vector<float>>> ts;
-  for (int i = 0; i < 2; ++i)
-    ts.push_back({{"t" + std::to_string(i), st::DType::F32, {100}},
-                  iota(100, 1.0f)});
-  writeTensors(dir, ts, 500);
+  writeTwoShards(dir);
   const std::string index = dir + "/model.safetensors.index.json";
   std::ofstream(index) << R"({"weight_map": {)"
                        << R"("t0": "model-00001-of-00002.safetensors", )"
@@ -321,11 +326,7 @@ TEST(SafeTensors, ADirectoryWithASingleFileAndAnIndexIsRefused) {
 
 TEST(SafeTensors, AnIndexNamesFilesInItsDirectoryOnly) {
   std::string dir = freshDir();
-  std::vector<std::pair<st::TensorSpec, std::vector<float>>> ts;
-  for (int i = 0; i < 2; ++i)
-    ts.push_back({{"t" + std::to_string(i), st::DType::F32, {100}},
-                  iota(100, 1.0f)});
-  writeTensors(dir, ts, 500);
+  writeTwoShards(dir);
   const std::string index = dir + "/model.safetensors.index.json";
   // A NUL would cut the name short, to another file; "" and ".." are the
   // directory and its parent.
