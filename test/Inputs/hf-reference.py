@@ -2,12 +2,8 @@
 (test/data/hf, made by benchmarks/reference/make_hf_references.py on the GPU
 machine) trained 3 AdamW steps on the committed batch, at world 1 and 2 and
 ZeRO 0-3: every loss and grad norm within 1e-5 (relative) of what
-transformers computed. Usage: hf-reference.py SWIFT_BIN_DIR DATA_DIR TMP
-
-A reference made before it came from HF Trainer itself (settings.trainer,
-make_hf_references.py) decayed every parameter, where the Trainer (and
-swift-run) leave biases and norm weights undecayed: only its first step,
-which no update has touched yet, is compared then."""
+HF Trainer computed (its AdamW parameter groups: no weight decay on biases and
+norm weights). Usage: hf-reference.py SWIFT_BIN_DIR DATA_DIR TMP"""
 import json
 import os
 import subprocess
@@ -19,12 +15,10 @@ BIN, DATA, TMP = sys.argv[1:4]
 expected = json.load(open(os.path.join(DATA, "expected.json")))
 s = expected["settings"]
 c = Comparison("transformers")
-trainer = s.get("trainer") == "transformers.Trainer"
-compared = s["steps"] if trainer else 1
-if not trainer:
-    print(f"NOTE: {DATA}/expected.json predates HF Trainer's parameter groups "
-          "(every parameter decayed): step 1 only; regenerate it with "
-          "benchmarks/reference/make_hf_references.py")
+if s.get("trainer") != "transformers.Trainer":
+    sys.exit(f"{DATA}/expected.json was not made by HF Trainer (settings.trainer): "
+             "regenerate it with benchmarks/reference/make_hf_references.py")
+compared = s["steps"]
 for name, want in sorted(expected["models"].items()):
     for zero, world in [(0, 1), (3, 2)] if name == "llama" else [(0, 1), (2, 2)]:
         tag = f"{name} zero {zero} world {world}"
