@@ -37,8 +37,11 @@ using plan::briefText;
 using plan::JsonField;
 using namespace tokenizer_text;
 
-/// Ids above this are refused: a vocabulary is a table of rows.
-constexpr int64_t kMaxId = (int64_t(1) << 24) - 1;
+/// Ids above this are refused: a vocabulary is a table of rows (the
+/// largest real ones have ~262k), and idToToken keeps one per id.
+constexpr int64_t kMaxId = (int64_t(1) << 22) - 1;
+/// The most bytes one encode() takes (offsets are 32-bit inside).
+constexpr size_t kMaxTextBytes = size_t(128) << 20;
 /// tokenizer.json files are 2-35 MB; a bound for the reader.
 constexpr uint64_t kMaxTokenizerBytes = uint64_t(256) << 20;
 
@@ -337,7 +340,7 @@ void readPreTokenizer(const JsonField &f, std::vector<PreStep> &out) {
     if (pattern.empty())
       pf.fail("empty pattern");
     std::string error;
-    step.regex = SplitRegex::compile(pattern, !isRegex, error);
+    step.regex = SplitRegex::compile(pattern, !isRegex, f.file + ": " + pf.where, error);
     if (!step.regex)
       pf.fail(error);
     std::string behavior = f.at("behavior").string();
@@ -363,7 +366,7 @@ void readPreTokenizer(const JsonField &f, std::vector<PreStep> &out) {
       std::string error;
       step.regex = SplitRegex::compile(
           R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)",
-          false, error);
+          false, f.file + ": " + f.where + " (GPT-2's regex)", error);
       SWIFT_ASSERT(step.regex, error);
     }
     out.push_back(std::move(step));
@@ -605,7 +608,11 @@ void Tokenizer::Impl::normalize(std::string_view s, size_t base, Aligned &out) c
         out.prepend(n.a);
       break;
     case NormKind::Replace:
-      out.replace(n.a, n.b, tmp);
+      // HF has no bound; a Sequence of growing Replaces could ask for more
+      // memory than there is.
+      SWIFT_CHECK(out.replace(n.a, n.b, tmp, 16 * s.size() + 65536), file,
+                  ": normalizer: its Replace steps make a text of ", s.size(),
+                  " bytes more than 16 times longer; not supported");
       break;
     }
   }
@@ -941,6 +948,8 @@ void Tokenizer::encodeInto(std::string_view text, bool addSpecialTokens,
                            std::vector<int64_t> &ids,
                            std::vector<std::pair<size_t, size_t>> *offsets) const {
   const Impl &t = *impl_;
+  SWIFT_CHECK(text.size() <= kMaxTextBytes, t.file, ": a text of ", text.size(),
+              " bytes to encode at once; the most is ", kMaxTextBytes);
   // Invalid UTF-8: U+FFFD for each maximal invalid subpart.
   std::string_view src = text;
   bool replaced = !validUtf8(text);

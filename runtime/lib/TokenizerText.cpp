@@ -184,10 +184,18 @@ void Aligned::prepend(const std::string &s) {
   end.insert(end.begin(), s.size(), e);
 }
 
-void Aligned::replace(const std::string &from, const std::string &to, Aligned &tmp) {
+bool Aligned::replace(const std::string &from, const std::string &to, Aligned &tmp,
+                      size_t maxBytes) {
   size_t at = text.find(from);
   if (at == std::string::npos)
-    return;
+    return true;
+  if (to.size() > from.size()) {
+    size_t count = 0;
+    for (size_t k = at; k != std::string::npos; k = text.find(from, k + from.size()))
+      ++count;
+    if (text.size() + count * (to.size() - from.size()) > maxBytes)
+      return false;
+  }
   materialize();
   tmp.text.clear();
   tmp.begin.clear();
@@ -210,6 +218,7 @@ void Aligned::replace(const std::string &from, const std::string &to, Aligned &t
   text.swap(tmp.text);
   begin.swap(tmp.begin);
   end.swap(tmp.end);
+  return true;
 }
 
 void unicodeNormalize(int form, Aligned &a, Aligned &tmp) {
@@ -312,6 +321,7 @@ size_t leadingSpaceBytes(std::string_view s) {
 struct SplitRegex::Impl {
   std::shared_ptr<icu::RegexPattern> pattern;
   uint64_t uid;
+  std::string where;
 };
 
 namespace {
@@ -367,7 +377,8 @@ std::atomic<uint64_t> nextUid{1};
 } // namespace
 
 std::shared_ptr<SplitRegex> SplitRegex::compile(const std::string &pattern,
-                                                bool literal, std::string &error) {
+                                                bool literal, const std::string &where,
+                                                std::string &error) {
   std::string translated;
   if (!literal && !translate(pattern, translated, error))
     return nullptr;
@@ -384,7 +395,7 @@ std::shared_ptr<SplitRegex> SplitRegex::compile(const std::string &pattern,
     return nullptr;
   }
   auto r = std::shared_ptr<SplitRegex>(new SplitRegex());
-  r->impl_ = std::make_unique<Impl>(Impl{std::move(compiled), nextUid++});
+  r->impl_ = std::make_unique<Impl>(Impl{std::move(compiled), nextUid++, where});
   return r;
 }
 
@@ -412,6 +423,12 @@ void SplitRegex::matches(std::string_view s,
     UErrorCode status = U_ZERO_ERROR;
     Entry e{impl_->pattern, std::unique_ptr<icu::RegexMatcher>(impl_->pattern->matcher(status))};
     SWIFT_ASSERT(U_SUCCESS(status), "ICU matcher: ", u_errorName(status));
+    // A pattern that backtracks without end (a fuzzer's, a user's) must
+    // not hang the data pipeline: ICU stops it (the limit is in its match
+    // steps, about a second) or at 64 MiB of backtracking stack.
+    e.matcher->setTimeLimit(1000, status);
+    e.matcher->setStackLimit(64 << 20, status);
+    SWIFT_ASSERT(U_SUCCESS(status), "ICU matcher limits: ", u_errorName(status));
     it = matchers.emplace(impl_->uid, std::move(e)).first;
   }
   icu::RegexMatcher &m = *it->second.matcher;
@@ -425,9 +442,12 @@ void SplitRegex::matches(std::string_view s,
     if (e > b)
       out.push_back({uint32_t(b), uint32_t(e)});
   }
-  SWIFT_ASSERT(U_SUCCESS(status), "ICU regex: ", u_errorName(status));
   m.reset(icu::UnicodeString());
   utext_close(&ut);
+  SWIFT_CHECK(status != U_REGEX_TIME_OUT && status != U_REGEX_STACK_OVERFLOW,
+              impl_->where, ": the regex backtracks without end on a text of ",
+              s.size(), " bytes (", u_errorName(status), "); not supported");
+  SWIFT_ASSERT(U_SUCCESS(status), "ICU regex: ", u_errorName(status));
 }
 
 } // namespace swift::rt::tokenizer_text

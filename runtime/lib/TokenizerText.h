@@ -51,8 +51,10 @@ struct Aligned {
   /// character.
   void prepend(const std::string &s);
   /// Replace normalizer: every `from` (left to right, not overlapping)
-  /// becomes `to`, standing for the bytes it replaces.
-  void replace(const std::string &from, const std::string &to, Aligned &tmp);
+  /// becomes `to`, standing for the bytes it replaces. False (and the text
+  /// unchanged) when the result would be over `maxBytes`.
+  bool replace(const std::string &from, const std::string &to, Aligned &tmp,
+               size_t maxBytes);
   void materialize();
 };
 
@@ -72,9 +74,11 @@ size_t leadingSpaceBytes(std::string_view s);
 class SplitRegex {
 public:
   /// nullptr and `error` for a pattern ICU cannot read or one whose meaning
-  /// differs between Oniguruma and ICU.
+  /// differs between Oniguruma and ICU. `where` ("FILE: FIELD") names it
+  /// in the UserError of a match that backtracks without end.
   static std::shared_ptr<SplitRegex> compile(const std::string &pattern,
-                                             bool literal, std::string &error);
+                                             bool literal, const std::string &where,
+                                             std::string &error);
   ~SplitRegex();
   /// Calls f(begin, end) for each non-empty match, left to right.
   template <typename F> void forEachMatch(std::string_view s, F f) const {

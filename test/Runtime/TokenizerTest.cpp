@@ -367,7 +367,7 @@ TEST(Tokenizer, RefusesWhatItDoesNotImplement) {
       {[](json &j) { j["model"]["vocab"]["b"] = 0; },
        "is also \"a\"'s (each id is one token)"},
       {[](json &j) { j["model"]["vocab"]["b"] = -1; }, "model.vocab[\"b\"]: value -1 out of range"},
-      {[](json &j) { j["model"]["vocab"]["b"] = 1LL << 40; }, "out of range [0, 16777215]"},
+      {[](json &j) { j["model"]["vocab"]["b"] = 1LL << 40; }, "out of range [0, 4194303]"},
       {[](json &j) { j["model"]["unk_token"] = "<unk>"; },
        "model.unk_token: \"<unk>\" is not in model.vocab"},
       {[](json &j) { j["added_tokens"][0]["id"] = -3; }, "added_tokens[0].id: value -3 out of range"},
@@ -413,6 +413,34 @@ TEST(Tokenizer, RefusesBadFiles) {
     FAIL() << "a missing file accepted";
   } catch (const swift::plan::UserError &e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/tokenizer.json"), std::string::npos);
+  }
+}
+
+// What a file allows but no text should cost: a regex that backtracks
+// without end, Replace normalizers that grow the text without bound.
+TEST(Tokenizer, RefusesRunawayPatterns) {
+  json j = tiny();
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(a|aa)+c";
+  Tokenizer t = Tokenizer::fromJsonText(j.dump(), "tok/tokenizer.json");
+  EXPECT_EQ(t.encode("aab", false).ids, (std::vector<int64_t>{0, 2})); // no match: one piece
+  try {
+    t.encode(std::string(200, 'a'), false);
+    FAIL() << "no error";
+  } catch (const swift::plan::UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("tok/tokenizer.json: pre_tokenizer.pretokenizers[0]."
+                                         "pattern.Regex: the regex backtracks without end"),
+              std::string::npos) << e.what();
+  }
+  j = tiny();
+  json grow = {{"type", "Replace"}, {"pattern", {{"String", "a"}}}, {"content", std::string(100, 'a')}};
+  j["normalizer"] = {{"type", "Sequence"}, {"normalizers", {grow, grow, grow}}};
+  Tokenizer g = Tokenizer::fromJsonText(j.dump(), "tok/tokenizer.json");
+  try {
+    g.encode("aaaa", false);
+    FAIL() << "no error";
+  } catch (const swift::plan::UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("tok/tokenizer.json: normalizer: its Replace steps"),
+              std::string::npos) << e.what();
   }
 }
 
