@@ -59,8 +59,9 @@ public:
   }
   void set(uint64_t key, uint64_t value) {
     if (2 * (size_ + 1) > keys_.size()) {
+      size_t want = std::max<size_t>(16, keys_.size()); // twice the slots
       std::vector<uint64_t> k = std::move(keys_), v = std::move(values_);
-      reserve(std::max<size_t>(size_ + 1, keys_.size()));
+      reserve(want);
       size_ = 0;
       for (size_t i = 0; i < k.size(); ++i)
         if (k[i] != kEmpty)
@@ -400,7 +401,7 @@ void readTemplate(const JsonField &f, Tokenizer::Impl &t) {
       JsonField st = item.at("SpecialToken");
       st.onlyKeys({"id", "type_id"});
       std::string name = st.at("id").string();
-      if (!specials.has(name.c_str()))
+      if (!specials.j.contains(name))
         st.at("id").fail("\"" + briefText(name, 40) +
                          "\" is not in the post-processor's special_tokens");
       JsonField def{specials.j.at(name), specials.where + "[\"" + briefText(name, 40) + "\"]",
@@ -480,6 +481,8 @@ void readModel(const JsonField &m, Tokenizer::Impl &t) {
 
   JsonField vocab = m.at("vocab");
   vocab.object();
+  if (vocab.size() == 0)
+    vocab.fail("an empty vocabulary");
   t.vocab.reserve(vocab.size());
   std::vector<const std::string *> byId;
   for (auto it = vocab.j.begin(); it != vocab.j.end(); ++it) {
@@ -1015,7 +1018,9 @@ bool Tokenizer::isSpecial(int64_t id) const {
 
 void Tokenizer::checkFitsModel(int64_t modelVocabSize, const std::string &model) const {
   const Impl &t = *impl_;
-  SWIFT_CHECK(t.vocabSize <= modelVocabSize, t.file, ": has ", t.vocabSize,
+  if (t.vocabSize <= modelVocabSize)
+    return;
+  SWIFT_CHECK(false, t.file, ": has ", t.vocabSize,
               " ids (highest ", t.vocabSize - 1, " \"",
               briefText(t.tokens[size_t(t.vocabSize - 1)], 40), "\"), more than ",
               model, " ", modelVocabSize,

@@ -377,6 +377,11 @@ TEST(Tokenizer, RefusesWhatItDoesNotImplement) {
        "added_tokens[0].content: an empty added token"},
       {[](json &j) { j["model"].erase("vocab"); }, "model.vocab: missing required field"},
       {[](json &j) { j["model"]["vocab"] = json::array(); }, "model.vocab: expected an object"},
+      {[](json &j) {
+         j["model"]["vocab"] = json::object();
+         j["model"]["merges"] = json::array();
+       },
+       "model.vocab: an empty vocabulary"},
       {[](json &j) { j["model"]["surprise"] = 1; }, "model.surprise"},
       {[](json &j) {
          j["post_processor"] = json::parse(R"({"type": "TemplateProcessing",
