@@ -177,11 +177,12 @@ void Aligned::prepend(const std::string &s) {
   if (text.empty() || s.empty())
     return;
   materialize();
-  size_t first = std::min(text.size(), utf8Length(uint8_t(text[0])));
-  uint32_t b = begin[0], e = end[first - 1];
+  // An empty range where the text starts: a token of it alone covers no
+  // input, one that goes on covers the input it goes on over.
+  uint32_t b = begin[0];
   text.insert(0, s);
   begin.insert(begin.begin(), s.size(), b);
-  end.insert(end.begin(), s.size(), e);
+  end.insert(end.begin(), s.size(), b);
 }
 
 bool Aligned::replace(const std::string &from, const std::string &to, Aligned &tmp,

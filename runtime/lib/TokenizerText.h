@@ -47,8 +47,8 @@ struct Aligned {
   /// The source bytes of text bytes [b, e) (an empty range at its place
   /// when b == e).
   std::pair<size_t, size_t> source(size_t b, size_t e) const;
-  /// Prepend normalizer: `s` before the text, standing for its first
-  /// character.
+  /// Prepend normalizer: `s` before the text, standing for no source byte
+  /// (an empty range at the text's start).
   void prepend(const std::string &s);
   /// Replace normalizer: every `from` (left to right, not overlapping)
   /// becomes `to`, standing for the bytes it replaces. False (and the text

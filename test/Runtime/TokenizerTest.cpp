@@ -225,6 +225,27 @@ TEST(Tokenizer, OffsetsThroughANormalizer) {
   EXPECT_TRUE(sawS);
   for (auto [b, end] : e.offsets)
     EXPECT_LE(end, text.size());
+  // The prepended "▁" stands for no input: alone before byte-fallback
+  // tokens it is (0,0), not the first character's bytes (which put the
+  // offsets out of order; a FuzzTokenizer finding).
+  e = t.encode("\xF0\x9F\xA7\x8A", false); // U+1F9CA, not in the vocabulary
+  ASSERT_EQ(e.ids.size(), 5u);
+  EXPECT_EQ(e.offsets[0], (std::pair<size_t, size_t>(0, 0)));
+  EXPECT_EQ(e.offsets[1], (std::pair<size_t, size_t>(0, 1)));
+  EXPECT_EQ(e.offsets[4], (std::pair<size_t, size_t>(3, 4)));
+  // Over the corpus, through Llama 2's and Qwen's normalizers: ranges never
+  // go back, and stay inside the text.
+  for (const char *name : {"llama2", "qwen3"})
+    for (const Sample &s : corpus()) {
+      Tokenizer::Encoding x = tokenizer(name).encode(s.text, true);
+      size_t pb = 0, pe = 0;
+      for (auto [b, end] : x.offsets) {
+        ASSERT_TRUE(b <= end && end <= s.text.size() && b >= pb && end >= pe)
+            << name << " " << json(s.invalid ? std::string("(invalid)") : s.text).dump();
+        pb = b;
+        pe = end;
+      }
+    }
 }
 
 // Invalid UTF-8 is read as errors="replace" decoding: the same ids as the
