@@ -79,7 +79,10 @@ const HAND = [
   "😀", "👍🏽", "👨‍👩‍👧‍👦", "🏳️‍🌈", "👩🏿‍💻", "🇫🇷🇯🇵", "❤️", "🫠", "🧑‍🤝‍🧑", "1️⃣", "©®™",
   "e\u0301", "\u00e9", "Cafe\u0301", "Caf\u00e9", "A\u030a", "\u212b", "\u1e9b\u0323", "\u0071\u0307\u0323",
   "\u0915\u093c", "\u0958", "\uac00", "\u1100\u1161", "ﬁ", "ｆｕｌｌｗｉｄｔｈ", "𝐛𝐨𝐥𝐝", "Å", "ǅ", "ß ẞ", "İı",
-  "ſ's 'ſ", "K", "def f(x):\n    return x + 1\n", "int main() {\n\treturn 0;\n}\n",
+  "ſ's 'ſ", "K",
+  // Llama 3's ignore_merges: whole words in its vocabulary that its merges
+  // would not reach.
+  "ilmektedir", "anglicky", "lardan", "mektedir sahuje", "def f(x):\n    return x + 1\n", "int main() {\n\treturn 0;\n}\n",
   "{\"key\": [1, 2, 3], \"nested\": {\"a\": null}}", "for (auto &x : v) { x *= 2; }",
   "    if x:\n        pass\n", "```python\nprint('hi')\n```", "a = b && c || !d;",
   "SELECT * FROM t WHERE id = 42;", "https://example.com/path?q=1&r=2#frag", "user@example.com",
