@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <deque>
 #include <map>
@@ -222,6 +223,8 @@ struct Tokenizer::Impl {
   bool byteLevel = false;
   int64_t byteIds[256]; // the id of each byte's character, -1 if none
   std::string byteChars[256];
+  std::array<uint8_t, 324> charByte{}; // a byte's character -> the byte
+  uint64_t uid = 0; // this tokenizer in the threads' piece caches
   // added tokens
   std::deque<AddedToken> added;
   StrMap addedByContent;
@@ -698,10 +701,35 @@ void Tokenizer::Impl::bpe(const Aligned &norm, const Piece &piece,
       offsets->push_back(norm.source(nb, std::max(nb, ne)));
     }
   };
+  // The pieces of natural text repeat: each thread keeps the last 64k
+  // short pieces' tokens (ids and lengths) for this tokenizer.
+  struct PieceCache {
+    uint64_t owner = 0;
+    std::unordered_map<std::string, std::vector<uint64_t>> pieces;
+  };
+  thread_local PieceCache cache;
+  bool cacheable = w.size() <= 64;
+  if (cacheable) {
+    if (cache.owner != uid || cache.pieces.size() >= 65536) {
+      cache.pieces.clear();
+      cache.owner = uid;
+    }
+    auto hit = cache.pieces.find(w);
+    if (hit != cache.pieces.end()) {
+      size_t b = 0;
+      for (uint64_t v : hit->second) {
+        emit(int64_t(v >> 32), b, b + uint32_t(v));
+        b += uint32_t(v);
+      }
+      return;
+    }
+  }
   if (ignoreMerges) {
     auto it = vocab.find(std::string_view(w));
     if (it != vocab.end()) {
       emit(it->second, 0, w.size());
+      if (cacheable)
+        cache.pieces[w] = {uint64_t(it->second) << 32 | uint64_t(w.size())};
       return;
     }
   }
@@ -720,9 +748,15 @@ void Tokenizer::Impl::bpe(const Aligned &norm, const Piece &piece,
     if (i + len > w.size())
       len = w.size() - i;
     int64_t id = -1;
-    auto it = vocab.find(std::string_view(w.data() + i, len));
-    if (it != vocab.end())
-      id = it->second;
+    if (byteLevel && len <= 2) { // a byte's character: its id without hashing
+      uint32_t c = len == 1 ? uint8_t(w[i])
+                            : (uint32_t(uint8_t(w[i]) & 0x1F) << 6) | (uint8_t(w[i + 1]) & 0x3F);
+      id = c < charByte.size() ? byteIds[charByte[c]] : -1;
+    } else {
+      auto it = vocab.find(std::string_view(w.data() + i, len));
+      if (it != vocab.end())
+        id = it->second;
+    }
     if (id >= 0) {
       if (unkPending >= 0) {
         add(unkPending, unkLen);
@@ -756,8 +790,11 @@ void Tokenizer::Impl::bpe(const Aligned &norm, const Piece &piece,
   }
   if (unkPending >= 0)
     add(unkPending, unkLen);
-  if (sym.empty())
+  if (sym.empty()) {
+    if (cacheable)
+      cache.pieces[w].clear();
     return;
+  }
   sym.back().next = -1;
   // Word::merge_all: the lowest rank first, the leftmost of equal ranks.
   auto &heap = sc.heap;
@@ -799,10 +836,17 @@ void Tokenizer::Impl::bpe(const Aligned &norm, const Piece &piece,
         std::push_heap(heap.begin(), heap.end());
       }
   }
+  std::vector<uint64_t> *cached = nullptr;
+  if (cacheable) {
+    cached = &cache.pieces[w];
+    cached->clear();
+  }
   size_t b = 0;
   for (const auto &s : sym)
     if (s.len) {
       emit(s.id, b, b + s.len);
+      if (cached)
+        cached->push_back(uint64_t(uint32_t(s.id)) << 32 | s.len);
       b += s.len;
     }
 }
@@ -928,8 +972,11 @@ Tokenizer Tokenizer::fromJsonText(const std::string &text, const std::string &fi
         t->normMatcher.add(n.text, int32_t(i));
     }
   }
+  static std::atomic<uint64_t> nextUid{1};
+  t->uid = nextUid++;
   if (t->byteLevel)
     for (int b = 0; b < 256; ++b) {
+      t->charByte[byteLevelChar(uint8_t(b))] = uint8_t(b);
       t->byteChars[b] = utf8Encode(byteLevelChar(uint8_t(b)));
       auto it = t->vocab.find(t->byteChars[b]);
       t->byteIds[b] = it == t->vocab.end() ? -1 : it->second;
