@@ -22,6 +22,10 @@
 // prefix + ids + suffix) or else "special" (those ids in full). The files
 // are gzipped (NAME.jsonl.gz) when WRITE_GZIP is not 0.
 //
+// And OUT/variant-NAME.jsonl.gz for the variants of variants.json (real
+// files with fields changed), line i for the i-th valid string of the
+// corpus ({"skip": true} for those the variant leaves out, and why).
+//
 // The corpus is deterministic (a fixed-seed generator): hand-picked strings,
 // then generated ones mixing scripts, code, whitespace, digits,
 // contractions, special-token lookalikes, emoji, NFC/NFD pairs, long and
@@ -215,4 +219,27 @@ for (const name of NAMES) {
   if (process.env.WRITE_GZIP === "0") fs.writeFileSync(path.join(out, name + ".jsonl"), text);
   else fs.writeFileSync(path.join(out, name + ".jsonl.gz"), zlib.gzipSync(text, { level: 9 }));
   console.log(`${name}: ${entries.length} strings`);
+}
+
+// Variants (test/data/tokenizer/variants.json): real files with fields set
+// by JSON pointer, on the first 1,500 valid strings of the corpus.
+const variants = JSON.parse(fs.readFileSync(path.join(repo, "test/data/tokenizer/variants.json"), "utf8"));
+const firstValid = entries.filter((e) => e.text !== undefined).slice(0, 1500).map((e) => e.text);
+for (const v of variants.variants) {
+  const dir = path.join(tokDir, v.base);
+  const j = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8"));
+  for (const [pointer, value] of Object.entries(v.set)) {
+    const keys = pointer.split("/").slice(1);
+    let o = j;
+    for (const k of keys.slice(0, -1)) o = o[k];
+    o[keys[keys.length - 1]] = value;
+  }
+  const tok = new Tokenizer(j, JSON.parse(fs.readFileSync(path.join(dir, "tokenizer_config.json"), "utf8")));
+  const lines = firstValid.map((t) => {
+    if ((v.skip_chars || []).some((c) => t.includes(c))) return JSON.stringify({ skip: true });
+    return JSON.stringify(referenceLine(tok.encode(t, { add_special_tokens: false }).ids,
+      tok.encode(t, { add_special_tokens: true }).ids));
+  });
+  fs.writeFileSync(path.join(out, `variant-${v.name}.jsonl.gz`), zlib.gzipSync(lines.join("\n") + "\n", { level: 9 }));
+  console.log(`variant ${v.name}: ${lines.length} strings`);
 }

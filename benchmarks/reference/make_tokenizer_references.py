@@ -9,7 +9,7 @@ where transformers is installed:
 
 reads the committed corpus (test/data/tokenizer/corpus.jsonl; the .mjs
 script generates it, this one does not change it) and writes OUT/NAME.jsonl.gz
-in the same format: line i {"ids": [...]} for add_special_tokens=False, and
+and OUT/variant-NAME.jsonl.gz (variants.json) in the same format: line i {"ids": [...]} for add_special_tokens=False, and
 "prefix"/"suffix" (or "special") for add_special_tokens=True. Where its
 output differs from the committed files, the Rust library is the reference:
 commit this script's output.
@@ -65,6 +65,40 @@ def main():
         with gzip.open(os.path.join(args.out, name + ".jsonl.gz"), "wt", encoding="utf-8") as f:
             f.write("\n".join(lines) + "\n")
         print(f"{name}: {len(lines)} strings")
+
+    # The variants (variants.json): real files with fields set by JSON
+    # pointer, on the first 1,500 valid strings. No string is skipped here:
+    # the Rust library is the reference the .mjs script's skips wait for.
+    with open(os.path.join(os.path.dirname(args.corpus), "variants.json"), encoding="utf-8") as f:
+        variants = json.load(f)["variants"]
+    valid = []
+    with open(args.corpus, encoding="utf-8") as f:
+        for line in f:
+            e = json.loads(line)
+            if "text" in e and len(valid) < 1500:
+                valid.append(e["text"])
+    for v in variants:
+        with open(os.path.join(args.tokenizers, v["base"], "tokenizer.json"), encoding="utf-8") as f:
+            j = json.load(f)
+        for pointer, value in v["set"].items():
+            keys = pointer.split("/")[1:]
+            o = j
+            for k in keys[:-1]:
+                o = o[int(k)] if isinstance(o, list) else o[k]
+            last = keys[-1]
+            if isinstance(o, list):
+                o[int(last)] = value
+            else:
+                o[last] = value
+        tok = Tokenizer.from_str(json.dumps(j))
+        plain = tok.encode_batch(valid, add_special_tokens=False)
+        special = tok.encode_batch(valid, add_special_tokens=True)
+        lines = [json.dumps(reference_line(a.ids, b.ids), separators=(",", ":"))
+                 for a, b in zip(plain, special)]
+        with gzip.open(os.path.join(args.out, "variant-" + v["name"] + ".jsonl.gz"), "wt",
+                       encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        print(f"variant {v['name']}: {len(lines)} strings")
 
 
 if __name__ == "__main__":

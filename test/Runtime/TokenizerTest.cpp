@@ -22,6 +22,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -156,6 +158,66 @@ TEST_P(Corpus, IdsEqualHFTokenizers) {
 
 INSTANTIATE_TEST_SUITE_P(Tokenizer, Corpus, ::testing::ValuesIn(kNames),
                          [](const auto &info) { return std::string(info.param); });
+
+/// A real tokenizer.json with fields set by JSON pointer (variants.json).
+Tokenizer variantOf(const json &v) {
+  json j = json::parse(readFile(tokenizerPath(v["base"].get<std::string>())));
+  for (auto it = v["set"].begin(); it != v["set"].end(); ++it)
+    j[json::json_pointer(it.key())] = it.value();
+  return Tokenizer::fromJsonText(j.dump(), v["name"].get<std::string>() + "/tokenizer.json");
+}
+
+// What the five files do not use, on real files changed a little: GPT-2's
+// ByteLevel (its regex, add_prefix_space), lstrip/rstrip, a Split without
+// ByteLevel, NFKC (variants.json says which and why).
+TEST(Tokenizer, VariantsEqualHFTokenizers) {
+  json variants = json::parse(readFile(std::string(SWIFT_TEST_DATA_DIR) + "/tokenizer/variants.json"));
+  std::vector<const Sample *> valid;
+  for (const Sample &s : corpus())
+    if (!s.invalid && valid.size() < 1500)
+      valid.push_back(&s);
+  for (const json &v : variants["variants"]) {
+    std::string name = v["name"];
+    Tokenizer t = variantOf(v);
+    auto expected = lines(gunzip(std::string(SWIFT_TEST_DATA_DIR) + "/tokenizer/variant-" + name + ".jsonl.gz"));
+    ASSERT_EQ(expected.size(), valid.size()) << name;
+    int failures = 0, compared = 0;
+    for (size_t i = 0; i < valid.size(); ++i) {
+      json e = json::parse(expected[i]);
+      if (e.contains("skip"))
+        continue;
+      auto ids = e["ids"].get<std::vector<int64_t>>();
+      std::vector<int64_t> special = e.contains("special") ? e["special"].get<std::vector<int64_t>>()
+                                                           : e.value("prefix", std::vector<int64_t>{});
+      if (!e.contains("special")) {
+        special.insert(special.end(), ids.begin(), ids.end());
+        for (int64_t id : e.value("suffix", std::vector<int64_t>{}))
+          special.push_back(id);
+      }
+      auto got = t.encode(valid[i]->text, false).ids, gotSpecial = t.encode(valid[i]->text, true).ids;
+      ++compared;
+      if ((got != ids || gotSpecial != special) && ++failures <= 3)
+        ADD_FAILURE() << name << " string " << i << " " << json(valid[i]->text).dump()
+                      << "\n  expected " << show(ids) << "\n  got      " << show(got);
+    }
+    EXPECT_EQ(failures, 0) << name;
+    EXPECT_GT(compared, 1400) << name;
+  }
+  // single_word (not in the references: see variants.json), as HF's
+  // AddedVocabulary: the token only between non-word characters.
+  json sw = {{"name", "single_word"}, {"base", "llama3_1"}, {"set", {{"/added_tokens/6/single_word", true}}}};
+  Tokenizer t = variantOf(sw);
+  int64_t header = *t.tokenToId("<|start_header_id|>");
+  auto has = [&](const std::string &text) {
+    auto ids = t.encode(text, false).ids;
+    return std::find(ids.begin(), ids.end(), header) != ids.end();
+  };
+  EXPECT_FALSE(has("<|start_header_id|>system"));
+  EXPECT_FALSE(has("x<|start_header_id|>"));
+  EXPECT_TRUE(has("<|start_header_id|>"));
+  EXPECT_TRUE(has(" <|start_header_id|> system"));
+  EXPECT_TRUE(has("<|start_header_id|>\n"));
+}
 
 // Offsets: in order, inside the text, and each byte-level token is exactly
 // the bytes of its range (Llama 3, Mistral Nemo: no normalizer moves bytes).
