@@ -3,11 +3,12 @@
 # (leaks included) and UBSan: the job reader (YAML with --set overrides), the
 # HF config.json reader, the plan reader and validator, and swift-run's
 # torch-free readers: safetensors headers and index files, peft adapter
-# configs, JSONL data lines, checkpoint manifests (test/Fuzz).
+# configs, JSONL data lines, checkpoint manifests, HF tokenizer.json files
+# and the text the real tokenizers encode (test/Fuzz).
 #
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]     (default 60 s each, all)
 #   RUNS=10000000 bash scripts/fuzz.sh 0 FuzzPlan   (a campaign: N executions)
-#   (FUZZ_MAX_LEN caps an input's bytes, default 65536, FuzzJsonl's 16384; FUZZ_RSS_LIMIT_MB the
+#   (FUZZ_MAX_LEN caps an input's bytes, default 65536, FuzzJsonl's and FuzzTokenizer's 16384; FUZZ_RSS_LIMIT_MB the
 #   process's RSS, default 2048; FUZZ_CHUNK the executions per process)
 #   bash scripts/fuzz.sh --build-only   (FUZZ_NO_BUILD=1 then skips the build:
 #                                        ctest's fuzz.* tests do both)
@@ -29,7 +30,7 @@ shift || true
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=(FuzzJob FuzzHFConfig FuzzPlan FuzzSafeTensorsHeader
                                FuzzSafeTensorsIndex FuzzAdapterConfig FuzzJsonl
-                               FuzzManifest)
+                               FuzzManifest FuzzTokenizer)
 BUILD=build-fuzz
 
 if [ -z "${FUZZ_NO_BUILD:-}" ]; then
@@ -55,12 +56,14 @@ seeds() { # the repository's own inputs of each kind
   FuzzAdapterConfig) git ls-files '*adapter_config.json' ;;
   FuzzJsonl) git ls-files '*.jsonl' | grep -v calibration/ ;; # SFT lines
   FuzzManifest) git ls-files 'test/Fuzz/seeds/FuzzManifest/*' ;;
+  FuzzTokenizer) git ls-files 'test/Fuzz/seeds/FuzzTokenizer/*' ;; # mode byte + input
   esac
 }
 
 maxLen() { # TARGET: the bytes of an input (FUZZ_MAX_LEN, else the target's)
   case $1 in
   FuzzJsonl) echo "${FUZZ_MAX_LEN:-16384}" ;; # a few lines, not a file
+  FuzzTokenizer) echo "${FUZZ_MAX_LEN:-16384}" ;; # a small tokenizer.json, a text
   *) echo "${FUZZ_MAX_LEN:-65536}" ;;
   esac
 }

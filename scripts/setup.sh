@@ -11,6 +11,8 @@ PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev
   # Runtime on CPU: LibTorch 1.13 + Gloo headers for c10d.
   libtorch-dev libgloo-dev
+  # The tokenizer's Unicode (regexes, NFC): ICU; its tests' gzipped ids: zlib.
+  libicu-dev zlib1g-dev
   # Unit tests.
   libgtest-dev googletest
   # Fuzzing the readers (scripts/fuzz.sh): clang with libFuzzer and sanitizers.
