@@ -17,7 +17,8 @@
 // (make_chat_template_references.py) renders the same cases with
 // transformers itself. The data avoids where @huggingface/jinja is known to
 // differ from Python jinja2 (docs/runtime.md, Chat templates), or works
-// around it (selectattr(..., "undefined") below): floats
+// around it (strip's argument, selectattr(..., "undefined"), reject: see
+// below): floats
 // (1.0 prints 1), None/True in output (JS prints "" and "true"), and the
 // characters Python's and JavaScript's strip() disagree on (U+001C-U+001F,
 // U+0085, U+FEFF).
@@ -77,7 +78,13 @@ const { Template, Environment } = require(require.resolve("@huggingface/jinja", 
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const outDir = path.join(root, "test/data/chat");
-const MODELS = ["qwen3", "qwen2_5", "llama3_1", "mistral_nemo"];
+// The templates of the tokenizer_config.json files, and Llama 3.1 Instruct's
+// (test/data/chat/llama3_1_instruct.jinja: the chat_template of
+// meta-llama/Llama-3.1-8B-Instruct's tokenizer_config.json, Llama 3.1
+// Community License; llama3_1's file here is the base model's short one)
+// with llama3_1's special tokens.
+const MODELS = ["qwen3", "qwen2_5", "llama3_1", "mistral_nemo", "llama3_1_instruct"];
+const TEMPLATE_FILES = { llama3_1_instruct: ["llama3_1", "llama3_1_instruct.jinja"] };
 const check = process.argv.includes("--check");
 
 // mulberry32: the same cases on every run.
@@ -244,6 +251,20 @@ function makeCases() {
     if (chance(0.6)) m.push({ role: "assistant", content: text() });
     add(m, m[m.length - 1].role !== "assistant", k % 3 ? { tools } : {}, "tools");
   }
+  // Llama 3.1 Instruct's built-in tools (<|python_tag|>) and date_string.
+  for (let k = 0; k < 8; ++k) {
+    const m = [{ role: "user", content: text() }];
+    const query = pick(TEXTS.slice(0, 12));
+    m.push({
+      role: "assistant",
+      content: "",
+      tool_calls: [{ id: "call0000" + k, type: "function", function: { name: "brave_search", arguments: { query } } }],
+    });
+    m.push({ role: "ipython", content: pick(["sunny", "结果：晴"]) });
+    if (k % 2) m.push({ role: "assistant", content: text() });
+    add(m, !(k % 2), { builtin_tools: ["brave_search", "code_interpreter", "wolfram_alpha"], date_string: "05 Dec 2026" },
+        "builtin tools");
+  }
   return cases;
 }
 
@@ -266,7 +287,8 @@ function jsonl(rows) {
 const cases = makeCases();
 const files = { "conversations.jsonl": jsonl(cases) };
 for (const model of MODELS) {
-  const cfgPath = path.join(root, ".cache/tokenizers", model, "tokenizer_config.json");
+  const [tokensOf, templateFile] = TEMPLATE_FILES[model] || [model, null];
+  const cfgPath = path.join(root, ".cache/tokenizers", tokensOf, "tokenizer_config.json");
   if (!fs.existsSync(cfgPath)) {
     console.error(`${cfgPath} is missing: run scripts/fetch_tokenizers.sh`);
     process.exit(1);
@@ -276,9 +298,15 @@ for (const model of MODELS) {
   // nothing (Python's keeps the items without attr), so Mistral's role
   // alternation check would never run: rejectattr(attr, "defined") is the
   // same filter in Python and works in JavaScript.
+  if (templateFile) config.chat_template = fs.readFileSync(path.join(outDir, templateFile), "utf8");
   const source = config.chat_template.replaceAll('selectattr("tool_calls", "undefined")',
                                                  'rejectattr("tool_calls", "defined")');
-  const tmpl = new Template(source);
+  // It has no `reject` filter either: Llama 3.1 Instruct's
+  // builtin_tools | reject('equalto', 'code_interpreter') becomes a variable
+  // the generator computes (the same list).
+  const source2 = source.replaceAll("builtin_tools | reject('equalto', 'code_interpreter')",
+                                    "builtin_tools_but_code_interpreter");
+  const tmpl = new Template(source2);
   const rows = cases.map((c) => {
     const context = {
       ...specialTokens(config),
@@ -288,6 +316,8 @@ for (const model of MODELS) {
       add_generation_prompt: c.add_generation_prompt,
       ...c.extra,
     };
+    if (c.extra.builtin_tools)
+      context.builtin_tools_but_code_interpreter = c.extra.builtin_tools.filter((t) => t !== "code_interpreter");
     try {
       return { id: c.id, text: tmpl.render(context) };
     } catch (e) {

@@ -25,7 +25,9 @@ namespace {
 
 const std::string kData = SWIFT_TEST_DATA_DIR "/chat";
 const std::string kTokenizers = SWIFT_SOURCE_DIR "/.cache/tokenizers";
-const char *kModels[] = {"qwen3", "qwen2_5", "llama3_1", "mistral_nemo"};
+// The four tokenizer_config.json templates, and Llama 3.1 Instruct's
+// (test/data/chat/llama3_1_instruct.jinja, through --chat-template's path).
+const char *kModels[] = {"qwen3", "qwen2_5", "llama3_1", "mistral_nemo", "llama3_1_instruct"};
 
 std::vector<ojson> readJsonl(const std::string &path) {
   std::ifstream in(path);
@@ -44,6 +46,13 @@ std::string configOf(const std::string &model) {
   if (!fs::exists(p))
     ADD_FAILURE() << p << " is missing: run scripts/fetch_tokenizers.sh";
   return p;
+}
+
+ChatTemplate templateOf(const std::string &model) {
+  if (model == "llama3_1_instruct")
+    return ChatTemplate::fromFile(kData + "/llama3_1_instruct.jinja",
+                                  ChatTemplate::specialTokensOf(configOf("llama3_1")));
+  return ChatTemplate::fromTokenizerConfig(configOf(model));
 }
 
 std::string renderText(const std::string &tmpl, const ojson &context = ojson::object()) {
@@ -95,6 +104,8 @@ std::string expectedInRender(const std::string &model, const ojson &messages, si
   bool hasTools = m.contains("tool_calls");
   if (model == "llama3_1")
     return reasoning ? "" : pyStrip(content, "", true, true);
+  if (model == "llama3_1_instruct") // a tool call's turn shows only the call
+    return reasoning || hasTools ? "" : pyStrip(content, "", true, true);
   if (model == "mistral_nemo")
     return reasoning || hasTools ? "" : content;
   if (model == "qwen2_5")
@@ -165,7 +176,7 @@ class RealTemplate : public ::testing::TestWithParam<const char *> {};
 // did, or raises the same error.
 TEST_P(RealTemplate, RendersTheReferenceConversations) {
   std::string model = GetParam();
-  ChatTemplate t = ChatTemplate::fromTokenizerConfig(configOf(model));
+  ChatTemplate t = templateOf(model);
   int same = 0, n = 0;
   for (const Case &c : casesOf(model)) {
     ++n;
@@ -199,7 +210,7 @@ TEST_P(RealTemplate, RendersTheReferenceConversations) {
 // cover exactly its content as the template shows it.
 TEST_P(RealTemplate, SpansCoverEachMessagesContentAsRendered) {
   std::string model = GetParam();
-  ChatTemplate t = ChatTemplate::fromTokenizerConfig(configOf(model));
+  ChatTemplate t = templateOf(model);
   size_t checked = 0, tagged = 0;
   for (const Case &c : casesOf(model)) {
     if (c.expected.contains("error"))
