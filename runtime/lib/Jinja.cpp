@@ -802,9 +802,14 @@ private:
 const std::set<std::string> kFilters = {
     "abs", "capitalize", "count", "d", "default", "e", "escape", "first", "float",
     "int", "items", "join", "last", "length", "list", "lower", "map", "reject",
-    "rejectattr", "replace", "reverse", "safe", "select", "selectattr", "sort",
-    "string", "title", "tojson", "trim", "unique", "upper", "min", "max", "sum",
-    "dictsort", "indent"};
+    "rejectattr", "replace", "reverse", "safe", "select", "selectattr",
+    "string", "title", "tojson", "trim", "upper"};
+/// jinja2's filters outside the subset: refused by name where they stand.
+const std::set<std::string> kRefusedFilters = {
+    "attr", "batch", "center", "dictsort", "filesizeformat", "forceescape", "format",
+    "groupby", "indent", "max", "min", "pprint", "random", "round", "slice", "sort",
+    "striptags", "sum", "truncate", "unique", "urlencode", "urlize", "wordcount",
+    "wordwrap", "xmlattr"};
 const std::set<std::string> kTests = {
     "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "escaped",
     "even", "false", "float", "ge", "gt", "in", "integer", "iterable", "le",
@@ -1396,8 +1401,10 @@ private:
         ++i_;
         Loc at = cur().at;
         std::string f = expectName();
+        if (kRefusedFilters.count(f))
+          fail(at, "the filter '" + f + "' is not supported (docs/runtime.md, Chat templates)");
         if (!kFilters.count(f))
-          fail(at, "unknown or unsupported filter '" + plan::briefText(f, 30) + "'");
+          fail(at, "unknown filter '" + plan::briefText(f, 30) + "'");
         ExprP n = make(Expr::Filter, at);
         n->name = f;
         n->a.push_back(std::move(e));
@@ -2765,7 +2772,7 @@ struct Interp {
         fail(at, "the filter 'map' takes a filter name or attribute=");
       std::string name = a[0].s->s;
       if (!kFilters.count(name))
-        fail(at, "unknown or unsupported filter '" + plan::briefText(name, 30) + "'");
+        fail(at, "map(): unknown or unsupported filter '" + plan::briefText(name, 30) + "'");
       std::vector<Value> rest(a.begin() + 1, a.end());
       for (auto &x : iterate(v, at)) {
         step(at);
@@ -2828,9 +2835,6 @@ struct Interp {
       }
       fail(at, std::string("bad operand type for abs(): '") + typeName(v) + "'");
     }
-    if (f == "unique" || f == "sort" || f == "min" || f == "max" || f == "sum" ||
-        f == "dictsort" || f == "indent")
-      fail(at, "the filter '" + f + "' is not supported");
     fail(at, "unknown filter '" + f + "'");
   }
 

@@ -412,7 +412,7 @@ TEST(JinjaErrors, SyntaxErrorsNameLineAndColumn) {
             std::string::npos);
   EXPECT_EQ(errorOf("\n  {% frobnicate %}"), "t.jinja:2:6: unknown tag 'frobnicate'");
   EXPECT_EQ(errorOf("{{ 1 + }}"), "t.jinja:1:8: unexpected the end of the '{{' tag in an expression");
-  EXPECT_EQ(errorOf("{{ x | nosuchfilter }}"), "t.jinja:1:8: unknown or unsupported filter 'nosuchfilter'");
+  EXPECT_EQ(errorOf("{{ x | nosuchfilter }}"), "t.jinja:1:8: unknown filter 'nosuchfilter'");
   EXPECT_EQ(errorOf("{{ x is nosuchtest }}"), "t.jinja:1:9: unknown or unsupported test 'nosuchtest'");
   EXPECT_EQ(errorOf("ab {{ 'x"), "t.jinja:1:7: unterminated string");
   EXPECT_EQ(errorOf("ab {{ x "), "t.jinja:1:4: unclosed tag '{{'");
@@ -435,7 +435,10 @@ TEST(JinjaErrors, UnsupportedConstructsAreRefusedNotRendered) {
   EXPECT_EQ(errorOf("{{ [1].append(2) }}"),
             "t.jinja:1:7: the list method 'append' is not supported (lists are immutable in chat "
             "templates)");
-  EXPECT_EQ(errorOf("{{ x|dictsort }}"), "t.jinja:1:6: the filter 'dictsort' is not supported");
+  EXPECT_EQ(errorOf("{% if false %}{{ x|dictsort }}{% endif %}"),
+            "t.jinja:1:20: the filter 'dictsort' is not supported (docs/runtime.md, Chat templates)");
+  EXPECT_EQ(errorOf("{{ [1]|map('sort')|list }}"),
+            "t.jinja:1:8: map(): unknown or unsupported filter 'sort'");
 }
 
 TEST(JinjaErrors, RuntimeErrorsAndRaiseException) {
