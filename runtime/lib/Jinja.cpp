@@ -171,6 +171,8 @@ struct Value {
   std::shared_ptr<DictData> ns; // a namespace(): the one mutable value
   std::shared_ptr<const Callable> fn;
   std::string undef; // an Undefined's name, for its error
+  int depth = 0;     // nesting of lists and dicts
+  bool refs = false; // holds a namespace or a function (a cycle's link)
 
   static Value undefined(std::string name) {
     Value v;
@@ -210,6 +212,10 @@ struct Value {
   static Value list(List x) {
     Value v;
     v.t = T::List;
+    for (const Value &e : x) {
+      v.depth = std::max(v.depth, e.depth + 1);
+      v.refs = v.refs || e.refs;
+    }
     v.l = std::make_shared<const List>(std::move(x));
     return v;
   }
@@ -238,6 +244,10 @@ struct DictData {
 Value Value::dict(DictData x) {
   Value v;
   v.t = T::Dict;
+  for (auto &kv : x.items) {
+    v.depth = std::max(v.depth, kv.second.depth + 1);
+    v.refs = v.refs || kv.second.refs;
+  }
   v.d = std::make_shared<const DictData>(std::move(x));
   return v;
 }
@@ -307,7 +317,7 @@ std::string pyFloat(double x) {
   return neg ? "-" + out : out;
 }
 
-std::string pyRepr(const Value &v);
+bool reprInto(std::string &out, const Value &v, size_t max);
 
 std::string pyStrRepr(const std::string &s) {
   bool hasSingle = s.find('\'') != std::string::npos;
@@ -336,41 +346,64 @@ std::string pyStrRepr(const std::string &s) {
   return out + q;
 }
 
-/// str(v) as Python prints it ("" for Undefined).
-std::string pyStr(const Value &v) {
+/// str(v) as Python prints it ("" for Undefined), into `out`; false when
+/// `out` would pass `max` bytes (a list's repr can be far longer than the
+/// list: shared elements).
+bool strInto(std::string &out, const Value &v, size_t max) {
   switch (v.t) {
-  case T::Undef: return "";
-  case T::None: return "None";
-  case T::Bool: return v.b ? "True" : "False";
-  case T::Int: return std::to_string(v.i);
-  case T::Float: return pyFloat(v.f);
-  case T::Str: return v.s->s;
-  default: return pyRepr(v);
+  case T::Undef: break;
+  case T::None: out += "None"; break;
+  case T::Bool: out += v.b ? "True" : "False"; break;
+  case T::Int: out += std::to_string(v.i); break;
+  case T::Float: out += pyFloat(v.f); break;
+  case T::Str: out += v.s->s; break;
+  default: return reprInto(out, v, max);
   }
+  return out.size() <= max;
 }
 
-std::string pyRepr(const Value &v) {
+bool reprInto(std::string &out, const Value &v, size_t max) {
   switch (v.t) {
-  case T::Str: return pyStrRepr(v.s->s);
-  case T::List: {
-    std::string out = "[";
-    for (size_t k = 0; k < v.l->size(); ++k)
-      out += (k ? ", " : "") + pyRepr((*v.l)[k]);
-    return out + "]";
-  }
+  case T::Str: out += pyStrRepr(v.s->s); break;
+  case T::List:
+    out += '[';
+    for (size_t k = 0; k < v.l->size(); ++k) {
+      if (k)
+        out += ", ";
+      if (!reprInto(out, (*v.l)[k], max))
+        return false;
+    }
+    out += ']';
+    break;
   case T::Dict: {
-    std::string out = "{";
+    out += '{';
     bool first = true;
     for (auto &kv : v.d->items) {
-      out += (first ? "" : ", ") + pyStrRepr(kv.first) + ": " + pyRepr(kv.second);
+      out += (first ? "" : ", ") + pyStrRepr(kv.first) + ": ";
+      if (!reprInto(out, kv.second, max))
+        return false;
       first = false;
     }
-    return out + "}";
+    out += '}';
+    break;
   }
-  case T::Ns: return "<Namespace>";
-  case T::Func: return "<function>";
-  default: return pyStr(v);
+  case T::Ns: out += "<Namespace>"; break;
+  case T::Func: out += "<function>"; break;
+  default: return strInto(out, v, max);
   }
+  return out.size() <= max;
+}
+
+/// str(v) for messages and names: cut at a few hundred bytes.
+std::string pyStr(const Value &v) {
+  std::string out;
+  strInto(out, v, 400);
+  return out;
+}
+std::string pyRepr(const Value &v) {
+  std::string out;
+  reprInto(out, v, 400);
+  return out;
 }
 
 bool truthy(const Value &v) {
@@ -391,7 +424,10 @@ double num(const Value &v) {
   return v.t == T::Float ? v.f : v.t == T::Int ? double(v.i) : double(v.b);
 }
 
-bool pyEqual(const Value &a, const Value &b) {
+/// Python's ==; `tick` is charged one step per element compared (shared
+/// elements make a comparison far longer than the values look).
+bool pyEqual(const Value &a, const Value &b, const std::function<void()> &tick) {
+  tick();
   if (a.isNumber() && b.isNumber()) {
     if (a.t != T::Float && b.t != T::Float)
       return (a.t == T::Int ? a.i : a.b) == (b.t == T::Int ? b.i : b.b);
@@ -407,7 +443,7 @@ bool pyEqual(const Value &a, const Value &b) {
     if (a.l->size() != b.l->size())
       return false;
     for (size_t k = 0; k < a.l->size(); ++k)
-      if (!pyEqual((*a.l)[k], (*b.l)[k]))
+      if (!pyEqual((*a.l)[k], (*b.l)[k], tick))
         return false;
     return true;
   case T::Dict:
@@ -415,7 +451,7 @@ bool pyEqual(const Value &a, const Value &b) {
       return false;
     for (auto &kv : a.d->items) {
       const Value *o = b.d->find(kv.first);
-      if (!o || !pyEqual(kv.second, *o))
+      if (!o || !pyEqual(kv.second, *o, tick))
         return false;
     }
     return true;
@@ -481,6 +517,7 @@ struct Expr {
   std::vector<ExprP> a; // operands (Slice: obj, start, stop, step; may be null)
   std::vector<std::pair<std::string, ExprP>> kw;
   std::vector<std::string> ops; // Cmp's chain
+  int height = 1;
 };
 
 struct Node;
@@ -818,6 +855,8 @@ const std::set<std::string> kTests = {
     "greaterthan", "lessthan"};
 
 constexpr int kMaxParseDepth = 100;
+constexpr int kMaxExprHeight = 256;
+constexpr int kMaxValueDepth = 512; // over parseJson's 256 of the context
 
 class Parser {
 public:
@@ -1055,6 +1094,24 @@ private:
     return n;
   }
 
+  /// Appends an operand. A node's height (its deepest chain of operands)
+  /// is bounded: `a.b.c...` and `1+1+1...` nest without recursion in the
+  /// parser, but the tree's destructor and the evaluator recurse.
+  void add(Expr &e, ExprP x) {
+    if (x) {
+      e.height = std::max(e.height, x->height + 1);
+      if (e.height > kMaxExprHeight)
+        fail(x->at, "an expression nested deeper than " + std::to_string(kMaxExprHeight));
+    }
+    e.a.push_back(std::move(x));
+  }
+  void addKw(Expr &e, const std::string &key, ExprP x) {
+    e.height = std::max(e.height, x->height + 1);
+    if (e.height > kMaxExprHeight)
+      fail(x->at, "an expression nested deeper than " + std::to_string(kMaxExprHeight));
+    e.kw.emplace_back(key, std::move(x));
+  }
+
   ExprP make(Expr::K k, Loc at) {
     auto e = std::make_unique<Expr>();
     e->k = k;
@@ -1069,12 +1126,12 @@ private:
     if (!isOp(","))
       return e;
     ExprP t = make(Expr::ListE, at);
-    t->a.push_back(std::move(e));
+    add(*t, std::move(e));
     while (isOp(",")) {
       ++i_;
       if (cur().k == Tok::VarEnd || cur().k == Tok::BlockEnd)
         break;
-      t->a.push_back(parseExpr());
+      add(*t, parseExpr());
     }
     return t;
   }
@@ -1092,9 +1149,9 @@ private:
         ++i_;
         other = parseExpr();
       }
-      c->a.push_back(std::move(e));
-      c->a.push_back(std::move(cond));
-      c->a.push_back(std::move(other));
+      add(*c, std::move(e));
+      add(*c, std::move(cond));
+      add(*c, std::move(other));
       e = std::move(c);
     }
     return e;
@@ -1103,8 +1160,8 @@ private:
   ExprP binary(Expr::K k, ExprP l, ExprP r, Loc at, std::string op = "") {
     ExprP e = make(k, at);
     e->name = std::move(op);
-    e->a.push_back(std::move(l));
-    e->a.push_back(std::move(r));
+    add(*e, std::move(l));
+    add(*e, std::move(r));
     return e;
   }
 
@@ -1131,7 +1188,7 @@ private:
       DepthGuard g(*this, cur().at);
       ExprP e = make(Expr::Not, cur().at);
       ++i_;
-      e->a.push_back(parseNot());
+      add(*e, parseNot());
       return e;
     }
     return parseCompare();
@@ -1157,10 +1214,10 @@ private:
       }
       if (!c) {
         c = make(Expr::Cmp, at);
-        c->a.push_back(std::move(first));
+        add(*c, std::move(first));
       }
       c->ops.push_back(op);
-      c->a.push_back(parseMath1());
+      add(*c, parseMath1());
     }
     return c ? std::move(c) : std::move(first);
   }
@@ -1206,7 +1263,7 @@ private:
     if (isOp("-") || isOp("+")) {
       e = make(isOp("-") ? Expr::Neg : Expr::Pos, cur().at);
       ++i_;
-      e->a.push_back(parseUnary(false));
+      add(*e, parseUnary(false));
     } else {
       e = parsePrimary();
     }
@@ -1257,12 +1314,12 @@ private:
       ExprP e = parseExpr();
       if (isOp(",")) {
         ExprP l = make(Expr::ListE, at);
-        l->a.push_back(std::move(e));
+        add(*l, std::move(e));
         while (isOp(",")) {
           ++i_;
           if (isOp(")"))
             break;
-          l->a.push_back(parseExpr());
+          add(*l, parseExpr());
         }
         e = std::move(l);
       }
@@ -1273,7 +1330,7 @@ private:
       ++i_;
       ExprP l = make(Expr::ListE, at);
       while (!isOp("]")) {
-        l->a.push_back(parseExpr());
+        add(*l, parseExpr());
         if (!isOp(","))
           break;
         ++i_;
@@ -1285,9 +1342,9 @@ private:
       ++i_;
       ExprP d = make(Expr::DictE, at);
       while (!isOp("}")) {
-        d->a.push_back(parseExpr());
+        add(*d, parseExpr());
         expectOp(":");
-        d->a.push_back(parseExpr());
+        add(*d, parseExpr());
         if (!isOp(","))
           break;
         ++i_;
@@ -1308,14 +1365,14 @@ private:
           ExprP idx = make(Expr::Lit, cur().at);
           idx->lit = Value::integer(cur().iv);
           ++i_;
-          it->a.push_back(std::move(e));
-          it->a.push_back(std::move(idx));
+          add(*it, std::move(e));
+          add(*it, std::move(idx));
           e = std::move(it);
           continue;
         }
         ExprP a = make(Expr::Attr, at);
         a->name = expectName();
-        a->a.push_back(std::move(e));
+        add(*a, std::move(e));
         e = std::move(a);
       } else if (isOp("[")) {
         e = parseSubscript(std::move(e));
@@ -1355,14 +1412,14 @@ private:
       if (!any)
         fail(at, "an empty subscript");
       ExprP it = make(Expr::Item, at);
-      it->a.push_back(std::move(obj));
-      it->a.push_back(std::move(parts[0]));
+      add(*it, std::move(obj));
+      add(*it, std::move(parts[0]));
       return it;
     }
     ExprP s = make(Expr::Slice, at);
-    s->a.push_back(std::move(obj));
+    add(*s, std::move(obj));
     for (auto &p : parts)
-      s->a.push_back(std::move(p));
+      add(*s, std::move(p));
     return s;
   }
 
@@ -1372,7 +1429,7 @@ private:
     DepthGuard g(*this, cur().at);
     if (!node) { // a call is located where its callee starts
       node = make(k, e->at);
-      node->a.push_back(std::move(e));
+      add(*node, std::move(e));
     }
     expectOp("(");
     while (!isOp(")")) {
@@ -1381,11 +1438,11 @@ private:
       if (cur().k == Tok::Name && peek().k == Tok::Op && peek().v == "=") {
         std::string key = t_[i_].v;
         i_ += 2;
-        node->kw.emplace_back(key, parseExpr());
+        addKw(*node, key, parseExpr());
       } else {
         if (!node->kw.empty())
           fail(cur().at, "a positional argument after a keyword argument");
-        node->a.push_back(parseExpr());
+        add(*node, parseExpr());
       }
       if (!isOp(","))
         break;
@@ -1407,7 +1464,7 @@ private:
           fail(at, "unknown filter '" + plan::briefText(f, 30) + "'");
         ExprP n = make(Expr::Filter, at);
         n->name = f;
-        n->a.push_back(std::move(e));
+        add(*n, std::move(e));
         if (isOp("("))
           n = parseCall(nullptr, Expr::Filter, std::move(n));
         e = std::move(n);
@@ -1431,7 +1488,7 @@ private:
         ExprP n = make(Expr::Test, at);
         n->name = test;
         n->negated = neg;
-        n->a.push_back(std::move(e));
+        add(*n, std::move(e));
         if (isOp("(")) {
           n = parseCall(nullptr, Expr::Test, std::move(n));
         } else if ((cur().k == Tok::Name || cur().k == Tok::String || cur().k == Tok::Int ||
@@ -1439,7 +1496,7 @@ private:
                    !isName("else") && !isName("or") && !isName("and")) {
           if (isName("is"))
             fail(cur().at, "tests cannot be chained with 'is'");
-          n->a.push_back(parsePostfix(parsePrimary()));
+          add(*n, parsePostfix(parsePrimary()));
         }
         e = std::move(n);
       } else if (isOp("(")) {
@@ -1500,7 +1557,25 @@ struct Interp {
     if (l.size() > limits.maxListItems)
       fail(at, "a list longer than " + std::to_string(limits.maxListItems) + " items");
     step(at, l.size() / 256);
-    return Value::list(std::move(l));
+    return nested(Value::list(std::move(l)), at);
+  }
+  /// Values nest at most kMaxValueDepth (their destructors, ==, repr and
+  /// tojson recurse).
+  Value nested(Value v, Loc at) {
+    if (v.depth > kMaxValueDepth)
+      fail(at, "lists or dicts nested deeper than " + std::to_string(kMaxValueDepth));
+    return v;
+  }
+  bool equal(const Value &a, const Value &b, Loc at) {
+    return pyEqual(a, b, [&] { step(at); });
+  }
+  /// str(v), bounded like every string.
+  std::string strOf(const Value &v, Loc at) {
+    std::string out;
+    if (!strInto(out, v, limits.maxStringBytes))
+      fail(at, "a string longer than " + std::to_string(limits.maxStringBytes) + " bytes");
+    step(at, out.size() / 4096);
+    return out;
   }
 
   void emit(Loc at, const Str &s) {
@@ -1530,7 +1605,7 @@ struct Interp {
       return *v.s;
     if (v.t == T::Func || v.t == T::Ns)
       fail(at, std::string("rendering a ") + typeName(v) + " is not supported");
-    return plain(pyStr(v));
+    return plain(strOf(v, at));
   }
 
   [[noreturn]] void undefinedError(const Value &v, Loc at) {
@@ -1565,7 +1640,7 @@ struct Interp {
                                typeName(key) + ")");
         dd.set(key.s->s, eval(*e.a[k + 1]));
       }
-      return Value::dict(std::move(dd));
+      return nested(Value::dict(std::move(dd)), e.at);
     }
     case Expr::Attr: return getAttr(eval(*e.a[0]), e.name, e.at);
     case Expr::Item: return getItem(eval(*e.a[0]), eval(*e.a[1]), e.at);
@@ -1760,7 +1835,7 @@ struct Interp {
     if (l.t == T::List && r.t == T::List) {
       size_t n = std::min(l.l->size(), r.l->size());
       for (size_t k = 0; k < n; ++k) {
-        if (pyEqual((*l.l)[k], (*r.l)[k]))
+        if (equal((*l.l)[k], (*r.l)[k], at))
           continue;
         return less((*l.l)[k], (*r.l)[k], at, op);
       }
@@ -1783,7 +1858,7 @@ struct Interp {
       return hay.s->s.find(needle.s->s) != std::string::npos;
     case T::List:
       for (auto &x : *hay.l)
-        if (pyEqual(x, needle))
+        if (equal(x, needle, at))
           return true;
       return false;
     case T::Dict: return needle.t == T::Str && hay.d->find(needle.s->s);
@@ -1794,9 +1869,9 @@ struct Interp {
 
   bool compare(const std::string &op, const Value &l, const Value &r, Loc at) {
     if (op == "==")
-      return pyEqual(l, r);
+      return equal(l, r, at);
     if (op == "!=")
-      return !pyEqual(l, r);
+      return !equal(l, r, at);
     if (op == "in")
       return contains(r, l, at);
     if (op == "notin")
@@ -1912,6 +1987,7 @@ struct Interp {
   Value method(std::string name, std::function<Value(Interp &, std::vector<Value> &, Kwargs &, Loc)> f) {
     Value v;
     v.t = T::Func;
+    v.refs = true;
     v.fn = std::make_shared<const Callable>(Callable{std::move(name), std::move(f)});
     return v;
   }
@@ -2427,8 +2503,8 @@ struct Interp {
     }
     need(1);
     if (t == "in") return contains(a[0], v, at);
-    if (t == "eq" || t == "equalto" || t == "==") return pyEqual(v, a[0]);
-    if (t == "ne" || t == "!=") return !pyEqual(v, a[0]);
+    if (t == "eq" || t == "equalto" || t == "==") return equal(v, a[0], at);
+    if (t == "ne" || t == "!=") return !equal(v, a[0], at);
     if (t == "lt" || t == "<" || t == "lessthan") return less(v, a[0], at, "<");
     if (t == "gt" || t == ">" || t == "greaterthan") return less(a[0], v, at, ">");
     if (t == "le" || t == "<=") return !less(a[0], v, at, "<=");
@@ -2441,7 +2517,7 @@ struct Interp {
       if (v.t == T::List) return v.l == a[0].l;
       if (v.t == T::Dict) return v.d == a[0].d;
       if (v.t == T::Ns) return v.ns == a[0].ns;
-      return pyEqual(v, a[0]) && v.t == a[0].t && (v.t != T::Int || (v.i >= -5 && v.i <= 256));
+      return equal(v, a[0], at) && v.t == a[0].t && (v.t != T::Int || (v.i >= -5 && v.i <= 256));
     }
     fail(at, "unknown test '" + t + "'");
   }
@@ -2605,7 +2681,7 @@ struct Interp {
     }
     if (f == "e" || f == "escape") {
       checkArgs(a, kw, 0, {}, at, f);
-      std::string in = v.t == T::Str ? v.s->s : pyStr(v), out;
+      std::string in = v.t == T::Str ? v.s->s : strOf(v, at), out;
       for (char c : in) {
         switch (c) {
         case '&': out += "&amp;"; break;
@@ -2622,7 +2698,7 @@ struct Interp {
       checkArgs(a, kw, 0, {}, at, f);
       if (v.t == T::Undef)
         return Value::str("");
-      Value s = v.t == T::Str ? v : Value::str(pyStr(v));
+      Value s = v.t == T::Str ? v : Value::str(strOf(v, at));
       return caseMap(s, f, at);
     }
     if (f == "replace") {
@@ -2851,6 +2927,14 @@ struct Interp {
 
   void assign(const std::string &n, Value v) { scopes.back()[n] = std::move(v); }
 
+  /// A namespace's attributes hold no namespace or function, so that no
+  /// value can reach itself (reference counting would leak the cycle).
+  void noCycle(const Value &v, Loc at) {
+    if (v.refs)
+      fail(at, "a namespace or a function (or a list or dict holding one) as a namespace's "
+               "attribute is not supported");
+  }
+
   Flow exec(const Node &n) {
     Depth d(*this, n.at);
     step(n.at);
@@ -2875,6 +2959,7 @@ struct Interp {
         Value target = lookup(n.text);
         if (target.t != T::Ns)
           fail(n.at, "cannot assign attribute on non-namespace object '" + n.text + "'");
+        noCycle(v, n.at);
         target.ns->set(n.attr, std::move(v));
       }
       return Flow::Normal;
@@ -3065,14 +3150,14 @@ Value Interp::builtin(const std::string &n) {
       }
       for (auto &kv : kw)
         d->set(kv.first, kv.second);
+      if (!isNs)
+        return in.nested(Value::dict(std::move(*d)), at);
+      for (auto &kv : d->items)
+        in.noCycle(kv.second, at);
       Value v;
-      if (isNs) {
-        v.t = T::Ns;
-        v.ns = d;
-      } else {
-        v.t = T::Dict;
-        v.d = d;
-      }
+      v.t = T::Ns;
+      v.ns = d;
+      v.refs = true;
       return v;
     });
   }

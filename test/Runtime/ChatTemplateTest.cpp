@@ -480,6 +480,29 @@ TEST(JinjaErrors, RendersAreBounded) {
             "t.jinja:1:4: range() of more than 1048576 items");
   EXPECT_EQ(errorOf("{{ 9223372036854775807 + 1 }}"),
             "t.jinja:1:24: integer overflow (64-bit integers only)");
+  // A chain the parser builds without recursion (its tree would not).
+  std::string chain = "{{ x";
+  for (int k = 0; k < 300; ++k)
+    chain += ".a";
+  EXPECT_EQ(errorOf(chain + " }}"), "t.jinja:1:513: an expression nested deeper than 256");
+  // Values nested by a loop; shared elements whose ==, repr and tojson
+  // would take 2^40 steps or bytes; a namespace that would reach itself.
+  EXPECT_EQ(errorOf("{% set ns = namespace(a=[]) %}{% for i in range(600) %}{% set ns.a = [ns.a] %}"
+                    "{% endfor %}",
+                    ojson::object(), small),
+            "t.jinja:1:70: lists or dicts nested deeper than 512");
+  const std::string shared = "{% set ns = namespace(a=[1]) %}{% for i in range(40) %}"
+                             "{% set ns.a = [ns.a, ns.a] %}{% endfor %}";
+  EXPECT_NE(errorOf(shared + "{{ ns.a == ns.a }}", ojson::object(), small).find("steps"),
+            std::string::npos);
+  EXPECT_EQ(errorOf(shared + "{{ ns.a }}", ojson::object(), small),
+            "t.jinja:1:102: a string longer than 1048576 bytes");
+  EXPECT_NE(errorOf(shared + "{{ ns.a|tojson }}", ojson::object(), small)
+                .find("a string longer than 1048576 bytes"),
+            std::string::npos);
+  EXPECT_EQ(errorOf("{% set ns = namespace() %}{% set ns.me = [ns] %}"),
+            "t.jinja:1:27: a namespace or a function (or a list or dict holding one) as a "
+            "namespace's attribute is not supported");
 }
 
 //===-- tokenizer_config.json and --chat-template files --------------------===//
