@@ -103,6 +103,30 @@ void appendUtf8(std::string &out, uint32_t cp) {
   }
 }
 
+/// The first `n` in `h` from `from` (npos when none), in linear time (KMP
+/// for long needles: std::string::find is O(|h|*|n|) at worst).
+size_t findIn(const std::string &h, const std::string &n, size_t from = 0) {
+  if (n.size() <= 16 || h.size() < from + n.size())
+    return h.find(n, from);
+  std::vector<size_t> fail(n.size(), 0);
+  for (size_t i = 1, k = 0; i < n.size(); ++i) {
+    while (k && n[i] != n[k])
+      k = fail[k - 1];
+    if (n[i] == n[k])
+      ++k;
+    fail[i] = k;
+  }
+  for (size_t i = from, k = 0; i < h.size(); ++i) {
+    while (k && h[i] != n[k])
+      k = fail[k - 1];
+    if (h[i] == n[k])
+      ++k;
+    if (k == n.size())
+      return i + 1 - n.size();
+  }
+  return std::string::npos;
+}
+
 struct Span {
   size_t b, e;
   int src;
@@ -140,7 +164,11 @@ void appendStr(Str &d, const Str &x) {
 Str sub(const Str &x, size_t b, size_t e) {
   Str r;
   r.s = x.s.substr(b, e - b);
-  for (const Span &p : x.sp) {
+  // spans are ordered and disjoint: from the first that ends after b
+  auto first = std::upper_bound(x.sp.begin(), x.sp.end(), b,
+                                [](size_t v, const Span &p) { return v < p.e; });
+  for (auto it = first; it != x.sp.end() && it->b < e; ++it) {
+    const Span &p = *it;
     size_t lo = std::max(b, p.b), hi = std::min(e, p.e);
     if (lo < hi)
       pushSpan(r.sp, {lo - b, hi - b, p.src, p.off + (lo - p.b), p.rs});
@@ -426,8 +454,8 @@ double num(const Value &v) {
 
 /// Python's ==; `tick` is charged one step per element compared (shared
 /// elements make a comparison far longer than the values look).
-bool pyEqual(const Value &a, const Value &b, const std::function<void()> &tick) {
-  tick();
+bool pyEqual(const Value &a, const Value &b, const std::function<void(uint64_t)> &tick) {
+  tick(1);
   if (a.isNumber() && b.isNumber()) {
     if (a.t != T::Float && b.t != T::Float)
       return (a.t == T::Int ? a.i : a.b) == (b.t == T::Int ? b.i : b.b);
@@ -438,7 +466,9 @@ bool pyEqual(const Value &a, const Value &b, const std::function<void()> &tick) 
   switch (a.t) {
   case T::Undef:
   case T::None: return true;
-  case T::Str: return a.s->s == b.s->s;
+  case T::Str:
+    tick(a.s->s.size() / 1024);
+    return a.s->s == b.s->s;
   case T::List:
     if (a.l->size() != b.l->size())
       return false;
@@ -1550,13 +1580,13 @@ struct Interp {
   Value str(Loc at, Str s) {
     if (s.s.size() > limits.maxStringBytes)
       fail(at, "a string longer than " + std::to_string(limits.maxStringBytes) + " bytes");
-    step(at, s.s.size() / 4096);
+    step(at, s.s.size() / 1024 + s.sp.size() / 64);
     return Value::str(std::move(s));
   }
   Value list(Loc at, List l) {
     if (l.size() > limits.maxListItems)
       fail(at, "a list longer than " + std::to_string(limits.maxListItems) + " items");
-    step(at, l.size() / 256);
+    step(at, l.size() / 16);
     return nested(Value::list(std::move(l)), at);
   }
   /// Values nest at most kMaxValueDepth (their destructors, ==, repr and
@@ -1567,7 +1597,7 @@ struct Interp {
     return v;
   }
   bool equal(const Value &a, const Value &b, Loc at) {
-    return pyEqual(a, b, [&] { step(at); });
+    return pyEqual(a, b, [&](uint64_t n) { step(at, n); });
   }
   /// str(v), bounded like every string.
   std::string strOf(const Value &v, Loc at) {
@@ -1855,7 +1885,8 @@ struct Interp {
       if (needle.t != T::Str)
         fail(at, std::string("'in <string>' requires a string on the left, not '") +
                      typeName(needle) + "'");
-      return hay.s->s.find(needle.s->s) != std::string::npos;
+      step(at, hay.s->s.size() / 1024);
+      return findIn(hay.s->s, needle.s->s) != std::string::npos;
     case T::List:
       for (auto &x : *hay.l)
         if (equal(x, needle, at))
@@ -1889,7 +1920,6 @@ struct Interp {
   /// string's characters; none for Undefined.
   List iterate(const Value &v, Loc at) {
     switch (v.t) {
-    case T::List: return *v.l;
     case T::Dict: {
       List l;
       for (auto &kv : v.d->items)
@@ -1897,13 +1927,14 @@ struct Interp {
       return l;
     }
     case T::Str: {
+      step(at, v.s->s.size() / 4);
       List l;
       auto off = cpOffsets(v.s->s);
       for (size_t k = 0; k + 1 < off.size(); ++k)
         l.push_back(Value::str(sub(*v.s, off[k], off[k + 1])));
-      step(at, l.size() / 64);
       return l;
     }
+    case T::List: step(at, v.l->size() / 16); return *v.l;
     case T::Undef: return {};
     default: fail(at, std::string("'") + typeName(v) + "' object is not iterable");
     }
@@ -1936,6 +1967,7 @@ struct Interp {
           return Value::undefined("the index " + std::to_string(asInt(key)));
         return (*obj.l)[k];
       }
+      step(at, obj.s->s.size() / 1024);
       auto off = cpOffsets(obj.s->s);
       int64_t n = int64_t(off.size()) - 1;
       if (k < 0)
@@ -2040,16 +2072,17 @@ struct Interp {
   /// Python's strip/lstrip/rstrip of code points in `chars` (whitespace
   /// when none).
   Str strip(const Str &s, const Value *chars, bool left, bool right, Loc at) {
-    std::vector<uint32_t> set;
+    std::vector<uint32_t> set; // sorted
     bool ws = !chars || chars->t == T::None || chars->t == T::Undef;
     if (!ws) {
       if (chars->t != T::Str)
         fail(at, "strip arg must be None or str");
       for (size_t i = 0, n; i < chars->s->s.size(); i += n)
         set.push_back(cpAt(chars->s->s, i, &n));
+      std::sort(set.begin(), set.end());
     }
     auto strippable = [&](uint32_t c) {
-      return ws ? isPySpace(c) : std::find(set.begin(), set.end(), c) != set.end();
+      return ws ? isPySpace(c) : std::binary_search(set.begin(), set.end(), c);
     };
     auto off = cpOffsets(s.s);
     size_t b = 0, e = off.size() - 1;
@@ -2060,7 +2093,7 @@ struct Interp {
     if (right)
       while (e > b && strippable(cpAt(s.s, off[e - 1], &len)))
         --e;
-    step(at, s.s.size() / 4096);
+    step(at, s.s.size() / 1024 + set.size() / 64);
     return sub(s, off[b], off[e]);
   }
 
@@ -2131,7 +2164,7 @@ struct Interp {
         fail(at, "empty separator");
       size_t b = 0;
       while (true) {
-        size_t f = s.s.find(p, b);
+        size_t f = findIn(s.s, p, b);
         if (f == std::string::npos || (maxsplit >= 0 && int64_t(out.size()) == maxsplit))
           break;
         out.push_back(Value::str(sub(s, b, f)));
@@ -2169,7 +2202,7 @@ struct Interp {
       return str(at, std::move(out));
     }
     while (count < 0 || done < count) {
-      size_t f = s.s.find(o, b);
+      size_t f = findIn(s.s, o, b);
       if (f == std::string::npos)
         break;
       appendStr(out, sub(s, b, f));
@@ -2258,8 +2291,9 @@ struct Interp {
         if (a.size() != 1 || !kw.empty())
           in.fail(at2, attr + "() takes one argument here");
         const std::string &p = in.strArg(a[0], at2, attr).s->s;
+        in.step(at2, s->s.size() / 1024);
         if (attr == "find") {
-          size_t f = s->s.find(p);
+          size_t f = findIn(s->s, p);
           if (f == std::string::npos)
             return Value::integer(-1);
           return Value::integer(int64_t(cpCount(s->s.substr(0, f))));
@@ -2267,7 +2301,7 @@ struct Interp {
         if (p.empty())
           return Value::integer(int64_t(cpCount(s->s)) + 1);
         int64_t c = 0;
-        for (size_t f = s->s.find(p); f != std::string::npos; f = s->s.find(p, f + p.size()))
+        for (size_t f = findIn(s->s, p); f != std::string::npos; f = findIn(s->s, p, f + p.size()))
           ++c;
         return Value::integer(c);
       });
@@ -2358,6 +2392,7 @@ struct Interp {
     std::vector<size_t> off;
     int64_t n;
     if (obj.t == T::Str) {
+      step(e.at, obj.s->s.size() / 1024);
       off = cpOffsets(obj.s->s);
       n = int64_t(off.size()) - 1;
     } else if (obj.t == T::List) {
@@ -2664,7 +2699,7 @@ struct Interp {
     if (f == "length" || f == "count") {
       checkArgs(a, kw, 0, {}, at, f);
       switch (v.t) {
-      case T::Str: return Value::integer(int64_t(cpCount(v.s->s)));
+      case T::Str: step(at, v.s->s.size() / 1024); return Value::integer(int64_t(cpCount(v.s->s)));
       case T::List: return Value::integer(int64_t(v.l->size()));
       case T::Dict: return Value::integer(int64_t(v.d->items.size()));
       case T::Undef: return Value::integer(0);
@@ -3012,17 +3047,20 @@ struct Interp {
                        [&](auto &p) { return p.first == kv.first; }))
         fail(at, "the macro '" + m.text + "' has no argument '" + plan::briefText(kv.first, 30) +
                      "'");
-    // A macro sees the template's top-level names and its arguments.
-    std::vector<std::unordered_map<std::string, Value>> saved;
-    saved.swap(scopes);
-    scopes.push_back(saved.front());
+    // A macro sees the template's top-level names and its arguments: the
+    // frames between are set aside during the call.
+    std::vector<std::unordered_map<std::string, Value>> saved(
+        std::make_move_iterator(scopes.begin() + 1), std::make_move_iterator(scopes.end()));
+    scopes.resize(1);
     scopes.push_back(std::move(frame));
     outputs.emplace_back();
     struct Restore {
       Interp &in;
       std::vector<std::unordered_map<std::string, Value>> &saved;
       ~Restore() {
-        in.scopes.swap(saved);
+        in.scopes.resize(1);
+        for (auto &f : saved)
+          in.scopes.push_back(std::move(f));
       }
     } restore{*this, saved};
     exec(m.body);
@@ -3106,6 +3144,8 @@ Value Interp::builtin(const std::string &n) {
       localtime_r(&now, &tm);
       char buf[1024];
       size_t len = std::strftime(buf, sizeof buf, a[0].s->s.c_str(), &tm);
+      if (len == 0 && !a[0].s->s.empty())
+        in.fail(at, "strftime_now()'s result is empty or too long");
       return Value::str(std::string(buf, len));
     });
   }
