@@ -3,12 +3,14 @@
 # (leaks included) and UBSan: the job reader (YAML with --set overrides), the
 # HF config.json reader, the plan reader and validator, and swift-run's
 # torch-free readers: safetensors headers and index files, peft adapter
-# configs, JSONL data lines, checkpoint manifests, HF tokenizer.json files
-# and the text the real tokenizers encode (test/Fuzz).
+# configs, JSONL data lines, checkpoint manifests, HF tokenizer.json files,
+# the text the real tokenizers encode and chat templates (Jinja: parser
+# and renderer; test/Fuzz).
 #
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]     (default 60 s each, all)
 #   RUNS=10000000 bash scripts/fuzz.sh 0 FuzzPlan   (a campaign: N executions)
-#   (FUZZ_MAX_LEN caps an input's bytes, default 65536, FuzzJsonl's and FuzzTokenizer's 16384; FUZZ_RSS_LIMIT_MB the
+#   (FUZZ_MAX_LEN caps an input's bytes, default 65536, FuzzJsonl's,
+#   FuzzTokenizer's and FuzzChatTemplate's 16384; FUZZ_RSS_LIMIT_MB the
 #   process's RSS, default 2048; FUZZ_CHUNK the executions per process)
 #   bash scripts/fuzz.sh --build-only   (FUZZ_NO_BUILD=1 then skips the build:
 #                                        ctest's fuzz.* tests do both)
@@ -30,7 +32,7 @@ shift || true
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=(FuzzJob FuzzHFConfig FuzzPlan FuzzSafeTensorsHeader
                                FuzzSafeTensorsIndex FuzzAdapterConfig FuzzJsonl
-                               FuzzManifest FuzzTokenizer)
+                               FuzzManifest FuzzTokenizer FuzzChatTemplate)
 BUILD=build-fuzz
 
 if [ -z "${FUZZ_NO_BUILD:-}" ]; then
@@ -57,6 +59,9 @@ seeds() { # the repository's own inputs of each kind
   FuzzJsonl) git ls-files '*.jsonl' | grep -v calibration/ ;; # SFT lines
   FuzzManifest) git ls-files 'test/Fuzz/seeds/FuzzManifest/*' ;;
   FuzzTokenizer) git ls-files 'test/Fuzz/seeds/FuzzTokenizer/*' ;; # mode byte + input
+  FuzzChatTemplate) # the real templates (scripts/fetch_tokenizers.sh), ours
+    ls .cache/tokenizers/*/tokenizer_config.json 2>/dev/null
+    git ls-files 'test/Fuzz/seeds/FuzzChatTemplate/*' 'test/data/chat/*.jinja' ;;
   esac
 }
 
@@ -64,6 +69,7 @@ maxLen() { # TARGET: the bytes of an input (FUZZ_MAX_LEN, else the target's)
   case $1 in
   FuzzJsonl) echo "${FUZZ_MAX_LEN:-16384}" ;; # a few lines, not a file
   FuzzTokenizer) echo "${FUZZ_MAX_LEN:-16384}" ;; # a small tokenizer.json, a text
+  FuzzChatTemplate) echo "${FUZZ_MAX_LEN:-16384}" ;; # real ones are 1-5 KB
   *) echo "${FUZZ_MAX_LEN:-65536}" ;;
   esac
 }
@@ -75,6 +81,15 @@ seedBytes() { # TARGET FILE: the input a repository file makes
 b = open(sys.argv[1], "rb").read()
 n = struct.unpack("<Q", b[:8])[0]
 sys.stdout.buffer.write(struct.pack("<Q", len(b) - 8 - n) + b[8:8 + n])' "$2" ;;
+  FuzzChatTemplate) # a tokenizer_config.json's chat_template (string or list)
+    case $2 in
+    *.json) python3 -c 'import json, sys
+t = json.load(open(sys.argv[1])).get("chat_template") or ""
+if isinstance(t, list):
+    t = "".join(e.get("template", "") for e in t)
+sys.stdout.write(t)' "$2" ;;
+    *) cat "$2" ;;
+    esac ;;
   *) cat "$2" ;;
   esac
 }
