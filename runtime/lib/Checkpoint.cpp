@@ -203,6 +203,7 @@ std::string saveCheckpoint(Engine &engine, const Plan &plan,
           fs::absolute(request.baseWeights, ec).lexically_normal().string();
   }
   manifest.data = request.data;
+  manifest.epoch = request.epoch;
   if (!request.hfConfig.empty())
     st::writeFileAtomically((partial / "config.json").string(),
                             request.hfConfig);

@@ -35,6 +35,7 @@ struct SaveRequest {
   std::string saveDir;
   int64_t step = 0;            // saved after this many steps
   int64_t samplesConsumed = 0; // the data's position after them
+  std::optional<double> epoch; // JSONL data: samplesConsumed / its windows
   int keep = 0;                // keep the newest K checkpoints (0: all)
   /// --overwrite-save-dir's first save (checkSaveDir returned true): the
   /// save dir's other checkpoints are removed.
