@@ -10,6 +10,7 @@
 #include "RunPlan.h"
 
 #include <cmath>
+#include <map>
 #include <random>
 
 using namespace swift::rt::testing;
@@ -530,6 +531,60 @@ TEST(Eval, BadCombinationsExitTwo) {
     EXPECT_NE(r.output.find(c.message), std::string::npos)
         << c.args << "\n" << r.output;
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Tokenizer files in exports and checkpoints
+//===----------------------------------------------------------------------===//
+
+TEST(ExportTokenizer, ExportsAndCheckpointsCarryTheModelDirsTokenizerFiles) {
+  Result init = runPlan(tinyPlan(0, 1), "--steps 0 --export-hf hf");
+  ASSERT_EQ(init.exitCode, 0) << init.output;
+  const std::string model = init.dir + "/hf";
+  const std::map<std::string, std::string> files = {
+      {"tokenizer.json", R"({"model": {"type": "BPE"}})"},
+      {"tokenizer_config.json", R"({"eos_token": "</s>"})"},
+      {"chat_template.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}"},
+      {"merges.txt", "#version: 0.2\na b\n"}};
+  for (const auto &[name, bytes] : files)
+    std::ofstream(model + "/" + name) << bytes;
+  std::ofstream(model + "/README.md") << "not a tokenizer file";
+  auto expectFiles = [&](const std::string &dir, const std::string &what) {
+    for (const auto &[name, bytes] : files)
+      EXPECT_EQ(slurp(dir + "/" + name), bytes) << what << ": " << name;
+    EXPECT_FALSE(fs::exists(dir + "/README.md")) << what;
+    EXPECT_FALSE(fs::exists(dir + "/vocab.json")) << what; // not in the input
+  };
+  Result full = runPlan(tinyPlan(0, 1), "--steps 1 --weights " + model +
+                                            " --export-hf hf --save-dir ckpt");
+  ASSERT_EQ(full.exitCode, 0) << full.output;
+  expectFiles(full.dir + "/hf", "export");
+  expectFiles(full.dir + "/ckpt/step-00000001", "checkpoint");
+  // Resumed: the checkpoint's copy (no --weights here).
+  Result resumed = runPlan(tinyPlan(0, 1), "--steps 2 --export-hf hf "
+                                           "--resume " + full.dir + "/ckpt");
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
+  expectFiles(resumed.dir + "/hf", "export after a resume");
+  // LoRA: beside the adapter, and beside the merged model.
+  Result lora = runPlan(loraPlan(0, 1, 0.0),
+                        "--steps 1 --weights " + model + " --export-hf hf");
+  ASSERT_EQ(lora.exitCode, 0) << lora.output;
+  EXPECT_TRUE(fs::exists(lora.dir + "/hf/adapter_config.json"));
+  expectFiles(lora.dir + "/hf", "adapter export");
+  Result merged = runPlan(loraPlan(0, 1, 0.0), "--steps 1 --weights " + model +
+                                                   " --export-hf hf --merge");
+  ASSERT_EQ(merged.exitCode, 0) << merged.output;
+  expectFiles(merged.dir + "/hf", "merged export");
+  // A tokenizer name that is not a regular file: refused before training.
+  fs::create_directory(model + "/vocab.json");
+  Result bad = runPlan(tinyPlan(0, 1), "--steps 1 --weights " + model +
+                                           " --export-hf hf");
+  EXPECT_EQ(bad.exitCode, 2) << bad.output;
+  EXPECT_NE(bad.output.find(model + "/vocab.json: is a directory; expected a "
+                                    "tokenizer file"),
+            std::string::npos)
+      << bad.output;
+  EXPECT_EQ(bad.output.find("step 1/1"), std::string::npos) << bad.output;
 }
 
 } // namespace

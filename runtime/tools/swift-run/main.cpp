@@ -705,6 +705,13 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
     hfConfigPath = (std::filesystem::path(weightsDir) / "config.json").string();
   const std::string hfConfig =
       hfConfigPath.empty() ? "" : readConfigText(hfConfigPath);
+  // The tokenizer files the exports and checkpoints carry: the resumed
+  // checkpoint's, else the --weights directory's (LoRA: the base's).
+  TokenizerFiles tokenizer;
+  if (resumed)
+    tokenizer = readTokenizerFiles(resumed->dir());
+  if (tokenizer.empty())
+    tokenizer = readTokenizerFiles(weightsDir);
   const auto loadStart = std::chrono::steady_clock::now();
   Engine engine(plan, *comm, device, initial.get(), base.get());
   if (env.rank == 0 && (initial || base)) {
@@ -963,6 +970,7 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
       save.hfConfig = hfConfig;
       save.baseWeights = lora ? weightsDir : std::string();
       save.data = dataRecord;
+      save.tokenizer = &tokenizer;
       const std::string saved = saveCheckpoint(engine, plan, save);
       replaceSaved = false;
       comm->barrier();
@@ -1054,6 +1062,8 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
       exportAdapter(engine, plan, a.exportHF, options, weightsDir);
     else
       exportHF(engine, plan, a.exportHF, options);
+    if (lead) // beside the weights or the adapter
+      writeTokenizerFiles(a.exportHF, tokenizer);
     if (lead)
       std::cout << "swift-run: exported to " << a.exportHF << " ("
                 << transferReport(safetensorsBytes(a.exportHF),
