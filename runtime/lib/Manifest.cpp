@@ -46,7 +46,8 @@ DataRecord parseData(const JsonField &d) {
     r.seed = uint64_t(d.at("seed").integer(0, kInt64Max));
   } else if (source == "file") {
     d.onlyKeys({"source", "path", "absolute_path", "format", "bytes",
-                "fingerprint", "packing", "sequence_length", "windows"});
+                "fingerprint", "packing", "sequence_length", "windows",
+                "eval_split"});
     r.synthetic = false;
     r.path = pathField(d.at("path"));
     r.absolutePath = pathField(d.at("absolute_path"));
@@ -63,6 +64,11 @@ DataRecord parseData(const JsonField &d) {
     r.packing = d.at("packing").boolean();
     if (d.has("windows"))
       r.windows = d.at("windows").integer(1, kMaxSamples);
+    if (d.has("eval_split")) {
+      r.evalSplit = d.at("eval_split").number(0, 1);
+      if (!(r.evalSplit > 0 && r.evalSplit < 1))
+        d.at("eval_split").fail("must be in (0, 1) (left out: none)");
+    }
   } else {
     d.at("source").fail("\"" + briefText(source, 40) +
                         "\": expected \"file\" or \"synthetic\"");
@@ -87,6 +93,8 @@ json dataToJson(const DataRecord &r) {
             {"sequence_length", r.sequenceLength}};
   if (r.windows > 0)
     j["windows"] = r.windows;
+  if (r.evalSplit > 0)
+    j["eval_split"] = r.evalSplit;
   return j;
 }
 

@@ -404,7 +404,15 @@ TEST(Eval, LossIsTheTrainingLossOfTheSameWindowsAtEveryStage) {
       {"zero 3, world 2", unpacked(tinyPlan(3, 2)), 2},
       {"zero 0, world 2", unpacked(tinyPlan(0, 2)), 2},
       {"lora", unpacked(loraPlan(0, 1, 0.0)), 1},
-      {"lora zero 3, world 2", unpacked(loraPlan(3, 2, 0.0)), 2}};
+      {"lora zero 3, world 2", unpacked(loraPlan(3, 2, 0.0)), 2},
+      {"zero 3, world 2, offload optimizer+params, full checkpointing",
+       unpacked(tinyPlan(3, 2)), 2},
+      {"qlora zero 3, world 2, offload optimizer+params",
+       unpacked(loraPlan(3, 2, 0.0)), 2}};
+  cases[5].plan["strategy"]["offload"] = "optimizer+params";
+  cases[5].plan["strategy"]["checkpointing"] = "full";
+  cases[6].plan["strategy"]["offload"] = "optimizer+params";
+  cases[6].plan["training"]["method"] = "qlora";
   for (EvalCase &c : cases) {
     c.plan["training"]["optimizer"]["lr"] = 0.0;
     Result r = runPlan(c.plan, "--steps 1 --data " + data + " --eval-data " +
@@ -501,6 +509,34 @@ TEST(Eval, SplitHoldsOutAFractionAndEvaluatesAtEachEpochsEnd) {
   for (const json &e : evalMetrics(every))
     evalSteps.push_back(e.at("step").get<int64_t>());
   EXPECT_EQ(evalSteps, (std::vector<int64_t>{3, 4})) << every.output;
+}
+
+TEST(Eval, ResumeKeepsTheSplit) {
+  // The held-out samples are not trained on: a resume with another split
+  // (or none) would train on other samples; refused unless ignored.
+  const std::string dir = freshDir();
+  const std::string data = writeJsonl(dir + "/d.jsonl", distinctSamples(20));
+  const json p = unpacked(tinyPlan(0, 1));
+  Result first = runPlan(p, "--steps 2 --save-dir ckpt --eval-split 0.25 "
+                            "--data " + data);
+  ASSERT_EQ(first.exitCode, 0) << first.output;
+  const std::string ckpt = first.dir + "/ckpt";
+  const json manifest =
+      json::parse(slurp(ckpt + "/step-00000002/manifest.json"));
+  EXPECT_EQ(manifest.at("data").at("eval_split"), 0.25);
+  EXPECT_EQ(manifest.at("data").at("windows"), 15);
+  Result none = runPlan(p, "--steps 3 --resume " + ckpt + " --data " + data);
+  EXPECT_EQ(none.exitCode, 2) << none.output;
+  EXPECT_NE(none.output.find("data: the checkpoint's run held out --eval-split "
+                             "0.25, this run none"),
+            std::string::npos)
+      << none.output;
+  Result same = runPlan(p, "--steps 3 --resume " + ckpt +
+                               " --eval-split 0.25 --data " + data);
+  ASSERT_EQ(same.exitCode, 0) << same.output;
+  Result ignored = runPlan(p, "--steps 3 --resume " + ckpt + " --data " +
+                                  data + " --ignore-data-mismatch");
+  EXPECT_EQ(ignored.exitCode, 0) << ignored.output;
 }
 
 TEST(Eval, BadCombinationsExitTwo) {

@@ -400,6 +400,7 @@ DataOptions dataOptions(const Plan &plan) {
   o.seed = plan.training.seed;
   o.packing = plan.training.packing;
   o.truncation = plan.training.truncation;
+  o.lossOn = plan.training.lossOn;
   return o;
 }
 
@@ -588,6 +589,21 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
     dataRecord = describeData(a.data, plan);
   // JSONL: the windows of an epoch (0: an endless stream of windows).
   const int64_t epochWindows = data->windowsPerEpoch();
+  if (resumed && resumed->manifest().data && !dataRecord.synthetic &&
+      !a.ignoreDataMismatch) {
+    const double recorded = resumed->manifest().data->evalSplit;
+    auto split = [](double f) {
+      char text[48] = "none";
+      if (f > 0)
+        std::snprintf(text, sizeof text, "--eval-split %g", f);
+      return std::string(text);
+    };
+    SWIFT_CHECK(recorded == a.evalSplit, resumed->manifestPath(),
+                ": data: the checkpoint's run held out ", split(recorded),
+                ", this run ", split(a.evalSplit),
+                ": other training samples; resume with the same, or pass "
+                "--ignore-data-mismatch");
+  }
   if (resumed && !dataRecord.synthetic && resumed->manifest().data &&
       resumed->manifest().data->windows > 0 && epochWindows > 0 &&
       !a.ignoreDataMismatch)
@@ -598,6 +614,7 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
                 epochWindows, " (training.truncation or the line format "
                 "changed); pass --ignore-data-mismatch to continue anyway");
   dataRecord.windows = epochWindows;
+  dataRecord.evalSplit = dataRecord.synthetic ? 0 : a.evalSplit;
   // The run's length: --epochs E is ceil(E x windows / global batch) steps
   // (Data.h "Epochs": a step crossing an epoch's end takes the next
   // epoch's first windows).

@@ -106,6 +106,9 @@ struct DataOptions {
   uint64_t seed = 0;          // training.seed: synthetic data, epochs' order
   bool packing = true;
   plan::Truncation truncation = plan::Truncation::Drop;
+  /// training.loss_on: for a LineToSample that renders text (the assistant
+  /// turns' tokens or all as labels); token-id lines carry their labels.
+  plan::LossOn lossOn = plan::LossOn::Assistant;
   LineToSample lineToSample; // empty: tokenIdsLines(vocab)
 };
 

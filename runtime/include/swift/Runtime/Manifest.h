@@ -51,6 +51,9 @@ struct DataRecord {
   /// A JSONL file: its windows (one epoch, Data.h); 0: not known (a token
   /// file, or a manifest of version 2).
   int64_t windows = 0;
+  /// --eval-split: the fraction of the file's samples held out of
+  /// training (0: none); another fraction is other training data.
+  double evalSplit = 0;
   /// "data.jsonl (12345 bytes)" or "synthetic tokens (seed 1234)".
   std::string describe() const;
 };
