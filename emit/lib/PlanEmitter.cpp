@@ -55,6 +55,10 @@ LogicalResult emitPlan(ModuleOp module, llvm::raw_ostream &os) {
   plan.training.precision = job.getPrecision();
   readOptimizerSettings(job, plan.training);
   plan.training.packing = job.getPacking();
+  if (std::optional<Truncation> tr = job.getTruncation())
+    plan.training.truncation = *tr;
+  if (std::optional<LossOn> lo = job.getLossOn())
+    plan.training.lossOn = *lo;
   // LoRA/QLoRA: the adapters' settings, targets resolved to the decoder
   // linears they name (all-linear: all of them), in the schema's order.
   plan.training.method = job.getMethod();

@@ -124,7 +124,7 @@ const std::map<std::string, std::vector<std::string>> &schema() {
       {"training",
        {"sequence_length", "global_batch_size", "micro_batch_size",
         "precision", "optimizer", "lr_schedule", "max_grad_norm", "seed",
-        "method", "lora", "packing"}},
+        "method", "lora", "packing", "truncation", "loss_on"}},
       {"training.lora", {"rank", "alpha", "dropout", "targets"}},
       {"training.optimizer", {"name", "lr", "betas", "eps", "weight_decay"}},
       {"training.lr_schedule", {"warmup_steps", "decay", "min_lr_ratio"}},
@@ -855,6 +855,11 @@ TrainingSpec readTraining(const Reader &r, const YAML::Node &root) {
     s.method = r.oneOf<plan::Method>(t["method"], "training.method");
   if (t["packing"])
     s.packing = r.boolean(t["packing"], "training.packing");
+  if (t["truncation"])
+    s.truncation = r.oneOf<plan::Truncation>(t["truncation"],
+                                             "training.truncation");
+  if (t["loss_on"])
+    s.lossOn = r.oneOf<plan::LossOn>(t["loss_on"], "training.loss_on");
   if (YAML::Node l = r.mapping(t, "lora", "training"); l && !l.IsNull()) {
     r.checkKeys(l, "training.lora", *allowedKeys("training.lora"));
     if (l["rank"])

@@ -238,7 +238,14 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
       /*gradient_accumulation=*/IntegerAttr(), /*decision=*/DecisionAttr(),
       /*estimate=*/EstimateAttr(), /*packing=*/b.getBoolAttr(t.packing),
       t.optimizerSettingsGiven ? optimizerSettings(&context, t)
-                               : OptimizerSettingsAttr());
+                               : OptimizerSettingsAttr(),
+      // Absent when default, as packing is printed only when false.
+      t.truncation != Truncation::Drop
+          ? TruncationAttr::get(&context, t.truncation)
+          : TruncationAttr(),
+      t.lossOn != LossOn::Assistant
+          ? LossOnAttr::get(&context, t.lossOn)
+          : LossOnAttr());
   return module;
 }
 

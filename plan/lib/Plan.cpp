@@ -90,7 +90,8 @@ TrainingConfig parseTraining(const JsonField &n) {
   n.object().onlyKeys({"sequence_length", "global_batch_size",
                        "micro_batch_size", "gradient_accumulation", "precision",
                        "optimizer", "lr_schedule", "max_grad_norm", "seed",
-                       "packing", "method", "lora"});
+                       "packing", "truncation", "loss_on", "method",
+                       "lora"});
   TrainingConfig t;
   t.sequenceLength = n.at("sequence_length").integer(2, limits::kSequenceLength);
   t.globalBatchSize = n.at("global_batch_size").integer(1, kBig);
@@ -130,6 +131,10 @@ TrainingConfig parseTraining(const JsonField &n) {
   }
   t.seed = n.has("seed") ? uint64_t(n.at("seed").integer(0, kBig)) : 0;
   t.packing = !n.has("packing") || n.at("packing").boolean();
+  if (n.has("truncation"))
+    t.truncation = n.at("truncation").choice<Truncation>();
+  if (n.has("loss_on"))
+    t.lossOn = n.at("loss_on").choice<LossOn>();
   t.method = n.has("method") ? n.at("method").choice<Method>() : Method::Full;
   if (t.method != Method::Full && fp8Gemms(t.precision))
     n.at("precision").fail(std::string(toString(t.precision)) +
@@ -453,6 +458,10 @@ std::string planToJson(const Plan &p) {
     j["weights"] = {{"format", p.weights->format}, {"path", p.weights->path}};
   if (!t.packing) // the default (true) is left out: older plans stay as is
     j["training"]["packing"] = false;
+  if (t.truncation != Truncation::Drop) // left out when default, like packing
+    j["training"]["truncation"] = toString(t.truncation);
+  if (t.lossOn != LossOn::Assistant)
+    j["training"]["loss_on"] = toString(t.lossOn);
   if (!t.lrSchedule.isDefault()) // left out when default, like packing
     j["training"]["lr_schedule"] = {
         {"warmup_steps", t.lrSchedule.warmupSteps},

@@ -203,9 +203,12 @@ std::string saveCheckpoint(Engine &engine, const Plan &plan,
           fs::absolute(request.baseWeights, ec).lexically_normal().string();
   }
   manifest.data = request.data;
+  manifest.epoch = request.epoch;
   if (!request.hfConfig.empty())
     st::writeFileAtomically((partial / "config.json").string(),
                             request.hfConfig);
+  if (request.tokenizer)
+    writeTokenizerFiles(partial.string(), *request.tokenizer);
   st::writeFileAtomically((partial / "manifest.json").string(),
                           manifestToJson(manifest));
   fs::remove_all(finalDir, ec);
@@ -216,6 +219,33 @@ std::string saveCheckpoint(Engine &engine, const Plan &plan,
                           stepDirName(step) + "\n");
   rotate(saveDir, stepDirName(step), request.keep, request.replaceOthers);
   return finalDir.string();
+}
+
+TokenizerFiles readTokenizerFiles(const std::string &dir) {
+  static const char *const kNames[] = {
+      "tokenizer.json",     "tokenizer_config.json", "special_tokens_map.json",
+      "generation_config.json", "tokenizer.model",   "vocab.json",
+      "merges.txt",         "added_tokens.json",     "chat_template.jinja"};
+  TokenizerFiles files;
+  if (dir.empty())
+    return files;
+  for (const char *name : kNames) {
+    const std::string path = (fs::path(dir) / name).string();
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(path, ec)))
+      continue;
+    // A tokenizer.json is tens of MB; a file past 1 GiB is not one.
+    files.emplace_back(name, plan::readRegularFile(
+                                 path, "a tokenizer file (copied into the "
+                                       "export and the checkpoints)",
+                                 uint64_t(1) << 30));
+  }
+  return files;
+}
+
+void writeTokenizerFiles(const std::string &dir, const TokenizerFiles &files) {
+  for (const auto &[name, bytes] : files)
+    st::writeFileAtomically((fs::path(dir) / name).string(), bytes);
 }
 
 bool checkSaveDir(const std::string &saveDir, const std::string &resumedDir,

@@ -13,8 +13,12 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <cmath>
 #include <optional>
+#include <ostream>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace swift::rt {
 namespace {
@@ -169,38 +173,137 @@ private:
   int64_t number_ = 0;
 };
 
-/// JSONL samples laid out into windows once, at load (Data.h).
+/// Fisher-Yates permutation of 0..n-1 from `key` (splitmix64 stream).
+std::vector<int64_t> permutation(int64_t n, uint64_t key) {
+  std::vector<int64_t> p(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    p[size_t(i)] = i;
+  uint64_t state = key;
+  for (int64_t i = n - 1; i > 0; --i) {
+    state = splitmix64(state);
+    std::swap(p[size_t(i)], p[size_t(state % uint64_t(i + 1))]);
+  }
+  return p;
+}
+
+/// The samples of a JSONL file in file order, after truncation, flat.
+struct SampleStore {
+  std::vector<int32_t> ids, labels;
+  std::vector<int64_t> starts, lengths, trained; // per sample
+  int64_t dropped = 0, truncated = 0;
+};
+
+/// training.truncation on a sample of `where`: false when it is dropped;
+/// `cut` says it was truncated.
+bool fitWindow(jsonl::Sample &s, const DataOptions &o, const std::string &where,
+               bool &cut) {
+  cut = false;
+  const int64_t n = int64_t(s.ids.size());
+  if (n <= o.seq)
+    return true;
+  switch (o.truncation) {
+  case plan::Truncation::Drop:
+    return false;
+  case plan::Truncation::Error:
+    SWIFT_CHECK(false, where, ": a sample of ", n,
+                " tokens is longer than the window (training.sequence_length ",
+                o.seq, "); training.truncation error refuses it (drop, right "
+                "or left keep the run going)");
+    return false;
+  case plan::Truncation::Right:
+    s.ids.resize(size_t(o.seq));
+    s.labels.resize(size_t(o.seq));
+    break;
+  case plan::Truncation::Left:
+    s.ids.erase(s.ids.begin(), s.ids.end() - o.seq);
+    s.labels.erase(s.labels.begin(), s.labels.end() - o.seq);
+    break;
+  }
+  cut = true;
+  return true;
+}
+
+/// Calls fn(sample, line number) for each sample of `path` in file order,
+/// after truncation (dropped ones counted, not passed); fn returns false to
+/// stop.
+template <typename Fn>
+void forEachSample(const std::string &path, const DataOptions &o,
+                   int64_t &dropped, int64_t &truncated, Fn fn) {
+  const LineToSample toSample =
+      o.lineToSample ? o.lineToSample : tokenIdsLines(o.vocab);
+  LineReader in(path);
+  std::string text;
+  while (in.next(text)) {
+    const std::string where = path + ": line " + std::to_string(in.number());
+    std::optional<jsonl::Sample> sample = toSample(text, where);
+    if (!sample)
+      continue;
+    SWIFT_ASSERT(!sample->ids.empty() &&
+                     sample->labels.size() == sample->ids.size(),
+                 where, ": a sample's ids and labels differ in length");
+    bool cut = false;
+    if (!fitWindow(*sample, o, where, cut)) {
+      ++dropped;
+      continue;
+    }
+    truncated += cut;
+    if (!fn(*sample, in.number()))
+      return;
+  }
+}
+
+std::shared_ptr<SampleStore> loadSamples(const std::string &path,
+                                         const DataOptions &o) {
+  auto store = std::make_shared<SampleStore>();
+  SampleStore &st = *store;
+  forEachSample(path, o, st.dropped, st.truncated,
+                [&](const jsonl::Sample &sample, int64_t) {
+                  const std::vector<int32_t> &ids = sample.ids,
+                                             &labels = sample.labels;
+                  const int64_t n = int64_t(ids.size());
+                  int64_t trained = 0;
+                  for (int64_t k = 1; k < n; ++k) // labels[k]: position k-1's
+                    trained += labels[k] != kIgnore;
+                  st.starts.push_back(int64_t(st.ids.size()));
+                  st.lengths.push_back(n);
+                  st.trained.push_back(trained);
+                  st.ids.insert(st.ids.end(), ids.begin(), ids.end());
+                  st.labels.insert(st.labels.end(), labels.begin(),
+                                   labels.end());
+                  return true;
+                });
+  SWIFT_CHECK(!st.lengths.empty(), path, ": holds no samples",
+              st.dropped ? ": all " + std::to_string(st.dropped) +
+                               " are longer than the window "
+                               "(training.sequence_length " +
+                               std::to_string(o.seq) +
+                               ") and training.truncation drop left them "
+                               "out (right or left keeps them, cut)"
+                         : std::string());
+  return store;
+}
+
+/// JSONL samples (some of a SampleStore's) laid out into windows once, at
+/// load (Data.h). A training source maps sample numbers to windows epoch
+/// by epoch; an evaluation source holds its windows once.
 class JsonlTokens final : public TokenSource {
 public:
-  JsonlTokens(const std::string &path, int64_t vocab, int64_t seq,
-              bool packing)
-      : seq_(seq), packing_(packing) {
-    LineReader in(path);
-    std::string text;
-    while (in.next(text)) {
-      std::optional<jsonl::Sample> sample = jsonl::parseLine(
-          text, vocab, seq, path + ": line " + std::to_string(in.number()));
-      if (!sample)
-        continue;
-      const std::vector<int32_t> &ids = sample->ids, &labels = sample->labels;
-      const int64_t n = int64_t(ids.size());
-      int64_t trained = 0;
-      for (int64_t k = 1; k < n; ++k) // labels[k] is position k-1's target
-        trained += labels[k] != kIgnore;
-      starts_.push_back(int64_t(ids_.size()));
-      lengths_.push_back(n);
-      trained_.push_back(trained);
-      ids_.insert(ids_.end(), ids.begin(), ids.end());
-      labels_.insert(labels_.end(), labels.begin(), labels.end());
-    }
-    SWIFT_CHECK(!lengths_.empty(), path, ": holds no samples");
-    // Nothing to learn from: every step's loss and gradient would be 0.
-    SWIFT_CHECK(std::any_of(trained_.begin(), trained_.end(),
-                            [](int64_t t) { return t > 0; }),
-                path,
-                ": no sample has a target (every label after a sample's "
-                "first is -100, or every sample is one token long)");
+  JsonlTokens(std::shared_ptr<const SampleStore> store,
+              std::vector<int64_t> members, const std::string &path,
+              const DataOptions &o, bool epochs)
+      : store_(std::move(store)), members_(std::move(members)), seq_(o.seq),
+        seed_(o.seed), packing_(o.packing), epochs_(epochs) {
     layOut();
+    summary_.path = path;
+    summary_.seq = seq_;
+    summary_.samples = int64_t(members_.size());
+    for (int64_t s : members_) {
+      summary_.tokens += store_->lengths[size_t(s)];
+      summary_.trained += store_->trained[size_t(s)];
+    }
+    summary_.windows = int64_t(windows_.size());
+    summary_.dropped = store_->dropped;
+    summary_.truncated = store_->truncated;
   }
 
   /// Samples into windows. Packing: best-fit decreasing (TRL's "bfd", what
@@ -211,21 +314,19 @@ public:
   /// survives. Next-fit in file order would leave ~30% of the windows
   /// empty on uniformly distributed lengths. No packing: one sample each.
   void layOut() {
-    const int64_t numSamples = int64_t(lengths_.size());
+    const std::vector<int64_t> &lengths = store_->lengths;
     std::vector<std::vector<int64_t>> members;
     if (!packing_) {
-      for (int64_t s = 0; s < numSamples; ++s)
+      for (int64_t s : members_)
         members.push_back({s});
     } else {
-      std::vector<int64_t> order(static_cast<size_t>(numSamples));
-      for (int64_t s = 0; s < numSamples; ++s)
-        order[size_t(s)] = s;
+      std::vector<int64_t> order = members_;
       std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-        return lengths_[size_t(a)] > lengths_[size_t(b)];
+        return lengths[size_t(a)] > lengths[size_t(b)];
       });
       std::multimap<int64_t, size_t> room; // free positions -> window
       for (int64_t s : order) {
-        const int64_t n = lengths_[size_t(s)];
+        const int64_t n = lengths[size_t(s)];
         auto it = room.lower_bound(n);
         size_t w;
         int64_t free;
@@ -251,8 +352,8 @@ public:
       Window w{int64_t(order_.size()), int64_t(m.size()), 0, 0};
       for (int64_t s : m) {
         order_.push_back(s);
-        w.used += lengths_[size_t(s)];
-        w.trained += trained_[size_t(s)];
+        w.used += lengths[size_t(s)];
+        w.trained += store_->trained[size_t(s)];
       }
       windows_.push_back(w);
     }
@@ -278,18 +379,19 @@ public:
       pos = b.positions.data_ptr<int64_t>();
       seg = b.segments.data_ptr<int64_t>();
     }
+    const SampleStore &st = *store_;
     for (int64_t i = 0; i < count; ++i) {
-      const Window &w = window(first + i);
+      const Window *w = window(first + i);
       const int64_t row = i * seq_;
       int64_t p = 0;
-      for (int64_t j = 0; j < w.count; ++j) {
-        const int64_t s = order_[size_t(w.first + j)];
-        const int64_t n = lengths_[size_t(s)], off = starts_[size_t(s)];
+      for (int64_t j = 0; w && j < w->count; ++j) {
+        const int64_t s = order_[size_t(w->first + j)];
+        const int64_t n = st.lengths[size_t(s)], off = st.starts[size_t(s)];
         for (int64_t k = 0; k < n; ++k, ++p) {
-          in[row + p] = ids_[off + k];
+          in[row + p] = st.ids[size_t(off + k)];
           // The last token predicts nothing: the next sample's first token
           // is not its target.
-          tg[row + p] = k + 1 < n ? labels_[off + k + 1] : kIgnore;
+          tg[row + p] = k + 1 < n ? st.labels[size_t(off + k + 1)] : kIgnore;
           if (pos) {
             pos[row + p] = k;
             seg[row + p] = j;
@@ -299,7 +401,7 @@ public:
       // Padding (id 0, no target): its own segment, positions from 0.
       for (int64_t k = 0; pos && p + k < seq_; ++k) {
         pos[row + p + k] = k;
-        seg[row + p + k] = w.count;
+        seg[row + p + k] = w ? w->count : 0;
       }
     }
     return b;
@@ -308,15 +410,20 @@ public:
   int64_t trainedTokens(int64_t first, int64_t count) override {
     int64_t n = 0;
     for (int64_t i = 0; i < count; ++i)
-      n += window(first + i).trained;
+      if (const Window *w = window(first + i))
+        n += w->trained;
     return n;
   }
   int64_t realTokens(int64_t first, int64_t count) override {
     int64_t n = 0;
     for (int64_t i = 0; i < count; ++i)
-      n += window(first + i).used;
+      if (const Window *w = window(first + i))
+        n += w->used;
     return n;
   }
+  int64_t windowsPerEpoch() const override { return int64_t(windows_.size()); }
+  const DataSummary *summary() const override { return &summary_; }
+  void setHeldOut(int64_t samples) { summary_.heldOut = samples; }
 
 private:
   struct Window {
@@ -324,17 +431,58 @@ private:
     int64_t used = 0;             // positions they fill
     int64_t trained = 0;          // positions with a target
   };
-  const Window &window(int64_t i) const {
-    return windows_[size_t(i % int64_t(windows_.size()))];
+  /// Sample number p's window (Data.h "Epochs"); an evaluation source's
+  /// past its last: none (an empty window).
+  const Window *window(int64_t p) {
+    const int64_t W = int64_t(windows_.size());
+    if (!epochs_)
+      return p < W ? &windows_[size_t(p)] : nullptr;
+    const int64_t epoch = p / W, i = p % W;
+    if (epoch == 0)
+      return &windows_[size_t(i)];
+    return &windows_[size_t(epochOrder(epoch)[size_t(i)])];
   }
+  /// Epoch e's permutation of the windows (e >= 1), from (seed, e); the
+  /// last two are kept (a step spans at most a few epochs' ends).
+  const std::vector<int64_t> &epochOrder(int64_t e) {
+    for (auto &[epoch, order] : orders_)
+      if (epoch == e)
+        return order;
+    auto &slot = orders_[nextOrder_];
+    nextOrder_ ^= 1;
+    slot.first = e;
+    slot.second = permutation(int64_t(windows_.size()),
+                              splitmix64(seed_ ^ splitmix64(uint64_t(e))));
+    return slot.second;
+  }
+
+  std::shared_ptr<const SampleStore> store_;
+  std::vector<int64_t> members_; // store samples this source holds, in order
   int64_t seq_;
-  bool packing_;
+  uint64_t seed_;
+  bool packing_, epochs_;
   std::vector<Window> windows_;
-  std::vector<int64_t> starts_, lengths_; // per sample, into ids_/labels_
-  std::vector<int64_t> trained_;          // per sample, positions with a target
-  std::vector<int64_t> order_;            // samples, window by window
-  std::vector<int32_t> ids_, labels_;
+  std::vector<int64_t> order_; // samples, window by window
+  std::pair<int64_t, std::vector<int64_t>> orders_[2] = {{-1, {}}, {-1, {}}};
+  int nextOrder_ = 0;
+  DataSummary summary_;
 };
+
+bool endsWith(const std::string &path, const std::string &ext) {
+  return path.size() >= ext.size() &&
+         path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+}
+
+/// A summary's numbers as "1,234,567".
+std::string grouped(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
 
 } // namespace
 
@@ -356,23 +504,93 @@ int64_t TokenSource::realTokens(int64_t first, int64_t count) {
   return trainedTokens(first, count);
 }
 
-std::unique_ptr<TokenSource> makeTokenSource(const std::string &path,
-                                             int64_t vocab, int64_t seq,
-                                             uint64_t seed, bool packing) {
-  if (path.empty())
-    return std::make_unique<SyntheticTokens>(vocab, seq, seed);
+LineToSample tokenIdsLines(int64_t vocab) {
+  return [vocab](const std::string &line, const std::string &where) {
+    return jsonl::parseLine(line, vocab, where);
+  };
+}
+
+double DataSummary::packingEfficiency() const {
+  return windows ? double(tokens) / double(windows * seq) : 0;
+}
+
+std::string DataSummary::line() const {
+  std::string out = path + ": " + grouped(samples) + " samples, " +
+                    grouped(tokens) + " tokens";
+  if (dropped || truncated)
+    out += " (" + grouped(dropped) + " dropped, " + grouped(truncated) +
+           " truncated: longer than sequence_length " + std::to_string(seq) +
+           ")";
+  if (heldOut)
+    out += ", " + grouped(heldOut) + " held out for evaluation";
+  char eff[32];
+  std::snprintf(eff, sizeof eff, "%.1f%%", 100 * packingEfficiency());
+  out += ", " + grouped(windows) + " windows of " + std::to_string(seq) +
+         " (packing efficiency " + eff + "), " + grouped(trained) +
+         " trained tokens";
+  return out;
+}
+
+DataSources makeDataSources(const std::string &path, const DataOptions &o,
+                            double evalFraction) {
+  DataSources out;
+  if (path.empty()) {
+    SWIFT_CHECK(evalFraction == 0, "command line: --eval-split needs --data "
+                "FILE.jsonl (synthetic tokens have no samples to hold out)");
+    out.train = std::make_unique<SyntheticTokens>(o.vocab, o.seq, o.seed);
+    return out;
+  }
   // The format is the name's: any file's bytes read as token ids, so a
   // guess would train on an HF .json or a .parquet as if it were tokens.
-  auto endsWith = [&](const std::string &ext) {
-    return path.size() >= ext.size() &&
-           path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
-  };
-  if (endsWith(".jsonl"))
-    return std::make_unique<JsonlTokens>(path, vocab, seq, packing);
+  if (endsWith(path, ".jsonl")) {
+    std::shared_ptr<SampleStore> store = loadSamples(path, o);
+    const int64_t n = int64_t(store->lengths.size());
+    std::vector<int64_t> train, eval;
+    if (evalFraction > 0) {
+      const int64_t k = int64_t(std::llround(evalFraction * double(n)));
+      SWIFT_CHECK(k >= 1 && k < n, "command line: --eval-split ",
+                  evalFraction, ": ", k, " of the ", n, " samples of ", path,
+                  " would be held out; both training and evaluation need "
+                  "at least one");
+      // Held out: the first k of a permutation of the samples drawn from
+      // the seed (another stream than the epochs'), in file order.
+      const std::vector<int64_t> perm =
+          permutation(n, splitmix64(o.seed ^ 0x65766c2d73706c74ull));
+      std::vector<char> held(size_t(n), 0);
+      for (int64_t i = 0; i < k; ++i)
+        held[size_t(perm[size_t(i)])] = 1;
+      for (int64_t s = 0; s < n; ++s)
+        (held[size_t(s)] ? eval : train).push_back(s);
+    } else {
+      for (int64_t s = 0; s < n; ++s)
+        train.push_back(s);
+    }
+    auto trainSource = std::make_unique<JsonlTokens>(store, std::move(train),
+                                                     path, o, /*epochs=*/true);
+    // Nothing to learn from: every step's loss and gradient would be 0.
+    SWIFT_CHECK(trainSource->summary()->trained > 0, path,
+                ": no sample has a target (every label after a sample's "
+                "first is -100, or every sample is one token long)");
+    if (!eval.empty()) {
+      auto evalSource = std::make_unique<JsonlTokens>(
+          store, std::move(eval), path, o, /*epochs=*/false);
+      SWIFT_CHECK(evalSource->summary()->trained > 0, "command line: "
+                  "--eval-split ", evalFraction, ": no sample held out of ",
+                  path, " has a target");
+      trainSource->setHeldOut(evalSource->summary()->samples);
+      out.eval = std::move(evalSource);
+    }
+    out.train = std::move(trainSource);
+    return out;
+  }
+  SWIFT_CHECK(evalFraction == 0, "command line: --eval-split needs JSONL "
+              "data (", path, " is a token file: windows, not samples)");
   for (const char *ext : {".bin", ".u16", ".uint16", ".u32", ".uint32"})
-    if (endsWith(ext))
-      return std::make_unique<FileTokens>(path, vocab, seq);
-  SWIFT_CHECK(!endsWith(".json"), path,
+    if (endsWith(path, ext)) {
+      out.train = std::make_unique<FileTokens>(path, o.vocab, o.seq);
+      return out;
+    }
+  SWIFT_CHECK(!endsWith(path, ".json"), path,
               ": a .json file; --data reads JSON Lines: name it .jsonl with "
               "one {\"input_ids\": [...], \"labels\": [...]} object per "
               "line (a JSON array of such objects: write one element per "
@@ -381,7 +599,56 @@ std::unique_ptr<TokenSource> makeTokenSource(const std::string &path,
               ": unknown data format; --data takes .jsonl (JSON Lines of "
               "{\"input_ids\": [...], \"labels\": [...]}) or raw token ids: "
               ".bin/.u16/.uint16 (uint16), .u32/.uint32 (uint32)");
-  return nullptr;
+  return out;
+}
+
+std::unique_ptr<TokenSource> makeEvalSource(const std::string &path,
+                                            const DataOptions &o) {
+  SWIFT_CHECK(endsWith(path, ".jsonl"), "command line: --eval-data ", path,
+              ": evaluation reads JSONL samples (a .jsonl file)");
+  std::shared_ptr<SampleStore> store = loadSamples(path, o);
+  std::vector<int64_t> all(store->lengths.size());
+  for (size_t s = 0; s < all.size(); ++s)
+    all[s] = int64_t(s);
+  auto source = std::make_unique<JsonlTokens>(store, std::move(all), path, o,
+                                              /*epochs=*/false);
+  SWIFT_CHECK(source->summary()->trained > 0, "command line: --eval-data ",
+              path, ": no sample has a target");
+  return source;
+}
+
+std::unique_ptr<TokenSource> makeTokenSource(const std::string &path,
+                                             int64_t vocab, int64_t seq,
+                                             uint64_t seed, bool packing) {
+  DataOptions o;
+  o.vocab = vocab;
+  o.seq = seq;
+  o.seed = seed;
+  o.packing = packing;
+  return makeDataSources(path, o).train;
+}
+
+void inspectData(const std::string &path, const DataOptions &o, int64_t count,
+                 std::ostream &out) {
+  SWIFT_CHECK(endsWith(path, ".jsonl"), "command line: --inspect-data needs "
+              "--data FILE.jsonl (", path.empty() ? "synthetic tokens" : path,
+              " has no samples)");
+  int64_t dropped = 0, truncated = 0, shown = 0;
+  if (count > 0)
+    forEachSample(path, o, dropped, truncated,
+                  [&](const jsonl::Sample &s, int64_t line) {
+                    nlohmann::ordered_json j;
+                    j["text"] = s.text ? nlohmann::ordered_json(*s.text)
+                                       : nlohmann::ordered_json();
+                    j["input_ids"] = s.ids;
+                    j["labels"] = s.labels;
+                    j["line"] = line;
+                    out << j.dump(-1, ' ', false,
+                                  nlohmann::ordered_json::error_handler_t::replace)
+                        << "\n";
+                    return ++shown < count;
+                  });
+  out.flush();
 }
 
 } // namespace swift::rt

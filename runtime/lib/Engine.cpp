@@ -610,7 +610,7 @@ at::Tensor Engine::computeUnit(int u, const at::Tensor &x,
                       mb.masked, mb.divisor);
     DecoderAdapters adapters =
         bindAdapters(m_, plan_.training.lora, leaves);
-    adapters.dropout = plan_.training.lora.dropout;
+    adapters.dropout = evaluating_ ? 0.0 : plan_.training.lora.dropout;
     // (seed, first sample, unit): the same masks at any world size and in
     // a recomputation.
     adapters.dropoutSeed =
@@ -1082,6 +1082,66 @@ Engine::StepResult Engine::finishStep(PendingStep &p) {
   return r;
 }
 
+Engine::MicroBatch Engine::deviceMicroBatch(const Batch &b, int64_t k,
+                                           double divisor) {
+  MicroBatch mb;
+  mb.inputs = toDeviceAsync(b.inputs, device_, at::kLong);
+  mb.targets = toDeviceAsync(b.targets, device_, at::kLong);
+  if (b.positions.defined())
+    mb.rope = ropeAt(rope_, toDeviceAsync(b.positions, device_, at::kLong));
+  if (b.segments.defined())
+    mb.packing = makePacking(b.segments, device_, computeDtype_, m_.headDim);
+  mb.masked = b.masked;
+  mb.divisor = divisor;
+  // Without a data source's numbering: as swift-run numbers samples.
+  mb.firstSample =
+      b.firstSample >= 0
+          ? b.firstSample
+          : steps_ * plan_.training.globalBatchSize +
+                (k * comm_.worldSize() + comm_.rank()) *
+                    plan_.training.microBatchSize;
+  return mb;
+}
+
+Engine::EvalSums Engine::evaluate(const std::vector<Batch> &microBatches) {
+  // The last step's work (its in-backward updates included) is done:
+  // finishStep waited for it.
+  backwardDone_.wait();
+  at::NoGradGuard noGrad;
+  evaluating_ = true;
+  EvalSums sums;
+  at::Tensor lossSum = at::zeros({}, at::TensorOptions().device(device_));
+  const int numUnits = int(units_.size());
+  for (const Batch &b : microBatches) {
+    SWIFT_ASSERT(b.masked, "evaluation reads masked (JSONL) batches");
+    sums.tokens += (b.targets != jsonl::kIgnore).sum().item<int64_t>();
+    // Divisor 1: the head returns the sum over the batch's targets.
+    MicroBatch mb = deviceMicroBatch(b, 0, 1.0);
+    at::Tensor x;
+    for (int u = 0; u < numUnits; ++u) {
+      // Gathered here (ZeRO-3) only for this unit's forward: what the
+      // training schedule keeps resident stays so.
+      std::vector<int> gathered;
+      for (int o : unitOwners(m_, u))
+        if (!units_[o]->resident) {
+          gather(o);
+          gathered.push_back(o);
+        }
+      for (int o : unitOwners(m_, u))
+        waitGathered(o);
+      materializeBase(u);
+      x = computeUnit(u, x, makeLeaves(u, false), mb);
+      dematerializeBase(u);
+      for (int o : gathered)
+        release(o);
+    }
+    lossSum += x.to(at::kFloat);
+  }
+  evaluating_ = false;
+  sums.lossSum = lossSum.to(at::kDouble).item<double>();
+  return sums;
+}
+
 Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
                                        int64_t stepTrainedTokens) {
   const int64_t G = plan_.training.gradientAccumulation,
@@ -1117,22 +1177,7 @@ Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
     const Batch &b = microBatches[k];
     SWIFT_ASSERT(b.inputs.size(1) == S, "a micro-batch of ", b.inputs.size(1),
                  " positions; the plan has ", S);
-    MicroBatch mb;
-    mb.inputs = toDeviceAsync(b.inputs, device_, at::kLong);
-    mb.targets = toDeviceAsync(b.targets, device_, at::kLong);
-    if (b.positions.defined())
-      mb.rope = ropeAt(rope_, toDeviceAsync(b.positions, device_, at::kLong));
-    if (b.segments.defined())
-      mb.packing = makePacking(b.segments, device_, computeDtype_, m_.headDim);
-    mb.masked = b.masked;
-    mb.divisor = divisor;
-    // Without a data source's numbering: as swift-run numbers samples.
-    mb.firstSample =
-        b.firstSample >= 0
-            ? b.firstSample
-            : steps_ * plan_.training.globalBatchSize +
-                  (k * comm_.worldSize() + comm_.rank()) *
-                      plan_.training.microBatchSize;
+    MicroBatch mb = deviceMicroBatch(b, k, divisor);
     // A leaf that requires grad, so the first unit's node joins the graph.
     at::Tensor x =
         at::zeros({}, at::TensorOptions().device(device_)).requires_grad_(true);

@@ -93,7 +93,7 @@ bool isIntegerLiteral(const std::string &s) {
 } // namespace
 
 std::optional<Sample> parseLine(const std::string &text, int64_t vocab,
-                                int64_t seq, const std::string &where) {
+                                const std::string &where) {
   if (text.find_first_not_of(" \t\r") == std::string::npos)
     return std::nullopt; // blank lines carry no sample (as HF's JSON reader)
   auto fail = [&](const std::string &why) {
@@ -230,10 +230,6 @@ std::optional<Sample> parseLine(const std::string &text, int64_t vocab,
       s.labels.push_back(int32_t(labels[k]));
     }
   }
-  if (int64_t(s.ids.size()) > seq)
-    fail("sample of " + std::to_string(s.ids.size()) +
-         " tokens is longer than the window (training.sequence_length " +
-         std::to_string(seq) + ")");
   return s;
 }
 

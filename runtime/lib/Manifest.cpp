@@ -46,7 +46,8 @@ DataRecord parseData(const JsonField &d) {
     r.seed = uint64_t(d.at("seed").integer(0, kInt64Max));
   } else if (source == "file") {
     d.onlyKeys({"source", "path", "absolute_path", "format", "bytes",
-                "fingerprint", "packing", "sequence_length"});
+                "fingerprint", "packing", "sequence_length", "windows",
+                "eval_split"});
     r.synthetic = false;
     r.path = pathField(d.at("path"));
     r.absolutePath = pathField(d.at("absolute_path"));
@@ -61,6 +62,13 @@ DataRecord parseData(const JsonField &d) {
       d.at("fingerprint").fail("\"" + briefText(r.fingerprint, 40) +
                                "\" is not 16 lowercase hex digits");
     r.packing = d.at("packing").boolean();
+    if (d.has("windows"))
+      r.windows = d.at("windows").integer(1, kMaxSamples);
+    if (d.has("eval_split")) {
+      r.evalSplit = d.at("eval_split").number(0, 1);
+      if (!(r.evalSplit > 0 && r.evalSplit < 1))
+        d.at("eval_split").fail("must be in (0, 1) (left out: none)");
+    }
   } else {
     d.at("source").fail("\"" + briefText(source, 40) +
                         "\": expected \"file\" or \"synthetic\"");
@@ -75,14 +83,19 @@ json dataToJson(const DataRecord &r) {
     return {{"source", "synthetic"},
             {"seed", r.seed},
             {"sequence_length", r.sequenceLength}};
-  return {{"source", "file"},
-          {"path", r.path},
-          {"absolute_path", r.absolutePath},
-          {"format", r.format},
-          {"bytes", r.bytes},
-          {"fingerprint", r.fingerprint},
-          {"packing", r.packing},
-          {"sequence_length", r.sequenceLength}};
+  json j = {{"source", "file"},
+            {"path", r.path},
+            {"absolute_path", r.absolutePath},
+            {"format", r.format},
+            {"bytes", r.bytes},
+            {"fingerprint", r.fingerprint},
+            {"packing", r.packing},
+            {"sequence_length", r.sequenceLength}};
+  if (r.windows > 0)
+    j["windows"] = r.windows;
+  if (r.evalSplit > 0)
+    j["eval_split"] = r.evalSplit;
+  return j;
 }
 
 } // namespace
@@ -113,10 +126,14 @@ Manifest parseManifest(const std::string &text, const std::string &file) {
   if (m.version == 1)
     root.onlyKeys({"format", "version", "step", "samples_consumed",
                    "precision", "model", "written_by", "base_weights"});
-  else
+  else if (m.version == 2)
     root.onlyKeys({"format", "version", "step", "samples_consumed",
                    "global_batch_size", "precision", "model", "written_by",
                    "base_weights", "data"});
+  else
+    root.onlyKeys({"format", "version", "step", "samples_consumed",
+                   "global_batch_size", "precision", "model", "written_by",
+                   "base_weights", "data", "epoch"});
   m.step = root.at("step").integer(0, kMaxSteps);
   m.samplesConsumed = root.at("samples_consumed").integer(0, kMaxSamples);
   if (m.version >= 2)
@@ -135,6 +152,8 @@ Manifest parseManifest(const std::string &text, const std::string &file) {
   }
   if (m.version >= 2)
     m.data = parseData(root.at("data"));
+  if (m.version >= 3 && root.has("epoch"))
+    m.epoch = root.at("epoch").number(0, double(kMaxSamples));
   return m;
 }
 
@@ -160,6 +179,8 @@ std::string manifestToJson(const Manifest &m) {
     j["base_weights"] = *m.baseWeights;
   if (m.data)
     j["data"] = dataToJson(*m.data);
+  if (m.epoch)
+    j["epoch"] = *m.epoch;
   return j.dump(1) + "\n";
 }
 
@@ -300,30 +321,24 @@ DataRecord chooseResumeData(const Manifest &manifest, const std::string &file,
       return mismatch(why);
     return now;
   }
-  const std::string candidate = given.empty() ? rec.absolutePath : given;
+  // The data is given again, never assumed: a file the checkpoint names
+  // may have been rewritten or replaced since.
   if (given.empty())
-    if (std::string why = plan::notRegularFile(candidate, "a data file");
-        !why.empty())
-      return mismatch("the checkpoint trained on --data " + rec.describe() +
-                      ", which is not there (" + why +
-                      "); pass --data with it (a moved copy is recognized)");
-  const DataRecord now = describeData(candidate, plan);
+    throw UserError(file + ": data: the checkpoint trained on --data " +
+                    briefText(rec.path, 200) + " (" + rec.describe() +
+                    "); resume with --data " + briefText(rec.path, 200) +
+                    " (a moved copy is recognized), or other data with "
+                    "--ignore-data-mismatch");
+  const DataRecord now = describeData(given, plan);
   if (now.bytes != rec.bytes || now.fingerprint != rec.fingerprint ||
       now.format != rec.format)
-    return mismatch(
-        given.empty()
-            ? "the checkpoint's data " + rec.describe() +
-                  " has changed since: it is " + now.describe()
-            : "--data " + given + " is " + now.describe() +
-                  ", not the data the checkpoint trained on: " +
-                  rec.describe());
+    return mismatch("--data " + given + " is " + now.describe() +
+                    ", not the data the checkpoint trained on: " +
+                    rec.describe());
   if (std::string why = windows(now); !why.empty())
     return mismatch(why);
   std::error_code ec;
-  if (given.empty())
-    notes.push_back("swift-run: no --data: training on the checkpoint's data " +
-                    rec.describe() + ", unchanged");
-  else if (!fs::equivalent(given, rec.absolutePath, ec))
+  if (!fs::equivalent(given, rec.absolutePath, ec))
     notes.push_back("swift-run: --data " + given +
                     " is the checkpoint's data, moved: it trained on " +
                     rec.describe());

@@ -24,10 +24,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (end == std::string::npos)
       end = text.size();
     try {
-      auto s = jsonl::parseLine(text.substr(begin, end - begin), 256, 32,
+      auto s = jsonl::parseLine(text.substr(begin, end - begin), 256,
                                 "data.jsonl: line " + std::to_string(line));
       if (s) {
-        if (s->ids.empty() || s->ids.size() > 32 ||
+        if (s->ids.empty() ||
             s->labels.size() != s->ids.size())
           __builtin_trap();
         for (size_t k = 0; k < s->ids.size(); ++k)

@@ -84,8 +84,9 @@ struct Result {
   std::string dir;
   std::vector<double> losses() const {
     std::vector<double> l;
-    for (const json &m : metrics)
-      l.push_back(m.at("loss").get<double>());
+    for (const json &m : metrics) // a step's (not an evaluation's)
+      if (m.contains("loss"))
+        l.push_back(m.at("loss").get<double>());
     return l;
   }
 };

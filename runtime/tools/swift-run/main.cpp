@@ -1,6 +1,8 @@
 //===- swift-run - execute a swift plan -----------------------------------===//
 //
-// swift-run plan.json [--nproc-per-node N] [--steps N] [--data FILE]
+// swift-run plan.json [--nproc-per-node N] [--steps N | --epochs E]
+//                     [--data FILE] [--inspect-data N]
+//                     [--eval-data FILE | --eval-split F] [--eval-every N]
 //                     [--device cpu|cuda] [--metrics FILE]
 //                     [--save-params FILE] [--timeout SECONDS]
 //                     [--weights DIR] [--export-hf DIR [--export-dtype D]]
@@ -53,8 +55,10 @@ using namespace swift::rt;
 namespace {
 
 const char *kUsage =
-    "usage: swift-run plan.json [--nproc-per-node N] [--steps N] [--data "
-    "FILE]\n"
+    "usage: swift-run plan.json [--nproc-per-node N] [--steps N | --epochs "
+    "E]\n"
+    "                 [--data FILE] [--inspect-data N]\n"
+    "                 [--eval-data FILE | --eval-split F] [--eval-every N]\n"
     "                 [--device cpu|cuda] [--metrics FILE] [--save-params "
     "FILE]\n"
     "                 [--timeout SECONDS] [--emit-plan FILE] [--trace FILE]\n"
@@ -63,6 +67,20 @@ const char *kUsage =
     "                  [--overwrite-save-dir]]\n"
     "                 [--resume P [--ignore-data-mismatch]]\n"
     "                 [--adapter DIR] [--merge [--merge-base DIR]]\n"
+    "  --steps N         optimizer steps (default 10); with --resume the\n"
+    "                    total to reach\n"
+    "  --epochs E        JSONL data: ceil(E x windows / global batch) steps\n"
+    "                    (E may be fractional); windows reshuffled each\n"
+    "                    epoch from (seed, epoch)\n"
+    "  --data FILE       .jsonl samples, or raw token ids (.bin/.u16/.u32)\n"
+    "  --inspect-data N  print the first N samples of --data as JSON lines\n"
+    "                    (text, input_ids, labels after truncation) and exit\n"
+    "  --eval-data FILE  evaluate on FILE's samples (JSONL): eval_loss, the\n"
+    "                    token-weighted mean cross-entropy over its labels\n"
+    "  --eval-split F    hold out a fraction F (0 < F < 1) of --data's\n"
+    "                    samples, drawn from the seed, to evaluate on\n"
+    "  --eval-every N    evaluate every N steps (default: at each epoch's\n"
+    "                    end) and after the last step\n"
     "  --weights DIR     start from an HF model directory's safetensors\n"
     "                    (overrides the plan's \"weights\"; LoRA: the base)\n"
     "  --export-hf DIR   after the run, write the model as an HF directory:\n"
@@ -84,8 +102,8 @@ const char *kUsage =
     "  --resume P        continue from a checkpoint (a step directory, or a\n"
     "                    save directory's latest) at any world size / ZeRO\n"
     "                    stage; --steps is the total to reach (0: no\n"
-    "                    training); the data is the checkpoint's (no --data:\n"
-    "                    its recorded file), at the samples it consumed\n"
+    "                    training); --data must be the checkpoint's (by\n"
+    "                    fingerprint), continued at the samples it consumed\n"
     "  --ignore-data-mismatch  resume on other data than the checkpoint's\n"
     "  --emit-plan FILE  write the validated plan with its schedule spelled\n"
     "                    out (derived when the plan has none) and exit\n"
@@ -100,6 +118,12 @@ struct Args {
   std::string plan, data, device, metrics, saveParams, emitPlan, trace;
   std::string weights, exportHF, exportDtype = "bf16";
   std::string saveDir, resume, adapter, mergeBase;
+  std::string evalData;
+  double epochs = 0;      // --epochs; 0: --steps
+  double evalSplit = 0;   // --eval-split; 0: none
+  int64_t evalEvery = 0;  // --eval-every; 0: each epoch's end
+  int64_t inspectData = 0; // --inspect-data N; 0: train
+  bool stepsGiven = false;
   bool merge = false;
   bool exportDtypeGiven = false;
   bool overwriteSaveDir = false;   // replace another run's checkpoints
@@ -110,6 +134,19 @@ struct Args {
   int64_t steps = 10;
   double timeout = 0; // 0: backend default
 };
+
+/// A number strictly between lo and hi (or up to hi when `hiIncluded`).
+double parseReal(const std::string &flag, const std::string &v, double lo,
+                 double hi, bool hiIncluded) {
+  char *end = nullptr;
+  const double x = std::strtod(v.c_str(), &end);
+  SWIFT_CHECK(!v.empty() && *end == '\0' && std::isfinite(x) && x > lo &&
+                  (x < hi || (hiIncluded && x == hi)),
+              "command line: ", flag, " \"", swift::plan::briefText(v, 40),
+              "\": expected a number in (", lo, ", ", hi,
+              hiIncluded ? "]" : ")");
+  return x;
+}
 
 int64_t parseInt(const std::string &flag, const std::string &v, int64_t lo,
                  int64_t hi) {
@@ -148,8 +185,19 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
       continue; // not passed to the ranks
     } else if (s == "--steps") {
       a.steps = parseInt(s, value(), 0, int64_t(1) << 40);
+      a.stepsGiven = true;
+    } else if (s == "--epochs") {
+      a.epochs = parseReal(s, value(), 0, 1e6, true);
     } else if (s == "--data") {
       a.data = value();
+    } else if (s == "--inspect-data") {
+      a.inspectData = parseInt(s, value(), 1, int64_t(1) << 40);
+    } else if (s == "--eval-data") {
+      a.evalData = value();
+    } else if (s == "--eval-split") {
+      a.evalSplit = parseReal(s, value(), 0, 1, false);
+    } else if (s == "--eval-every") {
+      a.evalEvery = parseInt(s, value(), 1, int64_t(1) << 40);
     } else if (s == "--device") {
       a.device = value();
       SWIFT_CHECK(a.device == "cpu" || a.device == "cuda",
@@ -217,6 +265,17 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
     }
   }
   SWIFT_CHECK(!a.plan.empty(), "command line: no plan file given\n", kUsage);
+  SWIFT_CHECK(!a.stepsGiven || a.epochs == 0,
+              "command line: --steps and --epochs both give the run's "
+              "length; use one");
+  SWIFT_CHECK(a.evalData.empty() || a.evalSplit == 0,
+              "command line: --eval-data and --eval-split both give the "
+              "evaluation set; use one");
+  SWIFT_CHECK(a.evalEvery == 0 || !a.evalData.empty() || a.evalSplit > 0,
+              "command line: --eval-every needs --eval-data FILE or "
+              "--eval-split F");
+  SWIFT_CHECK(a.inspectData == 0 || !a.data.empty(),
+              "command line: --inspect-data needs --data FILE.jsonl");
   SWIFT_CHECK(!a.saveDir.empty() || (a.saveEvery == 0 && a.keep == 0),
               "command line: --save-every and --keep need --save-dir");
   SWIFT_CHECK(!a.overwriteSaveDir || !a.saveDir.empty(),
@@ -333,7 +392,30 @@ std::string outOfMemoryHint(const Plan &plan) {
          "(swift-plan --set KEY=VALUE)";
 }
 
-int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
+/// How the plan's data is read (Data.h).
+DataOptions dataOptions(const Plan &plan) {
+  DataOptions o;
+  o.vocab = plan.model.vocabSize;
+  o.seq = plan.training.sequenceLength;
+  o.seed = plan.training.seed;
+  o.packing = plan.training.packing;
+  o.truncation = plan.training.truncation;
+  o.lossOn = plan.training.lossOn;
+  return o;
+}
+
+/// "1,234".
+std::string grouped(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0 && digits[i - 1] != '-')
+      out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+int runRank(const Plan &plan, Args a, const RankEnv &env) {
   checkPlanMatchesWorld(plan, env.world);
   std::string devName = a.device;
   if (devName.empty())
@@ -472,12 +554,13 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   DataRecord dataRecord;
   if (resumed) {
     const Manifest &m = resumed->manifest();
-    SWIFT_CHECK(a.steps == 0 || a.steps >= m.step, "command line: --steps ",
+    SWIFT_CHECK(a.epochs > 0 || a.steps == 0 || a.steps >= m.step,
+                "command line: --steps ",
                 a.steps, " is below the step of the checkpoint (", m.step,
                 ", ", resumed->dir(), "): --steps is the total to reach; ",
                 "--steps 0 or ", m.step, " loads it without training");
     // Without a step to train (an export), the data does not matter.
-    const bool trains = a.steps > m.step;
+    const bool trains = a.epochs > 0 || a.steps > m.step;
     std::vector<std::string> notes;
     if (trains)
       dataRecord = chooseResumeData(m, resumed->manifestPath(), a.data, plan,
@@ -495,11 +578,81 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
         (note.find(": warning: ") != std::string::npos ? std::cerr : std::cout)
             << note << std::endl;
   }
-  auto data = makeTokenSource(resumed ? dataRecord.path : a.data,
-                              plan.model.vocabSize, t.sequenceLength, t.seed,
-                              t.packing);
+  const DataOptions dataOpts = dataOptions(plan);
+  DataSources sources = makeDataSources(resumed ? dataRecord.path : a.data,
+                                        dataOpts, a.evalSplit);
+  std::unique_ptr<TokenSource> &data = sources.train;
+  std::unique_ptr<TokenSource> evalData =
+      !a.evalData.empty() ? makeEvalSource(a.evalData, dataOpts)
+                          : std::move(sources.eval);
   if (!resumed) // the fingerprint the checkpoints record, taken once
     dataRecord = describeData(a.data, plan);
+  // JSONL: the windows of an epoch (0: an endless stream of windows).
+  const int64_t epochWindows = data->windowsPerEpoch();
+  if (resumed && resumed->manifest().data && !dataRecord.synthetic &&
+      !a.ignoreDataMismatch) {
+    const double recorded = resumed->manifest().data->evalSplit;
+    auto split = [](double f) {
+      char text[48] = "none";
+      if (f > 0)
+        std::snprintf(text, sizeof text, "--eval-split %g", f);
+      return std::string(text);
+    };
+    SWIFT_CHECK(recorded == a.evalSplit, resumed->manifestPath(),
+                ": data: the checkpoint's run held out ", split(recorded),
+                ", this run ", split(a.evalSplit),
+                ": other training samples; resume with the same, or pass "
+                "--ignore-data-mismatch");
+  }
+  if (resumed && !dataRecord.synthetic && resumed->manifest().data &&
+      resumed->manifest().data->windows > 0 && epochWindows > 0 &&
+      !a.ignoreDataMismatch)
+    SWIFT_CHECK(resumed->manifest().data->windows == epochWindows,
+                resumed->manifestPath(), ": data: the checkpoint's run laid ",
+                dataRecord.path, " out into ",
+                resumed->manifest().data->windows, " windows, this run into ",
+                epochWindows, " (training.truncation or the line format "
+                "changed); pass --ignore-data-mismatch to continue anyway");
+  dataRecord.windows = epochWindows;
+  dataRecord.evalSplit = dataRecord.synthetic ? 0 : a.evalSplit;
+  // The run's length: --epochs E is ceil(E x windows / global batch) steps
+  // (Data.h "Epochs": a step crossing an epoch's end takes the next
+  // epoch's first windows).
+  if (a.epochs > 0) {
+    SWIFT_CHECK(epochWindows > 0, "command line: --epochs needs --data "
+                "FILE.jsonl (", a.data.empty() && !resumed ? "synthetic tokens"
+                                                        : dataRecord.path,
+                " has no epochs: its windows wrap around); use --steps N");
+    const double steps =
+        std::ceil(a.epochs * double(epochWindows) / double(t.globalBatchSize) -
+                  1e-9);
+    SWIFT_CHECK(steps >= 1 && steps <= double(kMaxSteps),
+                "command line: --epochs ", a.epochs, ": ", steps,
+                " steps of global_batch_size ", t.globalBatchSize, " over ",
+                epochWindows, " windows");
+    a.steps = int64_t(steps);
+    SWIFT_CHECK(!resumed || a.steps >= resumed->step(), "command line: "
+                "--epochs ", a.epochs, " is ", a.steps, " steps, below the "
+                "step of the checkpoint (", resumed->step(), ", ",
+                resumed->dir(), ")");
+  }
+  if (env.rank == 0) {
+    if (const DataSummary *sum = data->summary())
+      std::cout << "swift-run: data " << sum->line() << std::endl;
+    if (evalData && !a.evalData.empty())
+      std::cout << "swift-run: eval data " << evalData->summary()->line()
+                << std::endl;
+    if (epochWindows > 0) {
+      char epochs[32];
+      const double e =
+          double(a.steps) * double(t.globalBatchSize) / double(epochWindows);
+      std::snprintf(epochs, sizeof epochs, "%.4g", a.epochs > 0 ? a.epochs : e);
+      std::cout << "swift-run: " << epochs << " epoch" << (e == 1 ? "" : "s")
+                << " x " << grouped(epochWindows) << " windows = "
+                << grouped(a.steps) << " step" << (a.steps == 1 ? "" : "s")
+                << " of " << grouped(t.globalBatchSize) << std::endl;
+    }
+  }
   // Every step's first sample (firstSample + steps x global batch) is
   // below kMaxSamples.
   int64_t samplesToRun = 0;
@@ -569,6 +722,13 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     hfConfigPath = (std::filesystem::path(weightsDir) / "config.json").string();
   const std::string hfConfig =
       hfConfigPath.empty() ? "" : readConfigText(hfConfigPath);
+  // The tokenizer files the exports and checkpoints carry: the resumed
+  // checkpoint's, else the --weights directory's (LoRA: the base's).
+  TokenizerFiles tokenizer;
+  if (resumed)
+    tokenizer = readTokenizerFiles(resumed->dir());
+  if (tokenizer.empty())
+    tokenizer = readTokenizerFiles(weightsDir);
   const auto loadStart = std::chrono::steady_clock::now();
   Engine engine(plan, *comm, device, initial.get(), base.get());
   if (env.rank == 0 && (initial || base)) {
@@ -646,6 +806,67 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
   auto sampleOf = [&](int64_t s) {
     return firstSample + (s - firstStep) * t.globalBatchSize;
   };
+  // JSONL: the epochs done after step s (fractional, as HF logs them).
+  auto epochAfter = [&](int64_t s) -> std::optional<double> {
+    if (epochWindows == 0)
+      return std::nullopt;
+    return double(sampleOf(s + 1)) / double(epochWindows);
+  };
+  // Evaluation after step s: every --eval-every steps (default: where the
+  // step ends an epoch) and after the last.
+  auto evaluatesAfter = [&](int64_t s) {
+    if (!evalData)
+      return false;
+    if (s + 1 == a.steps)
+      return true;
+    if (a.evalEvery)
+      return (s + 1) % a.evalEvery == 0;
+    return epochWindows > 0 &&
+           sampleOf(s + 1) / epochWindows > sampleOf(s) / epochWindows;
+  };
+  // eval_loss: the cross-entropy summed over every label token of the
+  // evaluation set, divided by their number (token-weighted over the whole
+  // set). Each rank evaluates micro-batches of its share (windows r*B ..
+  // of each W*B); one all-reduce of (sum, count).
+  auto evaluate = [&](int64_t s) {
+    gActivity = "evaluating after step " + std::to_string(s + 1);
+    const int64_t B = t.microBatchSize, stride = B * env.world,
+                  windows = evalData->windowsPerEpoch();
+    Engine::EvalSums sums;
+    for (int64_t first = 0; first < windows; first += stride) {
+      const Engine::EvalSums e =
+          engine.evaluate({evalData->batch(first + env.rank * B, B)});
+      sums.lossSum += e.lossSum;
+      sums.tokens += e.tokens;
+      watchdog.progress("an evaluation");
+    }
+    std::vector<double> v{sums.lossSum, double(sums.tokens)};
+    comm->allReduceHost(v);
+    const double loss = v[0] / v[1];
+    if (!lead)
+      return;
+    if (tty)
+      std::fprintf(stderr, "\r\033[K");
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "eval after step %lld/%lld | eval_loss %.6f | %lld tokens",
+                  (long long)(s + 1), (long long)a.steps, loss,
+                  (long long)v[1]);
+    std::cout << line;
+    if (const std::optional<double> e = epochAfter(s)) {
+      std::snprintf(line, sizeof line, " | epoch %.2f", *e);
+      std::cout << line;
+    }
+    std::cout << std::endl;
+    if (metrics.is_open()) {
+      nlohmann::json j = {{"step", s + 1},
+                          {"eval_loss", loss},
+                          {"eval_tokens", int64_t(v[1])}};
+      if (const std::optional<double> e = epochAfter(s))
+        j["epoch"] = *e;
+      metrics << j.dump() << std::endl;
+    }
+  };
   auto savesAfter = [&](int64_t s) {
     return !a.saveDir.empty() &&
            ((a.saveEvery && (s + 1) % a.saveEvery == 0) || s + 1 == a.steps);
@@ -673,12 +894,14 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     else
       std::snprintf(memText, sizeof memText, "host RSS %s",
                     gib(peakMem).c_str());
-    char line[320];
+    char line[320], epochText[32] = "";
+    if (const std::optional<double> e = epochAfter(s))
+      std::snprintf(epochText, sizeof epochText, " | epoch %.2f", *e);
     std::snprintf(line, sizeof line,
                   "step %lld/%lld | loss %.6f | lr %.3g | grad norm %.4g | "
-                  "%.3f s | %.0f tok/s | MFU %s | %s",
+                  "%.3f s | %.0f tok/s | MFU %s | %s%s",
                   (long long)(s + 1), (long long)a.steps, loss, r.lr,
-                  r.gradNorm, dt, tps, mfuText, memText);
+                  r.gradNorm, dt, tps, mfuText, memText, epochText);
     std::cout << line << std::endl;
     if (metrics.is_open()) {
       nlohmann::json j = {
@@ -697,6 +920,8 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
           {"planned_step_seconds", plan.predicted.stepSeconds},
           {"planned_tokens_per_second", plan.predicted.tokensPerSecond},
           {"world_size", env.world}};
+      if (const std::optional<double> e = epochAfter(s))
+        j["epoch"] = *e;
       if (device.is_cuda()) // what fragmentation adds to the allocated peak
         j["peak_reserved_bytes"] = peakReservedBytes(device);
       metrics << j.dump() << std::endl;
@@ -746,7 +971,9 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     }
     if (lead)
       report(s, r, loss, dt, tps, mfu, l);
-    // The step's line first, then its checkpoint's.
+    if (evaluatesAfter(s))
+      evaluate(s);
+    // The step's line first (and its evaluation's), then its checkpoint's.
     if (savesAfter(s)) {
       gActivity = "saving the checkpoint of step " + std::to_string(s + 1);
       const auto saveStart = std::chrono::steady_clock::now();
@@ -754,11 +981,13 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
       save.saveDir = a.saveDir;
       save.step = s + 1;
       save.samplesConsumed = sampleOf(s + 1);
+      save.epoch = epochAfter(s);
       save.keep = a.keep;
       save.replaceOthers = replaceSaved;
       save.hfConfig = hfConfig;
       save.baseWeights = lora ? weightsDir : std::string();
       save.data = dataRecord;
+      save.tokenizer = &tokenizer;
       const std::string saved = saveCheckpoint(engine, plan, save);
       replaceSaved = false;
       comm->barrier();
@@ -824,7 +1053,8 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
     l.peakMem = peakMemoryBytes(device);
     readInFlight();
     inFlight = std::move(l);
-    if (alone || savesAfter(s) || s + 1 == a.steps || !readsBehind)
+    if (alone || savesAfter(s) || evaluatesAfter(s) || s + 1 == a.steps ||
+        !readsBehind)
       readInFlight();
   }
   if (tty)
@@ -849,6 +1079,8 @@ int runRank(const Plan &plan, const Args &a, const RankEnv &env) {
       exportAdapter(engine, plan, a.exportHF, options, weightsDir);
     else
       exportHF(engine, plan, a.exportHF, options);
+    if (lead) // beside the weights or the adapter
+      writeTokenizerFiles(a.exportHF, tokenizer);
     if (lead)
       std::cout << "swift-run: exported to " << a.exportHF << " ("
                 << transferReport(safetensorsBytes(a.exportHF),
@@ -889,6 +1121,11 @@ int main(int argc, char **argv) {
     Args a = parseArgs(argc, argv, childArgs);
     Plan plan = parsePlan(a.plan);
     oomHint = outOfMemoryHint(plan);
+    // No weights, no device, no ranks: the samples as training reads them.
+    if (a.inspectData > 0) {
+      inspectData(a.data, dataOptions(plan), a.inspectData, std::cout);
+      return 0;
+    }
     if (!a.emitPlan.empty()) {
       std::ofstream out(a.emitPlan);
       SWIFT_CHECK(out.good(), a.emitPlan, ": cannot write");

@@ -23,6 +23,7 @@ using ::swift::plan::Backend;
 using ::swift::plan::Checkpointing;
 using ::swift::plan::Collective;
 using ::swift::plan::irKeyword;
+using ::swift::plan::LossOn;
 using ::swift::plan::LrDecay;
 using ::swift::plan::Method;
 using ::swift::plan::Offload;
@@ -30,6 +31,7 @@ using ::swift::plan::Optimizer;
 using ::swift::plan::OptimizerDevice;
 using ::swift::plan::Precision;
 using ::swift::plan::RopeType;
+using ::swift::plan::Truncation;
 using ::swift::plan::UnitKind;
 
 /// Whether E is one of the plan layer's enums.

@@ -42,6 +42,12 @@ def Swift_OptimizerAttr
     : Swift_PlanEnumAttr<"Optimizer", "optimizer", "optimizer">;
 def Swift_MethodAttr
     : Swift_PlanEnumAttr<"Method", "method", "which weights are trained">;
+def Swift_TruncationAttr
+    : Swift_PlanEnumAttr<"Truncation", "truncation",
+                         "what a sample longer than sequence_length becomes">;
+def Swift_LossOnAttr
+    : Swift_PlanEnumAttr<"LossOn", "loss_on",
+                         "which tokens of a text sample are trained on">;
 def Swift_BackendAttr
     : Swift_PlanEnumAttr<"Backend", "backend", "the implementation that trains">;
 def Swift_OffloadAttr

@@ -66,6 +66,10 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
     found; the report and the emitters read them. `packing` (default true,
     printed only when false): JSONL samples are packed into windows of
     `sequence_length` rather than padded one per window (swift-run).
+    `truncation` (`#swift.truncation<...>`, absent: drop) and `loss_on`
+    (`#swift.loss_on<...>`, absent: assistant): what a JSONL sample longer
+    than `sequence_length` becomes, and which tokens of a text sample are
+    trained on (training.truncation / training.loss_on).
     `optimizer_settings` (`#swift.adamw<...>`): the AdamW hyper-parameters,
     lr schedule, gradient clipping and seed; absent means plan.json's
     defaults.
@@ -95,7 +99,9 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
     OptionalAttr<Swift_DecisionAttr>:$decision,
     OptionalAttr<Swift_EstimateAttr>:$estimate,
     DefaultValuedAttr<BoolAttr, "true">:$packing,
-    OptionalAttr<Swift_OptimizerSettingsAttr>:$optimizer_settings);
+    OptionalAttr<Swift_OptimizerSettingsAttr>:$optimizer_settings,
+    OptionalAttr<Swift_TruncationAttr>:$truncation,
+    OptionalAttr<Swift_LossOnAttr>:$loss_on);
   let assemblyFormat = "$sym_name `trains` $model `on` $cluster attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{

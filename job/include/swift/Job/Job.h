@@ -109,6 +109,8 @@ struct TrainingSpec {
   plan::Method method = plan::Method::Full;
   LoraSpec lora;
   bool packing = true; // JSONL samples packed into windows (else padded)
+  plan::Truncation truncation = plan::Truncation::Drop; // over-long samples
+  plan::LossOn lossOn = plan::LossOn::Assistant; // text samples' targets
 };
 
 struct GpuSpec {

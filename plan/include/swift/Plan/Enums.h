@@ -77,6 +77,20 @@ enum class Method : uint8_t {
   QLora, // low-rank adapters over a frozen 4-bit NF4 base
 };
 
+/// What a JSONL sample longer than training.sequence_length becomes
+/// (training.truncation; swift-run --data, docs/runtime.md "Data").
+enum class Truncation : uint8_t {
+  Drop,  // left out of training (counted in the start-of-run data line)
+  Right, // cut to its first sequence_length tokens
+  Left,  // cut to its last sequence_length tokens
+  Error, // the run refuses the file, naming the line
+};
+
+/// Which tokens of a text sample (the rendered conversation) are trained on
+/// (training.loss_on): the assistant's replies only, or every token. Data
+/// given as input_ids carries its own labels and ignores it.
+enum class LossOn : uint8_t { Assistant, All };
+
 /// The implementation that trains.
 enum class Backend : uint8_t {
   SwiftRun,
@@ -179,6 +193,11 @@ SWIFT_PLAN_ENUM(RopeType, "rope type", {RopeType::Default, "default"},
                 {RopeType::Linear, "linear"}, {RopeType::Llama3, "llama3"})
 SWIFT_PLAN_ENUM(Method, "method", {Method::Full, "full"},
                 {Method::Lora, "lora"}, {Method::QLora, "qlora"})
+SWIFT_PLAN_ENUM(Truncation, "truncation", {Truncation::Drop, "drop"},
+                {Truncation::Right, "right"}, {Truncation::Left, "left"},
+                {Truncation::Error, "error"})
+SWIFT_PLAN_ENUM(LossOn, "loss_on", {LossOn::Assistant, "assistant"},
+                {LossOn::All, "all"})
 SWIFT_PLAN_ENUM(Backend, "backend", {Backend::SwiftRun, "swift-run"},
                 {Backend::HF, "hf"}, {Backend::DeepSpeed, "deepspeed"})
 SWIFT_PLAN_ENUM(Offload, "offload", {Offload::None, "none"},

@@ -148,6 +148,11 @@ struct TrainingConfig {
   // sequence_length (true) or one sample per window, padded (false).
   // plan.json "packing", optional, default true; written only when false.
   bool packing = true;
+  // JSONL data: a sample longer than sequence_length (plan.json
+  // "truncation", default "drop") and the tokens a text sample trains on
+  // ("loss_on", default "assistant"); each written only when not default.
+  Truncation truncation = Truncation::Drop;
+  LossOn lossOn = LossOn::Assistant;
   // "method" (absent: full) and "lora" (required for lora and qlora).
   Method method = Method::Full;
   LoraConfig lora;

@@ -30,11 +30,27 @@
 
 namespace swift::rt {
 
+/// The tokenizer files of an HF model directory (tokenizer.json,
+/// tokenizer_config.json, special_tokens_map.json, generation_config.json,
+/// tokenizer.model, vocab.json, merges.txt, added_tokens.json,
+/// chat_template.jinja): name -> bytes, in that order. Exports and
+/// checkpoints carry them, so that an export (after a resume too) is a
+/// complete model directory.
+using TokenizerFiles = std::vector<std::pair<std::string, std::string>>;
+/// Those of them `dir` holds ("" : none), read whole when the run starts
+/// (--keep may delete a resumed checkpoint before the export). A name that
+/// is there but not a regular file (a directory, a FIFO; a symlink is
+/// followed) is a UserError naming it.
+TokenizerFiles readTokenizerFiles(const std::string &dir);
+/// Writes them into `dir`, each atomically (as the export's other files).
+void writeTokenizerFiles(const std::string &dir, const TokenizerFiles &files);
+
 /// What saveCheckpoint writes where.
 struct SaveRequest {
   std::string saveDir;
   int64_t step = 0;            // saved after this many steps
   int64_t samplesConsumed = 0; // the data's position after them
+  std::optional<double> epoch; // JSONL data: samplesConsumed / its windows
   int keep = 0;                // keep the newest K checkpoints (0: all)
   /// --overwrite-save-dir's first save (checkSaveDir returned true): the
   /// save dir's other checkpoints are removed.
@@ -46,6 +62,8 @@ struct SaveRequest {
   /// recorded so that a resume finds the same base.
   std::string baseWeights;
   DataRecord data; // what the run trains on
+  /// Copied into the checkpoint (may be null: none).
+  const TokenizerFiles *tokenizer = nullptr;
 };
 
 /// Saves `engine`'s state as SAVE_DIR/step-<step>, points SAVE_DIR/latest

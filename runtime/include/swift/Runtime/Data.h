@@ -10,24 +10,43 @@
 // file name ends in ".u32" or ".uint32" (then uint32). Sample i is the
 // window starting at token (i*S) mod (N - S), wrapping around the file.
 //
-// JSONL files (name ends in ".jsonl"): one sample a line, {"input_ids":
-// [...], "labels": [...], "attention_mask": [...]} (labels optional, -100 =
-// not trained on, HF's convention: labels[j+1] is the target of position
-// j; attention_mask optional, its 0s at either end are padding, dropped;
-// the line format and its refusals: Jsonl.h). The samples are
-// laid out into windows of S positions once, at load: packed greedily in
-// file order (a sample is never split; the next one that does not fit
-// starts a new window) or, without packing, one sample per window. The tail
-// of a window is padding (id 0, never a target). "Sample" i of the
-// interface below is window i mod (number of windows): resuming at a
-// window index is starting at that sample number.
+// JSONL files (name ends in ".jsonl"): one sample a line. A line becomes a
+// sample (jsonl::Sample: token ids, labels, and the text it was made from
+// if any) in ONE place, the LineToSample function the source is given;
+// today's is tokenIdsLines (jsonl::parseLine: {"input_ids": [...],
+// "labels": [...], "attention_mask": [...]}, labels optional, -100 = not
+// trained on, HF's convention: labels[j+1] is the target of position j;
+// attention_mask optional, its 0s at either end are padding, dropped).
+// Everything below works on samples, whatever made them. A sample longer
+// than sequence_length tokens is training.truncation's: dropped (default),
+// cut keeping its start (right) or its end (left), or refused naming its
+// line (error). The samples are laid out into windows of S positions
+// once, at load: packed (best-fit decreasing, a sample is never split) or,
+// without packing, one sample per window. The tail of a window is padding
+// (id 0, never a target).
+//
+// Epochs. The W windows of a JSONL file are one epoch; the run consumes
+// them as one stream of global sample (window) numbers: number p is
+// window perm_e(p mod W) of epoch e = p / W, where perm_0 is the file's
+// order (the packing's window order) and perm_e (e >= 1) a permutation
+// drawn from (training.seed, e). A step that crosses an epoch's end takes
+// its first windows from one epoch and the rest from the next one's
+// permutation: every step is a whole global batch, and E epochs are
+// ceil(E x W / GBS) steps. The mapping is a function of p alone, so any
+// world size and any resume point see the same windows.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "swift/Plan/Enums.h"
+#include "swift/Runtime/Jsonl.h"
+
 #include <ATen/ATen.h>
 
+#include <functional>
+#include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace swift::rt {
@@ -51,6 +70,8 @@ struct Batch {
   int64_t firstSample = -1;
 };
 
+struct DataSummary;
+
 class TokenSource {
 public:
   virtual ~TokenSource() = default;
@@ -65,13 +86,79 @@ public:
   virtual int64_t trainedTokens(int64_t first, int64_t count);
   /// Real (non-padding) tokens in those samples, for tokens/s.
   virtual int64_t realTokens(int64_t first, int64_t count);
+  /// JSONL: the windows of one epoch (Epochs above); 0: an endless stream
+  /// (synthetic tokens, token files).
+  virtual int64_t windowsPerEpoch() const { return 0; }
+  /// JSONL: what the file became (the start-of-run data line).
+  virtual const DataSummary *summary() const { return nullptr; }
 };
 
+/// One line of a data file -> one sample (nullopt: a blank line). `where`
+/// ("data.jsonl: line 7") starts every UserError it throws. The seam
+/// between a line format and everything that works on samples.
+using LineToSample = std::function<std::optional<jsonl::Sample>(
+    const std::string &line, const std::string &where)>;
+/// Token-id lines (jsonl::parseLine) with ids below `vocab`.
+LineToSample tokenIdsLines(int64_t vocab);
+
+struct DataOptions {
+  int64_t vocab = 0, seq = 0; // model.vocab_size, training.sequence_length
+  uint64_t seed = 0;          // training.seed: synthetic data, epochs' order
+  bool packing = true;
+  plan::Truncation truncation = plan::Truncation::Drop;
+  /// training.loss_on: for a LineToSample that renders text (the assistant
+  /// turns' tokens or all as labels); token-id lines carry their labels.
+  plan::LossOn lossOn = plan::LossOn::Assistant;
+  LineToSample lineToSample; // empty: tokenIdsLines(vocab)
+};
+
+/// What a JSONL file (or the part of it a source holds) became.
+struct DataSummary {
+  std::string path;
+  int64_t seq = 0;
+  int64_t samples = 0;   // in the source's windows
+  int64_t tokens = 0;    // their tokens (after truncation)
+  int64_t trained = 0;   // their positions with a target (label tokens)
+  int64_t windows = 0;   // windows of seq positions
+  int64_t dropped = 0;   // the file's samples longer than seq, dropped
+  int64_t truncated = 0; // ... cut to seq
+  int64_t heldOut = 0;   // samples held out for evaluation (--eval-split)
+  /// Real tokens / window positions.
+  double packingEfficiency() const;
+  /// "data.jsonl: 1000 samples, 95000 tokens (3 dropped, 2 truncated: ...),
+  /// 760 windows of 128, packing efficiency 97.6%, 45000 trained tokens".
+  std::string line() const;
+};
+
+/// The training source of --data `path` (any format, below) and, when
+/// `evalFraction` > 0 (--eval-split), the evaluation source of a
+/// deterministic fraction of its samples (drawn from the seed, held out
+/// of training; JSONL only). An evaluation source holds its windows once,
+/// in file order, unshuffled; numbers past its last window are empty
+/// windows (no tokens, no targets).
+struct DataSources {
+  std::unique_ptr<TokenSource> train, eval;
+};
+DataSources makeDataSources(const std::string &path, const DataOptions &o,
+                            double evalFraction = 0);
+/// A JSONL file as an evaluation source (--eval-data), as above.
+std::unique_ptr<TokenSource> makeEvalSource(const std::string &path,
+                                            const DataOptions &o);
+
+/// --inspect-data: the first `count` samples of JSONL `path` in file order,
+/// after truncation (a dropped sample is left out), one JSON object a line
+/// on `out`: {"text": "..." or null, "input_ids": [...], "labels": [...],
+/// "line": N} (text null: a token-id line has none).
+void inspectData(const std::string &path, const DataOptions &o, int64_t count,
+                 std::ostream &out);
+
+/// makeDataSources(path, {vocab, seq, seed, packing}).train:
 /// path empty: deterministic synthetic tokens from (seed, sample number):
 /// a start token and a per-sample stride, so the next token is learnable
 /// from the current one and the loss falls. A name ending in ".jsonl": a
 /// JSONL file (above), packed when `packing`; throws UserError naming the
-/// line for bad data (jsonl::parseLine), or when no sample has a target.
+/// line for bad data (jsonl::parseLine), or when no sample is left or has
+/// a target.
 /// Otherwise a token file; throws UserError when it is missing, not a
 /// regular file, too short, or holds ids >= vocab.
 std::unique_ptr<TokenSource> makeTokenSource(const std::string &path,

@@ -136,6 +136,19 @@ public:
                          int64_t stepTrainedTokens = 0);
   StepResult finishStep(PendingStep &step);
 
+  /// Evaluation (swift-run --eval-data / --eval-split): the forward of
+  /// `microBatches` (masked, Data.h) with the current weights, unit by
+  /// unit, without autograd, LoRA dropout or any gradient or optimizer
+  /// state; ZeRO-3 gathers each unit for its forward and releases it
+  /// after. Returns this rank's sum of per-token cross-entropy over the
+  /// batches' targets and their number. Collective at ZeRO-3: every rank
+  /// passes the same number of micro-batches.
+  struct EvalSums {
+    double lossSum = 0;
+    int64_t tokens = 0;
+  };
+  EvalSums evaluate(const std::vector<Batch> &microBatches);
+
   /// Every parameter (unit by unit in each unit's table order, Model.h) by
   /// its HF name and shape, fp32 on the host, gathered from
   /// the shards (collective: every rank must call it).
@@ -190,6 +203,10 @@ private:
   struct MicroBatch;
 
   at::Tensor unitForward(int u, const at::Tensor &x, MicroBatch &mb);
+  /// A Batch on the device as micro-batch k of step steps_ (launchStep,
+  /// evaluate); `divisor`: the masked loss sum's.
+  MicroBatch deviceMicroBatch(const Batch &b, int64_t k, double divisor);
+  bool evaluating_ = false; // evaluate(): no LoRA dropout
   std::vector<at::Tensor> unitBackward(int u, std::vector<at::Tensor> &&grads,
                                        MicroBatch &mb, const at::Tensor &xSaved,
                                        at::Tensor out,

@@ -20,9 +20,12 @@ constexpr int32_t kIgnore = -100;
 
 /// One sample: token ids and HF causal-LM labels of the same length
 /// (labels[k+1] is position k's target; kIgnore: none). Without "labels"
-/// in the line, the labels are the ids.
+/// in the line, the labels are the ids. `text`: what the sample was made
+/// from when a line holds text (a conversation rendered by its chat
+/// template); nullopt for token-id lines.
 struct Sample {
   std::vector<int32_t> ids, labels;
+  std::optional<std::string> text;
 };
 
 /// The sample of one line of a JSONL file, or nullopt for a blank line
@@ -41,9 +44,10 @@ struct Sample {
 ///  - keys a causal LM's training would read but swift-run does not
 ///    (position_ids, inputs_embeds) and the spellings HF's collators
 ///    rename to labels (label, label_ids); any other key is ignored, as
-///    HF's Trainer drops the columns the model does not take;
-///  - a sample longer than `seq` tokens (after dropping padding).
+///    HF's Trainer drops the columns the model does not take.
+/// A sample of any length is returned: what one longer than the window
+/// becomes is training.truncation's (Data.cpp).
 std::optional<Sample> parseLine(const std::string &text, int64_t vocab,
-                                int64_t seq, const std::string &where);
+                                const std::string &where);
 
 } // namespace swift::rt::jsonl

@@ -27,8 +27,9 @@
 namespace swift::rt {
 
 inline constexpr const char *kCheckpointFormat = "swift.checkpoint";
-/// 1: no global_batch_size, no data (read: the data is then unknown).
-inline constexpr int64_t kManifestVersion = 2;
+/// 1: no global_batch_size, no data (read: the data is then unknown);
+/// 2: no epoch, no data windows.
+inline constexpr int64_t kManifestVersion = 3;
 /// The most steps (and the most a checkpoint's step) a run counts: the
 /// bound of --steps.
 inline constexpr int64_t kMaxSteps = int64_t(1) << 40;
@@ -47,6 +48,12 @@ struct DataRecord {
   std::string fingerprint;    // dataFingerprint()
   bool packing = true;        // a file: training.packing
   int64_t sequenceLength = 0; // training.sequence_length: the windows
+  /// A JSONL file: its windows (one epoch, Data.h); 0: not known (a token
+  /// file, or a manifest of version 2).
+  int64_t windows = 0;
+  /// --eval-split: the fraction of the file's samples held out of
+  /// training (0: none); another fraction is other training data.
+  double evalSplit = 0;
   /// "data.jsonl (12345 bytes)" or "synthetic tokens (seed 1234)".
   std::string describe() const;
 };
@@ -63,6 +70,9 @@ struct Manifest {
   /// LoRA: the frozen base's HF directory ("" the seed's random base).
   std::optional<std::string> baseWeights;
   std::optional<DataRecord> data; // version >= 2
+  /// samplesConsumed / data windows: the epochs done (JSONL data,
+  /// version >= 3); informative, the position is samplesConsumed.
+  std::optional<double> epoch;
 };
 
 /// A manifest's text; `file` names it in every error (UserError).
@@ -90,12 +100,12 @@ DataRecord describeData(const std::string &path, const Plan &plan);
 
 /// The data a resumed run trains on (its record, fingerprint taken), given the checkpoint's manifest (at
 /// `file`) and --data (`given`, "" when absent):
-///  - no --data: the recorded file when it is still there, unchanged
-///    (same size, format and fingerprint); synthetic tokens when the
-///    checkpoint trained on them;
+///  - no --data: synthetic tokens when the checkpoint trained on them; a
+///    checkpoint of a data file is refused (UserError naming the file,
+///    even with `ignoreMismatch`): the data is given again, not assumed;
 ///  - --data FILE: FILE, when it is the recorded data (by fingerprint: a
 ///    moved copy is fine);
-///  - anything else (another file, a changed or missing one, synthetic
+///  - anything else (another file, a changed one, synthetic
 ///    vs a file, another seed, packing or sequence length) is refused
 ///    (UserError naming both) unless `ignoreMismatch`
 ///    (--ignore-data-mismatch): then `given` (or synthetic tokens).
