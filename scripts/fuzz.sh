@@ -4,13 +4,13 @@
 # HF config.json reader, the plan reader and validator, and swift-run's
 # torch-free readers: safetensors headers and index files, peft adapter
 # configs, JSONL data lines, checkpoint manifests, HF tokenizer.json files,
-# the text the real tokenizers encode and chat templates (Jinja: parser
-# and renderer; test/Fuzz).
+# the text the real tokenizers encode, chat templates (Jinja: parser
+# and renderer) and dataset lines in users' formats (test/Fuzz).
 #
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]     (default 60 s each, all)
 #   RUNS=10000000 bash scripts/fuzz.sh 0 FuzzPlan   (a campaign: N executions)
 #   (FUZZ_MAX_LEN caps an input's bytes, default 65536, FuzzJsonl's,
-#   FuzzTokenizer's and FuzzChatTemplate's 16384; FUZZ_RSS_LIMIT_MB the
+#   FuzzTokenizer's, FuzzChatTemplate's and FuzzSampleEncoder's 16384; FUZZ_RSS_LIMIT_MB the
 #   process's RSS, default 2048; FUZZ_CHUNK the executions per process)
 #   bash scripts/fuzz.sh --build-only   (FUZZ_NO_BUILD=1 then skips the build:
 #                                        ctest's fuzz.* tests do both)
@@ -32,7 +32,8 @@ shift || true
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=(FuzzJob FuzzHFConfig FuzzPlan FuzzSafeTensorsHeader
                                FuzzSafeTensorsIndex FuzzAdapterConfig FuzzJsonl
-                               FuzzManifest FuzzTokenizer FuzzChatTemplate)
+                               FuzzManifest FuzzTokenizer FuzzChatTemplate
+                               FuzzSampleEncoder)
 BUILD=build-fuzz
 
 if [ -z "${FUZZ_NO_BUILD:-}" ]; then
@@ -62,6 +63,7 @@ seeds() { # the repository's own inputs of each kind
   FuzzChatTemplate) # the real templates (scripts/fetch_tokenizers.sh), ours
     ls .cache/tokenizers/*/tokenizer_config.json 2>/dev/null
     git ls-files 'test/Fuzz/seeds/FuzzChatTemplate/*' 'test/data/chat/*.jinja' ;;
+  FuzzSampleEncoder) git ls-files 'test/Fuzz/seeds/FuzzSampleEncoder/*' ;; # dataset lines
   esac
 }
 
@@ -70,6 +72,7 @@ maxLen() { # TARGET: the bytes of an input (FUZZ_MAX_LEN, else the target's)
   FuzzJsonl) echo "${FUZZ_MAX_LEN:-16384}" ;; # a few lines, not a file
   FuzzTokenizer) echo "${FUZZ_MAX_LEN:-16384}" ;; # a small tokenizer.json, a text
   FuzzChatTemplate) echo "${FUZZ_MAX_LEN:-16384}" ;; # real ones are 1-5 KB
+  FuzzSampleEncoder) echo "${FUZZ_MAX_LEN:-16384}" ;; # a few dataset lines
   *) echo "${FUZZ_MAX_LEN:-65536}" ;;
   esac
 }

@@ -1,0 +1,64 @@
+//===- FuzzSampleEncoder.cpp - libFuzzer target: dataset lines as users write them -===//
+//
+// Input: a JSONL file's text; each of its first 8 lines goes through
+// SampleEncoder with the real Qwen2.5 tokenizer and chat template (loaded
+// once from SWIFT_TOKENIZERS_DIR) and Qwen2.5's model vocabulary of
+// 151,936. It must return a sample (ids in range, labels -100 or the id
+// at their position, as many as ids; a chat sample with a trained token)
+// or nothing for a blank line, or throw UserError of one short line;
+// anything else is a finding.
+//
+//===----------------------------------------------------------------------===//
+#include "Refusal.h"
+
+#include "swift/Plan/Error.h"
+#include "swift/Runtime/SampleEncoder.h"
+
+#include <algorithm>
+#include <string>
+
+namespace {
+constexpr int64_t kVocab = 151936;
+
+const swift::rt::SampleEncoder &encoder() {
+  using namespace swift::rt;
+  static const SampleEncoder e = SampleEncoder::fromModelDir(
+      std::string(SWIFT_TOKENIZERS_DIR) + "/qwen2_5", "", kVocab,
+      /*assistantOnly=*/true, "config.json: vocab_size", "");
+  return e;
+}
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  namespace rt = swift::rt;
+  const rt::SampleEncoder &e = encoder();
+  const std::string text(reinterpret_cast<const char *>(data), size);
+  size_t begin = 0;
+  for (int line = 1; line <= 8 && begin < text.size(); ++line) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos)
+      end = text.size();
+    try {
+      auto s = e.encode(text.substr(begin, end - begin),
+                        "data.jsonl: line " + std::to_string(line));
+      if (s) {
+        const auto &ids = s->sample.ids, &labels = s->sample.labels;
+        if (ids.empty() || labels.size() != ids.size())
+          __builtin_trap();
+        for (size_t k = 0; k < ids.size(); ++k)
+          if (ids[k] < 0 || ids[k] >= kVocab ||
+              (labels[k] != rt::jsonl::kIgnore &&
+               (s->format != rt::DataFormat::Tokens && labels[k] != ids[k])))
+            __builtin_trap();
+        if (s->format != rt::DataFormat::Tokens &&
+            std::all_of(labels.begin(), labels.end(),
+                        [](int32_t l) { return l == rt::jsonl::kIgnore; }))
+          __builtin_trap(); // a text sample that trains nothing
+      }
+    } catch (const swift::plan::UserError &err) {
+      swift::fuzz::checkRefusal(err.what());
+    }
+    begin = end + 1;
+  }
+  return 0;
+}
