@@ -98,8 +98,8 @@ std::string dataFingerprint(const std::string &path, int64_t &bytes);
 /// plan's seed, packing and sequence length.
 DataRecord describeData(const std::string &path, const Plan &plan);
 
-/// The data a resumed run trains on (its record, fingerprint taken), given the checkpoint's manifest (at
-/// `file`) and --data (`given`, "" when absent):
+/// The data a resumed run trains on (its record, fingerprint taken), given the
+/// checkpoint's manifest (at `file`) and --data (`given`, "" when absent):
 ///  - no --data: synthetic tokens when the checkpoint trained on them; a
 ///    checkpoint of a data file is refused (UserError naming the file,
 ///    even with `ignoreMismatch`): the data is given again, not assumed;
