@@ -518,6 +518,32 @@ TEST(Eval, SplitHoldsOutAFractionAndEvaluatesAtEachEpochsEnd) {
   EXPECT_EQ(evalSteps, (std::vector<int64_t>{3, 4})) << every.output;
 }
 
+TEST(Eval, WithoutAStepTheLoadedWeightsAreEvaluated) {
+  // --steps 0 (or a checkpoint resumed at its step): the weights as loaded,
+  // the same as a run's first step's loss on that data (lr 0 not needed).
+  const std::string dir = freshDir();
+  const std::string data = writeJsonl(dir + "/d.jsonl", distinctSamples(8));
+  const json p = unpacked(tinyPlan(0, 1));
+  Result none = runPlan(p, "--steps 0 --eval-data " + data);
+  ASSERT_EQ(none.exitCode, 0) << none.output;
+  ASSERT_EQ(evalMetrics(none).size(), 1u) << none.output;
+  EXPECT_EQ(evalMetrics(none)[0].at("step"), 0);
+  EXPECT_NE(none.output.find("eval after step 0/0 | eval_loss "),
+            std::string::npos)
+      << none.output;
+  Result step = runPlan(p, "--steps 1 --data " + data);
+  ASSERT_EQ(step.exitCode, 0) << step.output;
+  EXPECT_NEAR(evalMetrics(none)[0].at("eval_loss").get<double>(),
+              step.losses()[0], 1e-5 * step.losses()[0]);
+  Result saved = runPlan(p, "--steps 2 --save-dir ckpt --data " + data);
+  ASSERT_EQ(saved.exitCode, 0) << saved.output;
+  Result resumed = runPlan(p, "--steps 2 --resume " + saved.dir +
+                                  "/ckpt --eval-data " + data);
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
+  ASSERT_EQ(evalMetrics(resumed).size(), 1u) << resumed.output;
+  EXPECT_EQ(evalMetrics(resumed)[0].at("step"), 2);
+}
+
 TEST(Eval, ResumeKeepsTheSplit) {
   // The held-out samples are not trained on: a resume with another split
   // (or none) would train on other samples; refused unless ignored.

@@ -1045,6 +1045,10 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
         !readsBehind)
       readInFlight();
   }
+  // No step to train (--steps 0, or a checkpoint at its --steps): the
+  // evaluation is of the weights as loaded.
+  if (evalData && firstStep >= a.steps)
+    evaluate(firstStep - 1);
   if (tty)
     std::fprintf(stderr, "\n");
   if (lead && rated)
