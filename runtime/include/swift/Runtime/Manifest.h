@@ -5,7 +5,8 @@
 // of a resume), the global batch and precision it trained with, the model
 // (and what it trains: full or LoRA), the world that wrote it, a LoRA run's
 // base and the data it trained on (a file's path, format, size and
-// fingerprint, or synthetic tokens and their seed).
+// fingerprint, its windows and held-out fraction, or synthetic tokens and
+// their seed), and the epoch the position is in (JSONL data).
 //
 // Plain C++ on the plan layer (no LibTorch), so that a fuzzer exercises the
 // reader (test/Fuzz/FuzzManifest.cpp). Everything is read through the strict
