@@ -226,7 +226,8 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
                          llvm::APFloat(t.lora.dropout), b.getArrayAttr(targets));
   }
   JobOp::create(
-      b, loc, b.getStringAttr("job"), FlatSymbolRefAttr::get(&context, modelName),
+      b, loc, b.getStringAttr("job"),
+      FlatSymbolRefAttr::get(&context, modelName),
       FlatSymbolRefAttr::get(&context, "cluster"),
       b.getI64IntegerAttr(t.sequenceLength),
       b.getI64IntegerAttr(t.globalBatchSize),
@@ -243,9 +244,8 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
       t.truncation != Truncation::Drop
           ? TruncationAttr::get(&context, t.truncation)
           : TruncationAttr(),
-      t.lossOn != LossOn::Assistant
-          ? LossOnAttr::get(&context, t.lossOn)
-          : LossOnAttr());
+      t.lossOn != LossOn::Assistant ? LossOnAttr::get(&context, t.lossOn)
+                                    : LossOnAttr());
   return module;
 }
 

@@ -90,8 +90,7 @@ TrainingConfig parseTraining(const JsonField &n) {
   n.object().onlyKeys({"sequence_length", "global_batch_size",
                        "micro_batch_size", "gradient_accumulation", "precision",
                        "optimizer", "lr_schedule", "max_grad_norm", "seed",
-                       "packing", "truncation", "loss_on", "method",
-                       "lora"});
+                       "packing", "truncation", "loss_on", "method", "lora"});
   TrainingConfig t;
   t.sequenceLength = n.at("sequence_length").integer(2, limits::kSequenceLength);
   t.globalBatchSize = n.at("global_batch_size").integer(1, kBig);

@@ -222,10 +222,15 @@ std::string saveCheckpoint(Engine &engine, const Plan &plan,
 }
 
 TokenizerFiles readTokenizerFiles(const std::string &dir) {
-  static const char *const kNames[] = {
-      "tokenizer.json",     "tokenizer_config.json", "special_tokens_map.json",
-      "generation_config.json", "tokenizer.model",   "vocab.json",
-      "merges.txt",         "added_tokens.json",     "chat_template.jinja"};
+  static const char *const kNames[] = {"tokenizer.json",
+                                       "tokenizer_config.json",
+                                       "special_tokens_map.json",
+                                       "generation_config.json",
+                                       "tokenizer.model",
+                                       "vocab.json",
+                                       "merges.txt",
+                                       "added_tokens.json",
+                                       "chat_template.jinja"};
   TokenizerFiles files;
   if (dir.empty())
     return files;
@@ -235,10 +240,11 @@ TokenizerFiles readTokenizerFiles(const std::string &dir) {
     if (!fs::exists(fs::symlink_status(path, ec)))
       continue;
     // A tokenizer.json is tens of MB; a file past 1 GiB is not one.
-    files.emplace_back(name, plan::readRegularFile(
-                                 path, "a tokenizer file (copied into the "
-                                       "export and the checkpoints)",
-                                 uint64_t(1) << 30));
+    files.emplace_back(
+        name, plan::readRegularFile(path,
+                                    "a tokenizer file (copied into the "
+                                    "export and the checkpoints)",
+                                    uint64_t(1) << 30));
   }
   return files;
 }

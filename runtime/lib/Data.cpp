@@ -11,9 +11,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <map>
-#include <cmath>
 #include <optional>
 #include <ostream>
 #include <vector>
@@ -207,7 +207,8 @@ bool fitWindow(jsonl::Sample &s, const DataOptions &o, const std::string &where,
   case plan::Truncation::Error:
     SWIFT_CHECK(false, where, ": a sample of ", n,
                 " tokens is longer than the window (training.sequence_length ",
-                o.seq, "); training.truncation error refuses it (drop, right "
+                o.seq,
+                "); training.truncation error refuses it (drop, right "
                 "or left keep the run going)");
     return false;
   case plan::Truncation::Right:
@@ -256,22 +257,21 @@ std::shared_ptr<SampleStore> loadSamples(const std::string &path,
                                          const DataOptions &o) {
   auto store = std::make_shared<SampleStore>();
   SampleStore &st = *store;
-  forEachSample(path, o, st.dropped, st.truncated,
-                [&](const jsonl::Sample &sample, int64_t) {
-                  const std::vector<int32_t> &ids = sample.ids,
-                                             &labels = sample.labels;
-                  const int64_t n = int64_t(ids.size());
-                  int64_t trained = 0;
-                  for (int64_t k = 1; k < n; ++k) // labels[k]: position k-1's
-                    trained += labels[k] != kIgnore;
-                  st.starts.push_back(int64_t(st.ids.size()));
-                  st.lengths.push_back(n);
-                  st.trained.push_back(trained);
-                  st.ids.insert(st.ids.end(), ids.begin(), ids.end());
-                  st.labels.insert(st.labels.end(), labels.begin(),
-                                   labels.end());
-                  return true;
-                });
+  forEachSample(
+      path, o, st.dropped, st.truncated,
+      [&](const jsonl::Sample &sample, int64_t) {
+        const std::vector<int32_t> &ids = sample.ids, &labels = sample.labels;
+        const int64_t n = int64_t(ids.size());
+        int64_t trained = 0;
+        for (int64_t k = 1; k < n; ++k) // labels[k]: position k-1's
+          trained += labels[k] != kIgnore;
+        st.starts.push_back(int64_t(st.ids.size()));
+        st.lengths.push_back(n);
+        st.trained.push_back(trained);
+        st.ids.insert(st.ids.end(), ids.begin(), ids.end());
+        st.labels.insert(st.labels.end(), labels.begin(), labels.end());
+        return true;
+      });
   SWIFT_CHECK(!st.lengths.empty(), path, ": holds no samples",
               st.dropped ? ": all " + std::to_string(st.dropped) +
                                " are longer than the window "
@@ -473,17 +473,6 @@ bool endsWith(const std::string &path, const std::string &ext) {
          path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
 }
 
-/// A summary's numbers as "1,234,567".
-std::string grouped(int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0)
-      out += ',';
-    out += digits[i];
-  }
-  return n < 0 ? "-" + out : out;
-}
-
 } // namespace
 
 Batch TokenSource::batch(int64_t first, int64_t count) {
@@ -504,6 +493,16 @@ int64_t TokenSource::realTokens(int64_t first, int64_t count) {
   return trainedTokens(first, count);
 }
 
+std::string groupedDigits(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
 LineToSample tokenIdsLines(int64_t vocab) {
   return [vocab](const std::string &line, const std::string &where) {
     return jsonl::parseLine(line, vocab, where);
@@ -515,18 +514,19 @@ double DataSummary::packingEfficiency() const {
 }
 
 std::string DataSummary::line() const {
-  std::string out = path + ": " + grouped(samples) + " samples, " +
-                    grouped(tokens) + " tokens";
+  std::string out = path + ": " + groupedDigits(samples) + " samples, " +
+                    groupedDigits(tokens) + " tokens";
   if (dropped || truncated)
-    out += " (" + grouped(dropped) + " dropped, " + grouped(truncated) +
+    out += " (" + groupedDigits(dropped) + " dropped, " +
+           groupedDigits(truncated) +
            " truncated: longer than sequence_length " + std::to_string(seq) +
            ")";
   if (heldOut)
-    out += ", " + grouped(heldOut) + " held out for evaluation";
+    out += ", " + groupedDigits(heldOut) + " held out for evaluation";
   char eff[32];
   std::snprintf(eff, sizeof eff, "%.1f%%", 100 * packingEfficiency());
-  out += ", " + grouped(windows) + " windows of " + std::to_string(seq) +
-         " (packing efficiency " + eff + "), " + grouped(trained) +
+  out += ", " + groupedDigits(windows) + " windows of " + std::to_string(seq) +
+         " (packing efficiency " + eff + "), " + groupedDigits(trained) +
          " trained tokens";
   return out;
 }
@@ -535,7 +535,8 @@ DataSources makeDataSources(const std::string &path, const DataOptions &o,
                             double evalFraction) {
   DataSources out;
   if (path.empty()) {
-    SWIFT_CHECK(evalFraction == 0, "command line: --eval-split needs --data "
+    SWIFT_CHECK(evalFraction == 0,
+                "command line: --eval-split needs --data "
                 "FILE.jsonl (synthetic tokens have no samples to hold out)");
     out.train = std::make_unique<SyntheticTokens>(o.vocab, o.seq, o.seed);
     return out;
@@ -548,8 +549,8 @@ DataSources makeDataSources(const std::string &path, const DataOptions &o,
     std::vector<int64_t> train, eval;
     if (evalFraction > 0) {
       const int64_t k = int64_t(std::llround(evalFraction * double(n)));
-      SWIFT_CHECK(k >= 1 && k < n, "command line: --eval-split ",
-                  evalFraction, ": ", k, " of the ", n, " samples of ", path,
+      SWIFT_CHECK(k >= 1 && k < n, "command line: --eval-split ", evalFraction,
+                  ": ", k, " of the ", n, " samples of ", path,
                   " would be held out; both training and evaluation need "
                   "at least one");
       // Held out: the first k of a permutation of the samples drawn from
@@ -574,17 +575,21 @@ DataSources makeDataSources(const std::string &path, const DataOptions &o,
     if (!eval.empty()) {
       auto evalSource = std::make_unique<JsonlTokens>(
           store, std::move(eval), path, o, /*epochs=*/false);
-      SWIFT_CHECK(evalSource->summary()->trained > 0, "command line: "
-                  "--eval-split ", evalFraction, ": no sample held out of ",
-                  path, " has a target");
+      SWIFT_CHECK(evalSource->summary()->trained > 0,
+                  "command line: "
+                  "--eval-split ",
+                  evalFraction, ": no sample held out of ", path,
+                  " has a target");
       trainSource->setHeldOut(evalSource->summary()->samples);
       out.eval = std::move(evalSource);
     }
     out.train = std::move(trainSource);
     return out;
   }
-  SWIFT_CHECK(evalFraction == 0, "command line: --eval-split needs JSONL "
-              "data (", path, " is a token file: windows, not samples)");
+  SWIFT_CHECK(evalFraction == 0,
+              "command line: --eval-split needs JSONL "
+              "data (",
+              path, " is a token file: windows, not samples)");
   for (const char *ext : {".bin", ".u16", ".uint16", ".u32", ".uint32"})
     if (endsWith(path, ext)) {
       out.train = std::make_unique<FileTokens>(path, o.vocab, o.seq);
@@ -630,24 +635,25 @@ std::unique_ptr<TokenSource> makeTokenSource(const std::string &path,
 
 void inspectData(const std::string &path, const DataOptions &o, int64_t count,
                  std::ostream &out) {
-  SWIFT_CHECK(endsWith(path, ".jsonl"), "command line: --inspect-data needs "
-              "--data FILE.jsonl (", path.empty() ? "synthetic tokens" : path,
-              " has no samples)");
+  SWIFT_CHECK(endsWith(path, ".jsonl"),
+              "command line: --inspect-data needs "
+              "--data FILE.jsonl (",
+              path.empty() ? "synthetic tokens" : path, " has no samples)");
   int64_t dropped = 0, truncated = 0, shown = 0;
   if (count > 0)
-    forEachSample(path, o, dropped, truncated,
-                  [&](const jsonl::Sample &s, int64_t line) {
-                    nlohmann::ordered_json j;
-                    j["text"] = s.text ? nlohmann::ordered_json(*s.text)
-                                       : nlohmann::ordered_json();
-                    j["input_ids"] = s.ids;
-                    j["labels"] = s.labels;
-                    j["line"] = line;
-                    out << j.dump(-1, ' ', false,
-                                  nlohmann::ordered_json::error_handler_t::replace)
-                        << "\n";
-                    return ++shown < count;
-                  });
+    forEachSample(
+        path, o, dropped, truncated, [&](const jsonl::Sample &s, int64_t line) {
+          nlohmann::ordered_json j;
+          j["text"] = s.text ? nlohmann::ordered_json(*s.text)
+                             : nlohmann::ordered_json();
+          j["input_ids"] = s.ids;
+          j["labels"] = s.labels;
+          j["line"] = line;
+          out << j.dump(-1, ' ', false,
+                        nlohmann::ordered_json::error_handler_t::replace)
+              << "\n";
+          return ++shown < count;
+        });
   out.flush();
 }
 

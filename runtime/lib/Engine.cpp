@@ -1083,7 +1083,7 @@ Engine::StepResult Engine::finishStep(PendingStep &p) {
 }
 
 Engine::MicroBatch Engine::deviceMicroBatch(const Batch &b, int64_t k,
-                                           double divisor) {
+                                            double divisor) {
   MicroBatch mb;
   mb.inputs = toDeviceAsync(b.inputs, device_, at::kLong);
   mb.targets = toDeviceAsync(b.targets, device_, at::kLong);
@@ -1094,12 +1094,11 @@ Engine::MicroBatch Engine::deviceMicroBatch(const Batch &b, int64_t k,
   mb.masked = b.masked;
   mb.divisor = divisor;
   // Without a data source's numbering: as swift-run numbers samples.
-  mb.firstSample =
-      b.firstSample >= 0
-          ? b.firstSample
-          : steps_ * plan_.training.globalBatchSize +
-                (k * comm_.worldSize() + comm_.rank()) *
-                    plan_.training.microBatchSize;
+  mb.firstSample = b.firstSample >= 0
+                       ? b.firstSample
+                       : steps_ * plan_.training.globalBatchSize +
+                             (k * comm_.worldSize() + comm_.rank()) *
+                                 plan_.training.microBatchSize;
   return mb;
 }
 

@@ -332,9 +332,9 @@ DataRecord chooseResumeData(const Manifest &manifest, const std::string &file,
   const DataRecord now = describeData(given, plan);
   if (now.bytes != rec.bytes || now.fingerprint != rec.fingerprint ||
       now.format != rec.format)
-    return mismatch("--data " + given + " is " + now.describe() +
-                    ", not the data the checkpoint trained on: " +
-                    rec.describe());
+    return mismatch(
+        "--data " + given + " is " + now.describe() +
+        ", not the data the checkpoint trained on: " + rec.describe());
   if (std::string why = windows(now); !why.empty())
     return mismatch(why);
   std::error_code ec;

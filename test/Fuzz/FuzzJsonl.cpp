@@ -27,8 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       auto s = jsonl::parseLine(text.substr(begin, end - begin), 256,
                                 "data.jsonl: line " + std::to_string(line));
       if (s) {
-        if (s->ids.empty() ||
-            s->labels.size() != s->ids.size())
+        if (s->ids.empty() || s->labels.size() != s->ids.size())
           __builtin_trap();
         for (size_t k = 0; k < s->ids.size(); ++k)
           if (s->ids[k] < 0 || s->ids[k] >= 256 ||

@@ -344,6 +344,34 @@ TEST(Plan, LrScheduleAndClippingRoundTrip) {
   EXPECT_EQ(planToJson(parsePlanText(out.dump(), "q")), planToJson(p));
 }
 
+TEST(Plan, TruncationAndLossOnRoundTrip) {
+  // Absent (plans written before them): drop and assistant, left out again.
+  Plan p = parsePlanText(basePlan().dump(), "p.json");
+  EXPECT_EQ(p.training.truncation, Truncation::Drop);
+  EXPECT_EQ(p.training.lossOn, LossOn::Assistant);
+  json out = json::parse(planToJson(p));
+  EXPECT_FALSE(out["training"].contains("truncation"));
+  EXPECT_FALSE(out["training"].contains("loss_on"));
+  for (const auto &t : EnumTraits<Truncation>::kSpellings)
+    for (const auto &l : EnumTraits<LossOn>::kSpellings) {
+      json j = basePlan();
+      j["training"]["truncation"] = t.name;
+      j["training"]["loss_on"] = l.name;
+      p = parsePlanText(j.dump(), "p.json");
+      EXPECT_EQ(p.training.truncation, t.value);
+      EXPECT_EQ(p.training.lossOn, l.value);
+      EXPECT_EQ(planToJson(parsePlanText(planToJson(p), "q")), planToJson(p));
+    }
+  json bad = basePlan();
+  bad["training"]["truncation"] = "middle";
+  EXPECT_NE(errorOf(bad).find("training.truncation"), std::string::npos)
+      << errorOf(bad);
+  bad = basePlan();
+  bad["training"]["loss_on"] = true;
+  EXPECT_NE(errorOf(bad).find("training.loss_on"), std::string::npos)
+      << errorOf(bad);
+}
+
 TEST(Plan, LrScheduleErrors) {
   json j = basePlan();
   j["training"]["lr_schedule"] = {{"decay", "cosin"}};

@@ -84,6 +84,15 @@ TEST(Import, EveryJobValueRoundTripsThroughTheIR) {
   expectRoundTrip<swift::plan::Checkpointing>(
       context, "strategy.checkpointing",
       [](JobOp j) { return *j.getStrategy().getCheckpointing(); });
+  // Absent from the IR when default (drop, assistant).
+  expectRoundTrip<swift::plan::Truncation>(
+      context, "training.truncation", [](JobOp j) {
+        return j.getTruncation().value_or(swift::plan::Truncation::Drop);
+      });
+  expectRoundTrip<swift::plan::LossOn>(
+      context, "training.loss_on", [](JobOp j) {
+        return j.getLossOn().value_or(swift::plan::LossOn::Assistant);
+      });
 }
 
 TEST(Import, StrategyAndTrainingReachTheJob) {

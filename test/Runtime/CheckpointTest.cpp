@@ -438,8 +438,8 @@ TEST(Checkpoint, ResumeContinuesTheCheckpointsDataAtTheSamplesItConsumed) {
   // Resumed at a global batch of 16: from sample 24 (3 x 8), not sample
   // 48 (3 x 16): its step 4 trains on the first run's steps 4 and 5.
   Result doubled =
-      runPlan(unpackedPlan(16), "--steps 4 --resume " + ckpt +
-                                    "/step-00000003 --data " + data);
+      runPlan(unpackedPlan(16),
+              "--steps 4 --resume " + ckpt + "/step-00000003 --data " + data);
   ASSERT_EQ(doubled.exitCode, 0) << doubled.output;
   EXPECT_NE(doubled.output.find("the checkpoint trained with global_batch_size "
                                 "8, the plan has 16: the data continues at "

@@ -125,9 +125,10 @@ TEST(Truncation, DropRightLeftAndErrorOnAnOverLongSample) {
                                     : "(0 dropped, 1 truncated: longer than "
                                       "sequence_length 32)"),
               std::string::npos)
-        << mode << "\n" << run.output;
-    Result shown = runPlan(withTruncation(mode),
-                           "--inspect-data 3 --data " + data);
+        << mode << "\n"
+        << run.output;
+    Result shown =
+        runPlan(withTruncation(mode), "--inspect-data 3 --data " + data);
     ASSERT_EQ(shown.exitCode, 0) << shown.output;
     std::vector<std::string> lines = linesStarting(shown.output, "{");
     ASSERT_EQ(lines.size(), drops ? 2u : 3u) << shown.output;
@@ -186,8 +187,7 @@ TEST(DataLine, CountsSamplesTokensWindowsAndTrainedTokens) {
   const std::string data = writeJsonl(dir + "/d.jsonl", samples);
   // Packed best-fit decreasing into 32: {30, 2}, {20, 12}, {9}: 3 windows
   // of 73 tokens; trained: n - 1 per sample, the masked one 3.
-  const int64_t tokens = 20 + 12 + 30 + 2 + 9,
-                trained = 19 + 3 + 29 + 1 + 8;
+  const int64_t tokens = 20 + 12 + 30 + 2 + 9, trained = 19 + 3 + 29 + 1 + 8;
   Result r = runPlan(tinyPlan(0, 1), "--steps 1 --data " + data);
   ASSERT_EQ(r.exitCode, 0) << r.output;
   char efficiency[16];
@@ -196,10 +196,11 @@ TEST(DataLine, CountsSamplesTokensWindowsAndTrainedTokens) {
   const std::string expected =
       "swift-run: data " + data + ": 5 samples, " + std::to_string(tokens) +
       " tokens (1 dropped, 0 truncated: longer than sequence_length 32), 3 "
-      "windows of 32 (packing efficiency " + efficiency + "), " +
-      std::to_string(trained) + " trained tokens";
+      "windows of 32 (packing efficiency " +
+      efficiency + "), " + std::to_string(trained) + " trained tokens";
   EXPECT_NE(r.output.find(expected + "\n"), std::string::npos)
-      << expected << "\n" << r.output;
+      << expected << "\n"
+      << r.output;
   // Before the first step.
   EXPECT_LT(r.output.find("swift-run: data "), r.output.find("step 1/1"));
 }
@@ -212,9 +213,12 @@ TEST(InspectData, PrintsTheFirstSamplesAsTrainedWithoutLoadingAnything) {
   const std::string dir = freshDir();
   {
     std::ofstream out(dir + "/d.jsonl");
-    out << R"({"input_ids": [1, 2, 3], "labels": [-100, 2, 3]})" << "\n\n"
+    out << R"({"input_ids": [1, 2, 3], "labels": [-100, 2, 3]})"
+        << "\n\n"
         << R"({"input_ids": [0, 7, 8, 9], "attention_mask": [0, 1, 1, 1]})"
-        << "\n" << R"({"input_ids": [4]})" << "\n";
+        << "\n"
+        << R"({"input_ids": [4]})"
+        << "\n";
   }
   // Weights that do not exist: nothing is loaded, no rank starts.
   json p = tinyPlan(0, 1);
@@ -223,9 +227,12 @@ TEST(InspectData, PrintsTheFirstSamplesAsTrainedWithoutLoadingAnything) {
   ASSERT_EQ(r.exitCode, 0) << r.output;
   const std::vector<std::string> lines = linesStarting(r.output, "{");
   ASSERT_EQ(lines.size(), 2u) << r.output;
-  EXPECT_EQ(lines[0], R"({"text":null,"input_ids":[1,2,3],"labels":[-100,2,3],"line":1})");
+  EXPECT_EQ(
+      lines[0],
+      R"({"text":null,"input_ids":[1,2,3],"labels":[-100,2,3],"line":1})");
   // The padding (attention_mask 0) dropped; labels are the ids.
-  EXPECT_EQ(lines[1], R"({"text":null,"input_ids":[7,8,9],"labels":[7,8,9],"line":3})");
+  EXPECT_EQ(lines[1],
+            R"({"text":null,"input_ids":[7,8,9],"labels":[7,8,9],"line":3})");
   EXPECT_EQ(r.output.find("step "), std::string::npos) << r.output;
   EXPECT_TRUE(r.metrics.empty());
 
@@ -322,8 +329,8 @@ TEST(Epochs, BadCombinationsExitTwo) {
   for (const Case &c : cases) {
     Result r = runPlan(unpacked(tinyPlan(0, 1)), c.args);
     EXPECT_EQ(r.exitCode, 2) << c.args << "\n" << r.output;
-    EXPECT_NE(r.output.find(c.message), std::string::npos)
-        << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n"
+                                                           << r.output;
   }
 }
 
@@ -415,9 +422,9 @@ TEST(Eval, LossIsTheTrainingLossOfTheSameWindowsAtEveryStage) {
   cases[6].plan["training"]["method"] = "qlora";
   for (EvalCase &c : cases) {
     c.plan["training"]["optimizer"]["lr"] = 0.0;
-    Result r = runPlan(c.plan, "--steps 1 --data " + data + " --eval-data " +
-                                   data + " --nproc-per-node " +
-                                   std::to_string(c.world));
+    Result r =
+        runPlan(c.plan, "--steps 1 --data " + data + " --eval-data " + data +
+                            " --nproc-per-node " + std::to_string(c.world));
     ASSERT_EQ(r.exitCode, 0) << c.name << "\n" << r.output;
     const std::vector<json> steps = stepMetrics(r), evals = evalMetrics(r);
     ASSERT_EQ(steps.size(), 1u) << c.name;
@@ -449,21 +456,21 @@ TEST(Eval, NoLoraDropoutAndNoUpdate) {
   ASSERT_EQ(adapter.exitCode, 0) << adapter.output;
   off["training"]["optimizer"]["lr"] = 0.0;
   on["training"]["optimizer"]["lr"] = 0.0;
-  const std::string args = "--steps 2 --eval-every 1 --adapter " +
-                           adapter.dir + "/hf --data " + data +
-                           " --eval-data " + data;
+  const std::string args = "--steps 2 --eval-every 1 --adapter " + adapter.dir +
+                           "/hf --data " + data + " --eval-data " + data;
   Result a = runPlan(off, args), b = runPlan(on, args);
   ASSERT_EQ(a.exitCode, 0) << a.output;
   ASSERT_EQ(b.exitCode, 0) << b.output;
   EXPECT_NE(a.losses()[0], b.losses()[0]); // dropout trains
   ASSERT_EQ(evalMetrics(a).size(), 2u);
   ASSERT_EQ(evalMetrics(b).size(), 2u);
-  EXPECT_EQ(evalMetrics(a)[0].at("eval_loss"), evalMetrics(b)[0].at("eval_loss"));
+  EXPECT_EQ(evalMetrics(a)[0].at("eval_loss"),
+            evalMetrics(b)[0].at("eval_loss"));
   json full = unpacked(tinyPlan(0, 1));
   Result plain = runPlan(full, "--steps 3 --save-params p.bin --data " + data);
   Result evaluated = runPlan(full, "--steps 3 --eval-every 1 --save-params "
-                                   "p.bin --data " + data + " --eval-data " +
-                                   data);
+                                   "p.bin --data " +
+                                       data + " --eval-data " + data);
   ASSERT_EQ(evaluated.exitCode, 0) << evaluated.output;
   expectSameLosses(plain, evaluated, 0, "evaluating changes nothing");
   EXPECT_EQ(readParams(plain.dir + "/p.bin"),
@@ -511,6 +518,32 @@ TEST(Eval, SplitHoldsOutAFractionAndEvaluatesAtEachEpochsEnd) {
   EXPECT_EQ(evalSteps, (std::vector<int64_t>{3, 4})) << every.output;
 }
 
+TEST(Eval, WithoutAStepTheLoadedWeightsAreEvaluated) {
+  // --steps 0 (or a checkpoint resumed at its step): the weights as loaded,
+  // the same as a run's first step's loss on that data (lr 0 not needed).
+  const std::string dir = freshDir();
+  const std::string data = writeJsonl(dir + "/d.jsonl", distinctSamples(8));
+  const json p = unpacked(tinyPlan(0, 1));
+  Result none = runPlan(p, "--steps 0 --eval-data " + data);
+  ASSERT_EQ(none.exitCode, 0) << none.output;
+  ASSERT_EQ(evalMetrics(none).size(), 1u) << none.output;
+  EXPECT_EQ(evalMetrics(none)[0].at("step"), 0);
+  EXPECT_NE(none.output.find("eval after step 0/0 | eval_loss "),
+            std::string::npos)
+      << none.output;
+  Result step = runPlan(p, "--steps 1 --data " + data);
+  ASSERT_EQ(step.exitCode, 0) << step.output;
+  EXPECT_NEAR(evalMetrics(none)[0].at("eval_loss").get<double>(),
+              step.losses()[0], 1e-5 * step.losses()[0]);
+  Result saved = runPlan(p, "--steps 2 --save-dir ckpt --data " + data);
+  ASSERT_EQ(saved.exitCode, 0) << saved.output;
+  Result resumed = runPlan(p, "--steps 2 --resume " + saved.dir +
+                                  "/ckpt --eval-data " + data);
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
+  ASSERT_EQ(evalMetrics(resumed).size(), 1u) << resumed.output;
+  EXPECT_EQ(evalMetrics(resumed)[0].at("step"), 2);
+}
+
 TEST(Eval, ResumeKeepsTheSplit) {
   // The held-out samples are not trained on: a resume with another split
   // (or none) would train on other samples; refused unless ignored.
@@ -518,7 +551,8 @@ TEST(Eval, ResumeKeepsTheSplit) {
   const std::string data = writeJsonl(dir + "/d.jsonl", distinctSamples(20));
   const json p = unpacked(tinyPlan(0, 1));
   Result first = runPlan(p, "--steps 2 --save-dir ckpt --eval-split 0.25 "
-                            "--data " + data);
+                            "--data " +
+                                data);
   ASSERT_EQ(first.exitCode, 0) << first.output;
   const std::string ckpt = first.dir + "/ckpt";
   const json manifest =
@@ -534,8 +568,8 @@ TEST(Eval, ResumeKeepsTheSplit) {
   Result same = runPlan(p, "--steps 3 --resume " + ckpt +
                                " --eval-split 0.25 --data " + data);
   ASSERT_EQ(same.exitCode, 0) << same.output;
-  Result ignored = runPlan(p, "--steps 3 --resume " + ckpt + " --data " +
-                                  data + " --ignore-data-mismatch");
+  Result ignored = runPlan(p, "--steps 3 --resume " + ckpt + " --data " + data +
+                                  " --ignore-data-mismatch");
   EXPECT_EQ(ignored.exitCode, 0) << ignored.output;
 }
 
@@ -564,8 +598,8 @@ TEST(Eval, BadCombinationsExitTwo) {
   for (const Case &c : cases) {
     Result r = runPlan(unpacked(tinyPlan(0, 1)), "--steps 1 " + c.args);
     EXPECT_EQ(r.exitCode, 2) << c.args << "\n" << r.output;
-    EXPECT_NE(r.output.find(c.message), std::string::npos)
-        << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n"
+                                                           << r.output;
   }
 }
 
@@ -580,7 +614,8 @@ TEST(ExportTokenizer, ExportsAndCheckpointsCarryTheModelDirsTokenizerFiles) {
   const std::map<std::string, std::string> files = {
       {"tokenizer.json", R"({"model": {"type": "BPE"}})"},
       {"tokenizer_config.json", R"({"eos_token": "</s>"})"},
-      {"chat_template.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}"},
+      {"chat_template.jinja",
+       "{% for m in messages %}{{ m.content }}{% endfor %}"},
       {"merges.txt", "#version: 0.2\na b\n"}};
   for (const auto &[name, bytes] : files)
     std::ofstream(model + "/" + name) << bytes;
@@ -598,7 +633,8 @@ TEST(ExportTokenizer, ExportsAndCheckpointsCarryTheModelDirsTokenizerFiles) {
   expectFiles(full.dir + "/ckpt/step-00000001", "checkpoint");
   // Resumed: the checkpoint's copy (no --weights here).
   Result resumed = runPlan(tinyPlan(0, 1), "--steps 2 --export-hf hf "
-                                           "--resume " + full.dir + "/ckpt");
+                                           "--resume " +
+                                               full.dir + "/ckpt");
   ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
   expectFiles(resumed.dir + "/hf", "export after a resume");
   // LoRA: beside the adapter, and beside the merged model.
@@ -613,8 +649,8 @@ TEST(ExportTokenizer, ExportsAndCheckpointsCarryTheModelDirsTokenizerFiles) {
   expectFiles(merged.dir + "/hf", "merged export");
   // A tokenizer name that is not a regular file: refused before training.
   fs::create_directory(model + "/vocab.json");
-  Result bad = runPlan(tinyPlan(0, 1), "--steps 1 --weights " + model +
-                                           " --export-hf hf");
+  Result bad = runPlan(tinyPlan(0, 1),
+                       "--steps 1 --weights " + model + " --export-hf hf");
   EXPECT_EQ(bad.exitCode, 2) << bad.output;
   EXPECT_NE(bad.output.find(model + "/vocab.json: is a directory; expected a "
                                     "tokenizer file"),

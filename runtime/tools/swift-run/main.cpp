@@ -119,9 +119,9 @@ struct Args {
   std::string weights, exportHF, exportDtype = "bf16";
   std::string saveDir, resume, adapter, mergeBase;
   std::string evalData;
-  double epochs = 0;      // --epochs; 0: --steps
-  double evalSplit = 0;   // --eval-split; 0: none
-  int64_t evalEvery = 0;  // --eval-every; 0: each epoch's end
+  double epochs = 0;       // --epochs; 0: --steps
+  double evalSplit = 0;    // --eval-split; 0: none
+  int64_t evalEvery = 0;   // --eval-every; 0: each epoch's end
   int64_t inspectData = 0; // --inspect-data N; 0: train
   bool stepsGiven = false;
   bool merge = false;
@@ -404,17 +404,6 @@ DataOptions dataOptions(const Plan &plan) {
   return o;
 }
 
-/// "1,234".
-std::string grouped(int64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0 && digits[i - 1] != '-')
-      out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 int runRank(const Plan &plan, Args a, const RankEnv &env) {
   checkPlanMatchesWorld(plan, env.world);
   std::string devName = a.device;
@@ -555,9 +544,9 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
   if (resumed) {
     const Manifest &m = resumed->manifest();
     SWIFT_CHECK(a.epochs > 0 || a.steps == 0 || a.steps >= m.step,
-                "command line: --steps ",
-                a.steps, " is below the step of the checkpoint (", m.step,
-                ", ", resumed->dir(), "): --steps is the total to reach; ",
+                "command line: --steps ", a.steps,
+                " is below the step of the checkpoint (", m.step, ", ",
+                resumed->dir(), "): --steps is the total to reach; ",
                 "--steps 0 or ", m.step, " loads it without training");
     // Without a step to train (an export), the data does not matter.
     const bool trains = a.epochs > 0 || a.steps > m.step;
@@ -619,22 +608,19 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
   // (Data.h "Epochs": a step crossing an epoch's end takes the next
   // epoch's first windows).
   if (a.epochs > 0) {
-    SWIFT_CHECK(epochWindows > 0, "command line: --epochs needs --data "
-                "FILE.jsonl (", a.data.empty() && !resumed ? "synthetic tokens"
-                                                        : dataRecord.path,
+    SWIFT_CHECK(epochWindows > 0, "command line: --epochs needs --data FILE.jsonl (",
+                dataRecord.synthetic ? "synthetic tokens" : dataRecord.path,
                 " has no epochs: its windows wrap around); use --steps N");
-    const double steps =
-        std::ceil(a.epochs * double(epochWindows) / double(t.globalBatchSize) -
-                  1e-9);
+    const double steps = std::ceil(
+        a.epochs * double(epochWindows) / double(t.globalBatchSize) - 1e-9);
     SWIFT_CHECK(steps >= 1 && steps <= double(kMaxSteps),
                 "command line: --epochs ", a.epochs, ": ", steps,
                 " steps of global_batch_size ", t.globalBatchSize, " over ",
                 epochWindows, " windows");
     a.steps = int64_t(steps);
-    SWIFT_CHECK(!resumed || a.steps >= resumed->step(), "command line: "
-                "--epochs ", a.epochs, " is ", a.steps, " steps, below the "
-                "step of the checkpoint (", resumed->step(), ", ",
-                resumed->dir(), ")");
+    SWIFT_CHECK(!resumed || a.steps >= resumed->step(), "command line: --epochs ",
+                a.epochs, " is ", a.steps, " steps, below the step of the "
+                "checkpoint (", resumed->step(), ", ", resumed->dir(), ")");
   }
   if (env.rank == 0) {
     if (const DataSummary *sum = data->summary())
@@ -644,13 +630,16 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
                 << std::endl;
     if (epochWindows > 0) {
       char epochs[32];
-      const double e =
-          double(a.steps) * double(t.globalBatchSize) / double(epochWindows);
-      std::snprintf(epochs, sizeof epochs, "%.4g", a.epochs > 0 ? a.epochs : e);
+      const double e = a.epochs > 0
+                           ? a.epochs
+                           : double(a.steps) * double(t.globalBatchSize) /
+                                 double(epochWindows);
+      std::snprintf(epochs, sizeof epochs, "%.4g", e);
       std::cout << "swift-run: " << epochs << " epoch" << (e == 1 ? "" : "s")
-                << " x " << grouped(epochWindows) << " windows = "
-                << grouped(a.steps) << " step" << (a.steps == 1 ? "" : "s")
-                << " of " << grouped(t.globalBatchSize) << std::endl;
+                << " x " << groupedDigits(epochWindows)
+                << " windows = " << groupedDigits(a.steps) << " step"
+                << (a.steps == 1 ? "" : "s") << " of "
+                << groupedDigits(t.globalBatchSize) << std::endl;
     }
   }
   // Every step's first sample (firstSample + steps x global batch) is
@@ -859,9 +848,8 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
     }
     std::cout << std::endl;
     if (metrics.is_open()) {
-      nlohmann::json j = {{"step", s + 1},
-                          {"eval_loss", loss},
-                          {"eval_tokens", int64_t(v[1])}};
+      nlohmann::json j = {
+          {"step", s + 1}, {"eval_loss", loss}, {"eval_tokens", int64_t(v[1])}};
       if (const std::optional<double> e = epochAfter(s))
         j["epoch"] = *e;
       metrics << j.dump() << std::endl;
@@ -1057,6 +1045,10 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
         !readsBehind)
       readInFlight();
   }
+  // No step to train (--steps 0, or a checkpoint at its --steps): the
+  // evaluation is of the weights as loaded.
+  if (evalData && firstStep >= a.steps)
+    evaluate(firstStep - 1);
   if (tty)
     std::fprintf(stderr, "\n");
   if (lead && rated)

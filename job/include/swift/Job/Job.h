@@ -110,7 +110,7 @@ struct TrainingSpec {
   LoraSpec lora;
   bool packing = true; // JSONL samples packed into windows (else padded)
   plan::Truncation truncation = plan::Truncation::Drop; // over-long samples
-  plan::LossOn lossOn = plan::LossOn::Assistant; // text samples' targets
+  plan::LossOn lossOn = plan::LossOn::Assistant;        // text samples' targets
 };
 
 struct GpuSpec {

@@ -112,6 +112,10 @@ struct DataOptions {
   LineToSample lineToSample; // empty: tokenIdsLines(vocab)
 };
 
+/// n with thousands separators ("1,234,567"), as the data line and the
+/// run's length line write counts.
+std::string groupedDigits(int64_t n);
+
 /// What a JSONL file (or the part of it a source holds) became.
 struct DataSummary {
   std::string path;

@@ -5,7 +5,8 @@
 // of a resume), the global batch and precision it trained with, the model
 // (and what it trains: full or LoRA), the world that wrote it, a LoRA run's
 // base and the data it trained on (a file's path, format, size and
-// fingerprint, or synthetic tokens and their seed).
+// fingerprint, its windows and held-out fraction, or synthetic tokens and
+// their seed), and the epoch the position is in (JSONL data).
 //
 // Plain C++ on the plan layer (no LibTorch), so that a fuzzer exercises the
 // reader (test/Fuzz/FuzzManifest.cpp). Everything is read through the strict
@@ -98,8 +99,8 @@ std::string dataFingerprint(const std::string &path, int64_t &bytes);
 /// plan's seed, packing and sequence length.
 DataRecord describeData(const std::string &path, const Plan &plan);
 
-/// The data a resumed run trains on (its record, fingerprint taken), given the checkpoint's manifest (at
-/// `file`) and --data (`given`, "" when absent):
+/// The data a resumed run trains on (its record, fingerprint taken), given the
+/// checkpoint's manifest (at `file`) and --data (`given`, "" when absent):
 ///  - no --data: synthetic tokens when the checkpoint trained on them; a
 ///    checkpoint of a data file is refused (UserError naming the file,
 ///    even with `ignoreMismatch`): the data is given again, not assumed;
