@@ -25,6 +25,7 @@
 #include "swift/Runtime/Fp8.h"
 #include "swift/Runtime/Launch.h"
 #include "swift/Runtime/PlanTypes.h"
+#include "swift/Runtime/SampleEncoder.h"
 #include "swift/Runtime/Trace.h"
 #include "swift/Runtime/Weights.h"
 
@@ -58,6 +59,7 @@ const char *kUsage =
     "usage: swift-run plan.json [--nproc-per-node N] [--steps N | --epochs "
     "E]\n"
     "                 [--data FILE] [--inspect-data N]\n"
+    "                 [--tokenizer DIR] [--chat-template FILE]\n"
     "                 [--eval-data FILE | --eval-split F] [--eval-every N]\n"
     "                 [--device cpu|cuda] [--metrics FILE] [--save-params "
     "FILE]\n"
@@ -72,7 +74,15 @@ const char *kUsage =
     "  --epochs E        JSONL data: ceil(E x windows / global batch) steps\n"
     "                    (E may be fractional); windows reshuffled each\n"
     "                    epoch from (seed, epoch)\n"
-    "  --data FILE       .jsonl samples, or raw token ids (.bin/.u16/.u32)\n"
+    "  --data FILE       .jsonl samples, or raw token ids (.bin/.u16/.u32);\n"
+    "                    a JSONL line is messages, conversations (ShareGPT),\n"
+    "                    instruction/output (alpaca), prompt/completion,\n"
+    "                    text or input_ids (docs/runtime.md, Datasets)\n"
+    "  --tokenizer DIR   the tokenizer files of text data (tokenizer.json,\n"
+    "                    tokenizer_config.json); default: the resumed\n"
+    "                    checkpoint's copy, else --weights / the plan's\n"
+    "  --chat-template FILE  the chat template (Jinja text, or a .json\n"
+    "                    tokenizer_config) instead of the tokenizer's\n"
     "  --inspect-data N  print the first N samples of --data as JSON lines\n"
     "                    (text, input_ids, labels after truncation) and exit\n"
     "  --eval-data FILE  evaluate on FILE's samples (JSONL): eval_loss, the\n"
@@ -119,6 +129,7 @@ struct Args {
   std::string weights, exportHF, exportDtype = "bf16";
   std::string saveDir, resume, adapter, mergeBase;
   std::string evalData;
+  std::string tokenizer, chatTemplate; // --tokenizer, --chat-template
   double epochs = 0;       // --epochs; 0: --steps
   double evalSplit = 0;    // --eval-split; 0: none
   int64_t evalEvery = 0;   // --eval-every; 0: each epoch's end
@@ -213,6 +224,10 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
       a.saveParams = value();
     } else if (s == "--weights") {
       a.weights = value();
+    } else if (s == "--tokenizer") {
+      a.tokenizer = value();
+    } else if (s == "--chat-template") {
+      a.chatTemplate = value();
     } else if (s == "--save-dir") {
       a.saveDir = value();
     } else if (s == "--save-every") {
@@ -392,8 +407,11 @@ std::string outOfMemoryHint(const Plan &plan) {
          "(swift-plan --set KEY=VALUE)";
 }
 
-/// How the plan's data is read (Data.h).
-DataOptions dataOptions(const Plan &plan) {
+/// How the plan's data is read (Data.h): its lines in users' formats
+/// (SampleEncoder.h) through the tokenizer files of `tokenizerDir` (read
+/// at the first text line).
+DataOptions dataOptions(const Plan &plan, const Args &a,
+                        const std::string &tokenizerDir) {
   DataOptions o;
   o.vocab = plan.model.vocabSize;
   o.seq = plan.training.sequenceLength;
@@ -401,7 +419,36 @@ DataOptions dataOptions(const Plan &plan) {
   o.packing = plan.training.packing;
   o.truncation = plan.training.truncation;
   o.lossOn = plan.training.lossOn;
+  const std::string needs =
+      tokenizerDir.empty()
+          ? "pass --weights MODEL_DIR or --tokenizer DIR (with tokenizer.json)"
+          : tokenizerDir + " has no tokenizer.json; pass --tokenizer DIR";
+  if (!a.tokenizer.empty()) // a typo must not wait for the first text line
+    SWIFT_CHECK(std::filesystem::is_directory(a.tokenizer), "command line: --tokenizer ",
+                a.tokenizer, ": not a directory");
+  if (!a.chatTemplate.empty()) {
+    const std::string why = swift::plan::notRegularFile(a.chatTemplate, "a chat template");
+    SWIFT_CHECK(why.empty(), "command line: --chat-template ", a.chatTemplate, ": ", why);
+  }
+  auto encoder = std::make_shared<const SampleEncoder>(SampleEncoder::fromModelDir(
+      tokenizerDir, a.chatTemplate, o.vocab, o.lossOn == swift::plan::LossOn::Assistant,
+      "the plan's model.vocab_size", needs));
+  o.lineToSample = [encoder](const std::string &line, const std::string &where) {
+    return encoder->encode(line, where);
+  };
   return o;
+}
+
+/// Where text data's tokenizer files are: --tokenizer, else the resumed
+/// checkpoint's copy (checkpoints carry them), else the model directory.
+std::string tokenizerDir(const Args &a, const std::string &checkpointDir,
+                         const std::string &weightsDir) {
+  if (!a.tokenizer.empty())
+    return a.tokenizer;
+  if (!checkpointDir.empty() &&
+      std::filesystem::exists(std::filesystem::path(checkpointDir) / "tokenizer.json"))
+    return checkpointDir;
+  return weightsDir;
 }
 
 int runRank(const Plan &plan, Args a, const RankEnv &env) {
@@ -567,7 +614,8 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
         (note.find(": warning: ") != std::string::npos ? std::cerr : std::cout)
             << note << std::endl;
   }
-  const DataOptions dataOpts = dataOptions(plan);
+  const DataOptions dataOpts =
+      dataOptions(plan, a, tokenizerDir(a, resumed ? resumed->dir() : "", weightsDir));
   DataSources sources = makeDataSources(resumed ? dataRecord.path : a.data,
                                         dataOpts, a.evalSplit);
   std::unique_ptr<TokenSource> &data = sources.train;
@@ -711,13 +759,23 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
     hfConfigPath = (std::filesystem::path(weightsDir) / "config.json").string();
   const std::string hfConfig =
       hfConfigPath.empty() ? "" : readConfigText(hfConfigPath);
-  // The tokenizer files the exports and checkpoints carry: the resumed
-  // checkpoint's, else the --weights directory's (LoRA: the base's).
-  TokenizerFiles tokenizer;
-  if (resumed)
-    tokenizer = readTokenizerFiles(resumed->dir());
-  if (tokenizer.empty())
-    tokenizer = readTokenizerFiles(weightsDir);
+  // The tokenizer files the exports and checkpoints carry: those the data
+  // is read with (tokenizerDir: --tokenizer, the resumed checkpoint's, the
+  // --weights directory's; LoRA: the base's).
+  TokenizerFiles tokenizer =
+      readTokenizerFiles(tokenizerDir(a, resumed ? resumed->dir() : "", weightsDir));
+  // A --chat-template in Jinja is the template the model trained with: the
+  // export's chat_template.jinja, which transformers prefers to
+  // tokenizer_config.json's.
+  if (!a.chatTemplate.empty() && !tokenizer.empty() &&
+      std::filesystem::path(a.chatTemplate).extension() != ".json") {
+    tokenizer.erase(std::remove_if(tokenizer.begin(), tokenizer.end(),
+                                   [](const auto &f) { return f.first == "chat_template.jinja"; }),
+                    tokenizer.end());
+    tokenizer.emplace_back("chat_template.jinja",
+                           swift::plan::readRegularFile(a.chatTemplate, "a chat template",
+                                                        uint64_t(1) << 24));
+  }
   const auto loadStart = std::chrono::steady_clock::now();
   Engine engine(plan, *comm, device, initial.get(), base.get());
   if (env.rank == 0 && (initial || base)) {
@@ -1115,7 +1173,12 @@ int main(int argc, char **argv) {
     oomHint = outOfMemoryHint(plan);
     // No weights, no device, no ranks: the samples as training reads them.
     if (a.inspectData > 0) {
-      inspectData(a.data, dataOptions(plan), a.inspectData, std::cout);
+      inspectData(a.data,
+                  dataOptions(plan, a,
+                              tokenizerDir(a, "", !a.weights.empty() ? a.weights
+                                                  : plan.weights ? plan.weights->path
+                                                                 : "")),
+                  a.inspectData, std::cout);
       return 0;
     }
     if (!a.emitPlan.empty()) {
