@@ -381,6 +381,10 @@ DataFormat SampleEncoder::formatOf(const json &j, const std::string &where) {
                     "\"conversations\", \"instruction\"/\"output\", "
                     "\"prompt\"/\"completion\", \"text\" or \"input_ids\"), got " +
                     j.type_name());
+  // Token ids are what trains: a tokenized dataset keeps its text column
+  // (HF's map(tokenize) does), which is then only a column.
+  if (j.contains("input_ids"))
+    return DataFormat::Tokens;
   std::vector<DataFormat> found;
   for (const FormatKeys &f : formats())
     if (std::all_of(f.keys.begin(), f.keys.end(),

@@ -167,6 +167,9 @@ TEST(SampleEncoder, InputIdsLinesAreTakenAsTheyAre) {
   EXPECT_EQ(s.ids, (std::vector<int32_t>{5, 6, 7}));
   EXPECT_EQ(s.labels, (std::vector<int32_t>{-100, 6, 7}));
   EXPECT_FALSE(s.text.has_value());
+  // A tokenized dataset's text column stays a column.
+  EXPECT_EQ(encode("qwen2_5", {{"input_ids", {5, 6}}, {"text", "ab"}}).ids,
+            (std::vector<int32_t>{5, 6}));
 }
 
 /// The one-line error of encoding `line`, "" when it is accepted.

@@ -15,7 +15,9 @@
 //                          template); lists of messages: through the template
 //   text                 plain language modelling: text + EOS, every token
 //                          trained
-//   input_ids            token ids as they are (jsonl::parseLine)
+//   input_ids            token ids as they are (jsonl::parseLine); the
+//                          line's other keys are columns (a tokenized
+//                          dataset keeps its "text")
 //
 // The labels (HF's convention: labels[k] = ids[k], or -100 where no loss):
 // with `assistantOnly`, a token is trained when its text overlaps the
