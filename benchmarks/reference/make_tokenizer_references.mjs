@@ -1,16 +1,17 @@
 // The tokenizer corpus and its expected ids (test/data/tokenizer), made with
-// HF's JavaScript port of tokenizers (@huggingface/tokenizers, npm) from the
-// real tokenizer.json files that scripts/fetch_tokenizers.sh puts in
-// .cache/tokenizers. TokenizerTest checks swift's C++ tokenizer against them.
+// HF's tokenizers itself: the Rust library through its official Node.js
+// binding (npm package `tokenizers`, prebuilt native binaries; the library
+// transformers' fast tokenizers run), from the real tokenizer.json files
+// that scripts/fetch_tokenizers.sh puts in .cache/tokenizers. TokenizerTest
+// checks swift's C++ tokenizer against them.
 //
-//   mkdir -p /tmp/node-ref && cd /tmp/node-ref && npm install @huggingface/tokenizers
+//   mkdir -p /tmp/node-ref && cd /tmp/node-ref && npm install tokenizers@0.23.2
 //   cd /tmp/node-ref && node REPO/benchmarks/reference/make_tokenizer_references.mjs REPO/test/data/tokenizer
 //
 // (run where the npm package is installed: it is resolved from the current
 // directory; SWIFT_TOKENIZERS_DIR overrides REPO/.cache/tokenizers).
-// To be confirmed with Python transformers/tokenizers (the Rust library) on
-// the GPU machine: make_tokenizer_references.py reads the same corpus and
-// writes the same files.
+// make_tokenizer_references.py writes the same id files with the Python
+// binding (transformers' dependency), for a machine that has it.
 //
 // Writes OUT/corpus.jsonl, one string a line: {"text": "..."}, or
 // {"hex": "..."} for the byte strings that are not valid UTF-8 (decoded here
@@ -24,7 +25,7 @@
 //
 // And OUT/variant-NAME.jsonl.gz for the variants of variants.json (real
 // files with fields changed), line i for the i-th valid string of the
-// corpus ({"skip": true} for those the variant leaves out, and why).
+// corpus.
 //
 // The corpus is deterministic (a fixed-seed generator): hand-picked strings,
 // then generated ones mixing scripts, code, whitespace, digits,
@@ -38,7 +39,7 @@ import { createRequire } from "module";
 import { fileURLToPath } from "url";
 
 const require = createRequire(path.join(process.cwd(), "noop.js"));
-const { Tokenizer } = require("@huggingface/tokenizers");
+const { Tokenizer } = require("tokenizers");
 
 const out = process.argv[2];
 if (!out) {
@@ -205,16 +206,16 @@ function referenceLine(ids, special) {
 
 fs.mkdirSync(out, { recursive: true });
 fs.writeFileSync(path.join(out, "corpus.jsonl"), entries.map((e) => JSON.stringify(e)).join("\n") + "\n");
+// Each text's ids without and with special tokens.
+async function encodeAll(tok, texts) {
+  const plain = await tok.encodeBatch(texts, { addSpecialTokens: false });
+  const special = await tok.encodeBatch(texts, { addSpecialTokens: true });
+  return texts.map((_, i) => JSON.stringify(referenceLine(plain[i].getIds(), special[i].getIds())));
+}
+
 for (const name of NAMES) {
-  const dir = path.join(tokDir, name);
-  const tok = new Tokenizer(JSON.parse(fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8")),
-    JSON.parse(fs.readFileSync(path.join(dir, "tokenizer_config.json"), "utf8")));
-  const lines = entries.map((e) => {
-    const t = textOf(e);
-    const ids = tok.encode(t, { add_special_tokens: false }).ids;
-    const special = tok.encode(t, { add_special_tokens: true }).ids;
-    return JSON.stringify(referenceLine(ids, special));
-  });
+  const tok = Tokenizer.fromFile(path.join(tokDir, name, "tokenizer.json"));
+  const lines = await encodeAll(tok, entries.map(textOf));
   const text = lines.join("\n") + "\n";
   if (process.env.WRITE_GZIP === "0") fs.writeFileSync(path.join(out, name + ".jsonl"), text);
   else fs.writeFileSync(path.join(out, name + ".jsonl.gz"), zlib.gzipSync(text, { level: 9 }));
@@ -226,20 +227,14 @@ for (const name of NAMES) {
 const variants = JSON.parse(fs.readFileSync(path.join(repo, "test/data/tokenizer/variants.json"), "utf8"));
 const firstValid = entries.filter((e) => e.text !== undefined).slice(0, 1500).map((e) => e.text);
 for (const v of variants.variants) {
-  const dir = path.join(tokDir, v.base);
-  const j = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8"));
+  const j = JSON.parse(fs.readFileSync(path.join(tokDir, v.base, "tokenizer.json"), "utf8"));
   for (const [pointer, value] of Object.entries(v.set)) {
     const keys = pointer.split("/").slice(1);
     let o = j;
     for (const k of keys.slice(0, -1)) o = o[k];
     o[keys[keys.length - 1]] = value;
   }
-  const tok = new Tokenizer(j, JSON.parse(fs.readFileSync(path.join(dir, "tokenizer_config.json"), "utf8")));
-  const lines = firstValid.map((t) => {
-    if ((v.skip_chars || []).some((c) => t.includes(c))) return JSON.stringify({ skip: true });
-    return JSON.stringify(referenceLine(tok.encode(t, { add_special_tokens: false }).ids,
-      tok.encode(t, { add_special_tokens: true }).ids));
-  });
+  const lines = await encodeAll(Tokenizer.fromString(JSON.stringify(j)), firstValid);
   fs.writeFileSync(path.join(out, `variant-${v.name}.jsonl.gz`), zlib.gzipSync(lines.join("\n") + "\n", { level: 9 }));
   console.log(`variant ${v.name}: ${lines.length} strings`);
 }

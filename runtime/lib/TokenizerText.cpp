@@ -434,17 +434,33 @@ void SplitRegex::matches(std::string_view s,
   }
   icu::RegexMatcher &m = *it->second.matcher;
   UErrorCode status = U_ZERO_ERROR;
-  UText ut = UTEXT_INITIALIZER;
-  utext_openUTF8(&ut, s.data(), int64_t(s.size()), &status);
-  SWIFT_ASSERT(U_SUCCESS(status), "ICU UText: ", u_errorName(status));
-  m.reset(&ut);
+  // ICU matches UTF-16 text about twice as fast as UTF-8 through a UText:
+  // the text in UTF-16, with each UTF-16 unit's byte offset.
+  thread_local icu::UnicodeString u;
+  thread_local std::vector<uint32_t> byteAt;
+  u.remove();
+  byteAt.clear();
+  {
+    const uint8_t *p = reinterpret_cast<const uint8_t *>(s.data());
+    int32_t len = int32_t(s.size());
+    for (int32_t i = 0; i < len;) {
+      int32_t at = i;
+      UChar32 c;
+      U8_NEXT_OR_FFFD(p, i, len, c);
+      u.append(c);
+      byteAt.push_back(uint32_t(at));
+      if (c > 0xFFFF)
+        byteAt.push_back(uint32_t(at));
+    }
+    byteAt.push_back(uint32_t(len));
+  }
+  m.reset(u);
   while (m.find(status) && U_SUCCESS(status)) {
-    int64_t b = m.start64(status), e = m.end64(status);
+    int32_t b = m.start(status), e = m.end(status);
     if (e > b)
-      out.push_back({uint32_t(b), uint32_t(e)});
+      out.push_back({byteAt[size_t(b)], byteAt[size_t(e)]});
   }
   m.reset(icu::UnicodeString());
-  utext_close(&ut);
   SWIFT_CHECK(status != U_REGEX_TIME_OUT && status != U_REGEX_STACK_OVERFLOW,
               impl_->where, ": the regex backtracks without end on a text of ",
               s.size(), " bytes (", u_errorName(status), "); not supported");
