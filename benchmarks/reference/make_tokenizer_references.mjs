@@ -30,7 +30,7 @@
 // The corpus is deterministic (a fixed-seed generator): hand-picked strings,
 // then generated ones mixing scripts, code, whitespace, digits,
 // contractions, special-token lookalikes, emoji, NFC/NFD pairs, long and
-// empty strings, and invalid UTF-8.
+// empty strings, code points of every plane, and invalid UTF-8.
 
 import fs from "fs";
 import zlib from "zlib";
@@ -87,7 +87,10 @@ const HAND = [
   "ſ's 'ſ", "K",
   // Llama 3's ignore_merges: whole words in its vocabulary that its merges
   // would not reach.
-  "ilmektedir", "anglicky", "lardan", "mektedir sahuje", "def f(x):\n    return x + 1\n", "int main() {\n\treturn 0;\n}\n",
+  "ilmektedir", "anglicky", "lardan", "mektedir sahuje",
+  // Letters new in Unicode 15.1/16.0 (HF's Oniguruma has 16.0, ICU 72 has
+  // 15.0) and 17.0 (not letters for HF yet).
+  "\u{13460}'s", "a\u{141B9}'ll", "?!\u{13FB9}<unk>", "\u{2EBF0}\u{2EBF1} x", "\u{10940}'s", "\u{1E6C0}'t", "def f(x):\n    return x + 1\n", "int main() {\n\treturn 0;\n}\n",
   "{\"key\": [1, 2, 3], \"nested\": {\"a\": null}}", "for (auto &x : v) { x *= 2; }",
   "    if x:\n        pass\n", "```python\nprint('hi')\n```", "a = b && c || !d;",
   "SELECT * FROM t WHERE id = 42;", "https://example.com/path?q=1&r=2#frag", "user@example.com",
@@ -172,8 +175,24 @@ function invalidBytes() {
   return Buffer.from(bytes);
 }
 
+// Any code point of any plane (no surrogates), mixed with the fragments.
+function anyCodePoints() {
+  let s = "";
+  for (let k = 1 + int(30); k > 0; k--) {
+    if (rand() < 0.5) {
+      let c = rand() < 0.3 ? 0x20 + int(0x60) : rand() < 0.5 ? int(0x10000) : int(0x110000);
+      if (c >= 0xd800 && c <= 0xdfff) c = 0x41;
+      s += String.fromCodePoint(c);
+    } else {
+      s += fragment();
+    }
+  }
+  return s;
+}
+
 const entries = HAND.map((t) => ({ text: t }));
 for (let i = 0; i < 5000; i++) entries.push({ text: generated() });
+for (let i = 0; i < 500; i++) entries.push({ text: anyCodePoints() });
 for (let i = 0; i < 200; i++) {
   const b = invalidBytes();
   // Keep only those that really are invalid.

@@ -327,12 +327,49 @@ struct SplitRegex::Impl {
 
 namespace {
 
+struct OnigCategory {
+  const char *name; // "L", "Lu", ...
+  const char *set;  // its members as ICU set ranges, "\\x{41}-\\x{5A}..."
+};
+#include "TokenizerUnicode.inc"
+
+/// The ranges of general category `name` as HF tokenizers' Oniguruma has
+/// it (Unicode 16.0), or nullptr for a name not in the table.
+const char *onigCategory(const std::string &name) {
+  for (const OnigCategory &c : kOnigCategories)
+    if (name == c.name)
+      return c.set;
+  return nullptr;
+}
+
 /// Oniguruma's pattern in ICU's syntax: \s and \S are Unicode White_Space
-/// in Oniguruma (ICU's \s lacks U+000B and U+0085). Constructs whose
-/// meaning differs and that this does not translate are refused.
+/// in Oniguruma (ICU's \s lacks U+000B and U+0085); the general categories
+/// \p{L}, \p{N}, \p{Lu}, ... (and \pL, \P{L}) become the explicit sets of
+/// the Unicode version HF's Oniguruma has (TokenizerUnicode.inc), not ICU's
+/// own. Constructs whose meaning differs and that this does not translate
+/// are refused.
 bool translate(const std::string &p, std::string &out, std::string &error) {
   out.clear();
   for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] == '\\' && i + 2 < p.size() && (p[i + 1] == 'p' || p[i + 1] == 'P')) {
+      std::string name;
+      size_t end;
+      if (p[i + 2] == '{') {
+        size_t close = p.find('}', i + 3);
+        name = close == std::string::npos ? "" : p.substr(i + 3, close - i - 3);
+        end = close;
+      } else {
+        name = p.substr(i + 2, 1);
+        end = i + 2;
+      }
+      if (const char *set = onigCategory(name)) {
+        out += p[i + 1] == 'p' ? "[" : "[^";
+        out += set;
+        out += "]";
+        i = end;
+        continue;
+      }
+    }
     if (p[i] != '\\' || i + 1 == p.size()) {
       if (p[i] == '[' && i + 1 < p.size() && p[i + 1] == ':') {
         error = "POSIX bracket classes ([:alpha:]) are not supported";
