@@ -5,6 +5,8 @@
 // 15.0 in Debian 12's ICU 72, does not matter; the library's is 16.0).
 // Each category's members are found by asking the library itself: a Split
 // pre-tokenizer on \p{CAT} with behavior Removed, over every code point.
+// And the code points its normalizers know (NFC, NFKC, ...: its tables are
+// older than ICU's), for TokenizerText.cpp to leave the others alone.
 //
 //   cd /tmp/node-ref && npm install tokenizers@0.23.2
 //   cd /tmp/node-ref && node REPO/benchmarks/reference/make_tokenizer_unicode.mjs REPO/runtime/lib/TokenizerUnicode.inc
@@ -14,7 +16,8 @@ import path from "path";
 import { createRequire } from "module";
 
 const require = createRequire(path.join(process.cwd(), "noop.js"));
-const { Tokenizer } = require("tokenizers");
+const tk = require("tokenizers");
+const { Tokenizer } = tk;
 const out = process.argv[2];
 if (!out) {
   console.error("usage: node make_tokenizer_unicode.mjs OUT.inc");
@@ -57,4 +60,29 @@ for (const cat of CATEGORIES) {
   console.log(`${cat}: ${set.length} characters of ranges`);
 }
 inc += "};\n";
+
+// The code points HF's normalizers know (its tables are of an older Unicode
+// version than ICU's): those with a canonical combining class, or an NFD or
+// NFKD mapping. TokenizerText.cpp leaves every other code point that ICU
+// would normalize as it is, as HF does.
+const known = new Uint8Array(0x110000);
+const nfd = tk.nfdNormalizer(), nfkd = tk.nfkdNormalizer();
+for (let c = 0; c <= 0x10ffff; c++) {
+  if (c >= 0xd800 && c <= 0xdfff) continue;
+  const ch = String.fromCodePoint(c);
+  // A combining class below 240 puts c before U+0345 (240) in NFD.
+  if (c === 0x345 || nfd.normalizeString("\u0345" + ch) !== "\u0345" + ch ||
+      nfd.normalizeString(ch) !== ch || nfkd.normalizeString(ch) !== ch)
+    known[c] = 1;
+}
+let set = "";
+for (let c = 0; c <= 0x10ffff; c++) {
+  if (!known[c]) continue;
+  let e = c;
+  while (e < 0x10ffff && known[e + 1]) e++;
+  set += e === c ? `\\\\x{${hex(c)}}` : `\\\\x{${hex(c)}}-\\\\x{${hex(e)}}`;
+  c = e;
+}
+inc += `// The code points HF's normalizers know (a combining class, an NFD or NFKD\n// mapping), as an ICU set.\nconst char kHFNormalizationKnown[] =\n    "[${set}]";\n`;
+console.log(`normalization: ${set.length} characters of ranges`);
 fs.writeFileSync(out, inc);

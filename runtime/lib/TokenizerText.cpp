@@ -6,6 +6,7 @@
 
 #include <unicode/bytestream.h>
 #include <unicode/normalizer2.h>
+#include <unicode/uniset.h>
 #include <unicode/regex.h>
 #include <unicode/uchar.h>
 #include <unicode/utext.h>
@@ -222,14 +223,64 @@ bool Aligned::replace(const std::string &from, const std::string &to, Aligned &t
   return true;
 }
 
+namespace {
+
+struct OnigCategory {
+  const char *name; // "L", "Lu", ...
+  const char *set;  // its members as ICU set ranges, "\\x{41}-\\x{5A}..."
+};
+#include "TokenizerUnicode.inc"
+
+/// ICU's normalizers as HF's behave: HF's tables are of an older Unicode
+/// version, so the code points ICU would change (a combining class, a
+/// decomposition) that HF does not know (kHFNormalizationKnown) are left
+/// as they are (FilteredNormalizer2), and so is the second part of a
+/// composition HF does not know (ICU would compose U+11935 U+11930 into
+/// U+11938) unless a known composition uses it too.
+struct HFNormalizers {
+  icu::UnicodeSet filter;
+  std::unique_ptr<icu::FilteredNormalizer2> forms[4];
+  HFNormalizers() {
+    UErrorCode status = U_ZERO_ERROR;
+    icu::UnicodeSet known(icu::UnicodeString::fromUTF8(kHFNormalizationKnown), status);
+    const icu::Normalizer2 *nfkd = icu::Normalizer2::getNFKDInstance(status);
+    const icu::Normalizer2 *nfc = icu::Normalizer2::getNFCInstance(status);
+    SWIFT_ASSERT(U_SUCCESS(status), "ICU normalizer tables: ", u_errorName(status));
+    icu::UnicodeSet unknown, knownParts;
+    icu::UnicodeString d;
+    for (UChar32 c = 0; c <= 0x10FFFF; ++c)
+      if (known.contains(c) && nfc->getRawDecomposition(c, d) && d.countChar32() == 2)
+        knownParts.add(d.char32At(d.moveIndex32(0, 1)));
+    for (UChar32 c = 0; c <= 0x10FFFF; ++c) {
+      if (known.contains(c))
+        continue;
+      if (u_getCombiningClass(c) == 0 && !nfkd->getDecomposition(c, d))
+        continue;
+      unknown.add(c);
+      if (nfc->getRawDecomposition(c, d) && d.countChar32() == 2) {
+        UChar32 second = d.char32At(d.moveIndex32(0, 1));
+        if (!knownParts.contains(second))
+          unknown.add(second);
+      }
+    }
+    filter = unknown;
+    filter.complement();
+    filter.freeze();
+    const icu::Normalizer2 *base[4] = {
+        icu::Normalizer2::getNFCInstance(status), icu::Normalizer2::getNFDInstance(status),
+        icu::Normalizer2::getNFKCInstance(status), icu::Normalizer2::getNFKDInstance(status)};
+    SWIFT_ASSERT(U_SUCCESS(status), "ICU normalizers: ", u_errorName(status));
+    for (int k = 0; k < 4; ++k)
+      forms[k] = std::make_unique<icu::FilteredNormalizer2>(*base[k], filter);
+  }
+};
+
+} // namespace
+
 void unicodeNormalize(int form, Aligned &a, Aligned &tmp) {
+  static const HFNormalizers hf;
   UErrorCode status = U_ZERO_ERROR;
-  const icu::Normalizer2 *n =
-      form == 0   ? icu::Normalizer2::getNFCInstance(status)
-      : form == 1 ? icu::Normalizer2::getNFDInstance(status)
-      : form == 2 ? icu::Normalizer2::getNFKCInstance(status)
-                  : icu::Normalizer2::getNFKDInstance(status);
-  SWIFT_ASSERT(U_SUCCESS(status), "ICU normalizer: ", u_errorName(status));
+  const icu::Normalizer2 *n = hf.forms[form].get();
   if (n->isNormalizedUTF8(icu::StringPiece(a.text.data(), int32_t(a.text.size())), status) &&
       U_SUCCESS(status))
     return;
@@ -326,12 +377,6 @@ struct SplitRegex::Impl {
 };
 
 namespace {
-
-struct OnigCategory {
-  const char *name; // "L", "Lu", ...
-  const char *set;  // its members as ICU set ranges, "\\x{41}-\\x{5A}..."
-};
-#include "TokenizerUnicode.inc"
 
 /// The ranges of general category `name` as HF tokenizers' Oniguruma has
 /// it (Unicode 16.0), or nullptr for a name not in the table.
