@@ -1,16 +1,17 @@
 // The tokenizer corpus and its expected ids (test/data/tokenizer), made with
-// HF's JavaScript port of tokenizers (@huggingface/tokenizers, npm) from the
-// real tokenizer.json files that scripts/fetch_tokenizers.sh puts in
-// .cache/tokenizers. TokenizerTest checks swift's C++ tokenizer against them.
+// HF's tokenizers itself: the Rust library through its official Node.js
+// binding (npm package `tokenizers`, prebuilt native binaries; the library
+// transformers' fast tokenizers run), from the real tokenizer.json files
+// that scripts/fetch_tokenizers.sh puts in .cache/tokenizers. TokenizerTest
+// checks swift's C++ tokenizer against them.
 //
-//   mkdir -p /tmp/node-ref && cd /tmp/node-ref && npm install @huggingface/tokenizers
+//   mkdir -p /tmp/node-ref && cd /tmp/node-ref && npm install tokenizers@0.23.2
 //   cd /tmp/node-ref && node REPO/benchmarks/reference/make_tokenizer_references.mjs REPO/test/data/tokenizer
 //
 // (run where the npm package is installed: it is resolved from the current
 // directory; SWIFT_TOKENIZERS_DIR overrides REPO/.cache/tokenizers).
-// To be confirmed with Python transformers/tokenizers (the Rust library) on
-// the GPU machine: make_tokenizer_references.py reads the same corpus and
-// writes the same files.
+// make_tokenizer_references.py writes the same id files with the Python
+// binding (transformers' dependency), for a machine that has it.
 //
 // Writes OUT/corpus.jsonl, one string a line: {"text": "..."}, or
 // {"hex": "..."} for the byte strings that are not valid UTF-8 (decoded here
@@ -24,12 +25,12 @@
 //
 // And OUT/variant-NAME.jsonl.gz for the variants of variants.json (real
 // files with fields changed), line i for the i-th valid string of the
-// corpus ({"skip": true} for those the variant leaves out, and why).
+// corpus.
 //
 // The corpus is deterministic (a fixed-seed generator): hand-picked strings,
 // then generated ones mixing scripts, code, whitespace, digits,
 // contractions, special-token lookalikes, emoji, NFC/NFD pairs, long and
-// empty strings, and invalid UTF-8.
+// empty strings, code points of every plane, and invalid UTF-8.
 
 import fs from "fs";
 import zlib from "zlib";
@@ -38,7 +39,7 @@ import { createRequire } from "module";
 import { fileURLToPath } from "url";
 
 const require = createRequire(path.join(process.cwd(), "noop.js"));
-const { Tokenizer } = require("@huggingface/tokenizers");
+const { Tokenizer } = require("tokenizers");
 
 const out = process.argv[2];
 if (!out) {
@@ -86,7 +87,13 @@ const HAND = [
   "ſ's 'ſ", "K",
   // Llama 3's ignore_merges: whole words in its vocabulary that its merges
   // would not reach.
-  "ilmektedir", "anglicky", "lardan", "mektedir sahuje", "def f(x):\n    return x + 1\n", "int main() {\n\treturn 0;\n}\n",
+  "ilmektedir", "anglicky", "lardan", "mektedir sahuje",
+  // Letters new in Unicode 15.1/16.0 (HF's Oniguruma has 16.0, ICU 72 has
+  // 15.0) and 17.0 (not letters for HF yet).
+  "\u{13460}'s", "a\u{141B9}'ll", "?!\u{13FB9}<unk>", "\u{2EBF0}\u{2EBF1} x", "\u{10940}'s", "\u{1E6C0}'t",
+  // What HF's normalization tables (older than Unicode 13) do not know: a
+  // later composition, later combining marks, later compatibility mappings.
+  "\u{11935}\u{11930}", "a\u0345\u0898b", "x\u0345\u1AC1\u0301", "\u32FF \uA7F2\uAB69", "def f(x):\n    return x + 1\n", "int main() {\n\treturn 0;\n}\n",
   "{\"key\": [1, 2, 3], \"nested\": {\"a\": null}}", "for (auto &x : v) { x *= 2; }",
   "    if x:\n        pass\n", "```python\nprint('hi')\n```", "a = b && c || !d;",
   "SELECT * FROM t WHERE id = 42;", "https://example.com/path?q=1&r=2#frag", "user@example.com",
@@ -171,8 +178,24 @@ function invalidBytes() {
   return Buffer.from(bytes);
 }
 
+// Any code point of any plane (no surrogates), mixed with the fragments.
+function anyCodePoints() {
+  let s = "";
+  for (let k = 1 + int(30); k > 0; k--) {
+    if (rand() < 0.5) {
+      let c = rand() < 0.3 ? 0x20 + int(0x60) : rand() < 0.5 ? int(0x10000) : int(0x110000);
+      if (c >= 0xd800 && c <= 0xdfff) c = 0x41;
+      s += String.fromCodePoint(c);
+    } else {
+      s += fragment();
+    }
+  }
+  return s;
+}
+
 const entries = HAND.map((t) => ({ text: t }));
 for (let i = 0; i < 5000; i++) entries.push({ text: generated() });
+for (let i = 0; i < 500; i++) entries.push({ text: anyCodePoints() });
 for (let i = 0; i < 200; i++) {
   const b = invalidBytes();
   // Keep only those that really are invalid.
@@ -205,16 +228,16 @@ function referenceLine(ids, special) {
 
 fs.mkdirSync(out, { recursive: true });
 fs.writeFileSync(path.join(out, "corpus.jsonl"), entries.map((e) => JSON.stringify(e)).join("\n") + "\n");
+// Each text's ids without and with special tokens.
+async function encodeAll(tok, texts) {
+  const plain = await tok.encodeBatch(texts, { addSpecialTokens: false });
+  const special = await tok.encodeBatch(texts, { addSpecialTokens: true });
+  return texts.map((_, i) => JSON.stringify(referenceLine(plain[i].getIds(), special[i].getIds())));
+}
+
 for (const name of NAMES) {
-  const dir = path.join(tokDir, name);
-  const tok = new Tokenizer(JSON.parse(fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8")),
-    JSON.parse(fs.readFileSync(path.join(dir, "tokenizer_config.json"), "utf8")));
-  const lines = entries.map((e) => {
-    const t = textOf(e);
-    const ids = tok.encode(t, { add_special_tokens: false }).ids;
-    const special = tok.encode(t, { add_special_tokens: true }).ids;
-    return JSON.stringify(referenceLine(ids, special));
-  });
+  const tok = Tokenizer.fromFile(path.join(tokDir, name, "tokenizer.json"));
+  const lines = await encodeAll(tok, entries.map(textOf));
   const text = lines.join("\n") + "\n";
   if (process.env.WRITE_GZIP === "0") fs.writeFileSync(path.join(out, name + ".jsonl"), text);
   else fs.writeFileSync(path.join(out, name + ".jsonl.gz"), zlib.gzipSync(text, { level: 9 }));
@@ -226,20 +249,14 @@ for (const name of NAMES) {
 const variants = JSON.parse(fs.readFileSync(path.join(repo, "test/data/tokenizer/variants.json"), "utf8"));
 const firstValid = entries.filter((e) => e.text !== undefined).slice(0, 1500).map((e) => e.text);
 for (const v of variants.variants) {
-  const dir = path.join(tokDir, v.base);
-  const j = JSON.parse(fs.readFileSync(path.join(dir, "tokenizer.json"), "utf8"));
+  const j = JSON.parse(fs.readFileSync(path.join(tokDir, v.base, "tokenizer.json"), "utf8"));
   for (const [pointer, value] of Object.entries(v.set)) {
     const keys = pointer.split("/").slice(1);
     let o = j;
     for (const k of keys.slice(0, -1)) o = o[k];
     o[keys[keys.length - 1]] = value;
   }
-  const tok = new Tokenizer(j, JSON.parse(fs.readFileSync(path.join(dir, "tokenizer_config.json"), "utf8")));
-  const lines = firstValid.map((t) => {
-    if ((v.skip_chars || []).some((c) => t.includes(c))) return JSON.stringify({ skip: true });
-    return JSON.stringify(referenceLine(tok.encode(t, { add_special_tokens: false }).ids,
-      tok.encode(t, { add_special_tokens: true }).ids));
-  });
+  const lines = await encodeAll(Tokenizer.fromString(JSON.stringify(j)), firstValid);
   fs.writeFileSync(path.join(out, `variant-${v.name}.jsonl.gz`), zlib.gzipSync(lines.join("\n") + "\n", { level: 9 }));
   console.log(`variant ${v.name}: ${lines.length} strings`);
 }

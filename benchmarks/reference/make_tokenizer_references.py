@@ -1,18 +1,17 @@
 #!/usr/bin/env python3
-"""The tokenizer references with HF's Rust tokenizers (through transformers).
+"""The tokenizer references with HF's Rust tokenizers through its Python binding.
 
-The twin of make_tokenizer_references.mjs (HF's JavaScript port), to confirm
-its ids with the library swift's tokenizer must equal, on the GPU machine
-where transformers is installed:
+The twin of make_tokenizer_references.mjs (the same Rust library through its
+Node.js binding), to confirm its ids with the binding transformers uses, on
+a machine where transformers is installed (the GPU machine):
 
     python3 make_tokenizer_references.py OUT [--tokenizers DIR] [--corpus FILE]
 
 reads the committed corpus (test/data/tokenizer/corpus.jsonl; the .mjs
 script generates it, this one does not change it) and writes OUT/NAME.jsonl.gz
 and OUT/variant-NAME.jsonl.gz (variants.json) in the same format: line i {"ids": [...]} for add_special_tokens=False, and
-"prefix"/"suffix" (or "special") for add_special_tokens=True. Where its
-output differs from the committed files, the Rust library is the reference:
-commit this script's output.
+"prefix"/"suffix" (or "special") for add_special_tokens=True. Its output
+should be the committed files' (same library); where it differs, say so.
 
 UNTESTED HERE: written where transformers is not installed; run it on the
 GPU machine first, then diff (zcat A | diff - <(zcat B)).
@@ -67,8 +66,7 @@ def main():
         print(f"{name}: {len(lines)} strings")
 
     # The variants (variants.json): real files with fields set by JSON
-    # pointer, on the first 1,500 valid strings. No string is skipped here:
-    # the Rust library is the reference the .mjs script's skips wait for.
+    # pointer, on the first 1,500 valid strings.
     with open(os.path.join(os.path.dirname(args.corpus), "variants.json"), encoding="utf-8") as f:
         variants = json.load(f)["variants"]
     valid = []

@@ -181,8 +181,6 @@ struct Piece {
 
 /// What one thread reuses from call to call: no allocation in the loop.
 struct Scratch {
-  std::string src;
-  std::vector<uint32_t> srcBegin, srcEnd;
   Aligned norm, tmp;
   std::vector<Piece> pieces, nextPieces;
   std::string word;            // the piece in the model's alphabet
@@ -214,11 +212,10 @@ struct Tokenizer::Impl {
   std::vector<std::string> tokens; // by id (added tokens override)
   std::deque<std::string> vocabKeys; // the keys of `vocab` (stable)
   StrMap vocab;                      // the model's vocabulary
-  U64Map merges;                   // (left << 32 | right) -> (rank << 32 | id)
+  U64Map merges;                     // (left << 32 | right) -> (rank << 32 | id)
   int64_t unkId = -1;
   bool fuseUnk = false, byteFallback = false, ignoreMerges = false;
-  int64_t byteFallbackIds[256];
-  bool haveByteFallback = false;
+  int64_t byteFallbackIds[256]; // <0xNN> tokens, -1 if none
   // byte-level
   bool byteLevel = false;
   int64_t byteIds[256]; // the id of each byte's character, -1 if none

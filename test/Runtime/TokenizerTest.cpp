@@ -3,8 +3,8 @@
 // The real tokenizer files of Qwen3, Qwen2.5, Llama 3.1, Llama 2 and Mistral
 // Nemo (scripts/fetch_tokenizers.sh) encode the committed corpus
 // (test/data/tokenizer/corpus.jsonl, 5,000+ strings) to exactly the ids of
-// HF's tokenizers (test/data/tokenizer/NAME.jsonl.gz, made by
-// benchmarks/reference/make_tokenizer_references.mjs), with and without
+// HF's tokenizers, the Rust library (test/data/tokenizer/NAME.jsonl.gz, made
+// by benchmarks/reference/make_tokenizer_references.mjs), with and without
 // special tokens; offsets, invalid UTF-8, threads, and the refusals of bad
 // tokenizer files (one UserError naming the file and the field).
 //
@@ -168,8 +168,8 @@ Tokenizer variantOf(const json &v) {
 }
 
 // What the five files do not use, on real files changed a little: GPT-2's
-// ByteLevel (its regex, add_prefix_space), lstrip/rstrip, a Split without
-// ByteLevel, NFKC (variants.json says which and why).
+// ByteLevel (its regex, add_prefix_space), lstrip/rstrip, single_word, a
+// Split without ByteLevel, NFKC (variants.json).
 TEST(Tokenizer, VariantsEqualHFTokenizers) {
   json variants = json::parse(readFile(std::string(SWIFT_TEST_DATA_DIR) + "/tokenizer/variants.json"));
   std::vector<const Sample *> valid;
@@ -203,8 +203,7 @@ TEST(Tokenizer, VariantsEqualHFTokenizers) {
     EXPECT_EQ(failures, 0) << name;
     EXPECT_GT(compared, 1400) << name;
   }
-  // single_word (not in the references: see variants.json), as HF's
-  // AddedVocabulary: the token only between non-word characters.
+  // single_word, by hand too: the token only between non-word characters.
   json sw = {{"name", "single_word"}, {"base", "llama3_1"}, {"set", {{"/added_tokens/6/single_word", true}}}};
   Tokenizer t = variantOf(sw);
   int64_t header = *t.tokenToId("<|start_header_id|>");
