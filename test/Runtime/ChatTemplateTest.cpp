@@ -445,6 +445,14 @@ TEST(JinjaErrors, RuntimeErrorsAndRaiseException) {
   EXPECT_EQ(errorOf("{{ raise_exception('Roles must alternate!') }}"),
             "t.jinja:1:4: the template raised an error: Roles must alternate!");
   EXPECT_EQ(errorOf("{{ x.y }}"), "t.jinja:1:5: 'x' is undefined");
+  // An error quotes a name briefly, on one line.
+  std::string longName(5000, 'n');
+  std::string e = errorOf("{{ " + longName + ".y }}");
+  EXPECT_LT(e.size(), 600u);
+  EXPECT_EQ(e.substr(0, 18), "t.jinja:1:5004: 'n");
+  EXPECT_EQ(e.substr(e.size() - 3), "...");
+  // A name with a newline (a dict key) stays on the line (fuzz finding).
+  EXPECT_EQ(errorOf("{{ {}['a\nb'].c }}"), "t.jinja:2:4: 'a\\nb' is undefined");
   EXPECT_EQ(errorOf("{{ x + 'a' }}"), "t.jinja:1:6: 'x' is undefined");
   EXPECT_EQ(errorOf("{{ 'a' + 1 }}"), "t.jinja:1:8: unsupported operand types for +: 'str' and 'int'");
   EXPECT_EQ(errorOf("{{ 1 // 0 }}"), "t.jinja:1:6: integer division or modulo by zero");
@@ -467,6 +475,9 @@ TEST(JinjaErrors, RendersAreBounded) {
                     ojson::object(), small)
                 .find("a string longer than 1048576 bytes"),
             std::string::npos);
+  EXPECT_EQ(renderText("{{ '' * 9223372036854775807 }}|{{ [] * 9223372036854775807 }}|"
+                       "{{ 'abc'[2::9223372036854775807] }}|{{ 'abc'[0::-9223372036854775807] }}"),
+            "|[]|c|a");
   EXPECT_EQ(errorOf("{{ 'ab' * 10000000 }}", ojson::object(), small),
             "t.jinja:1:9: a string longer than 1048576 bytes");
   // Unbounded recursion of a macro.
