@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -521,7 +522,9 @@ TEST(JinjaErrors, RendersAreBounded) {
 struct TempDir {
   fs::path p;
   TempDir() {
-    p = fs::temp_directory_path() / ("swift-chat-" + std::to_string(::getpid()));
+    static int n = 0;
+    p = fs::temp_directory_path() /
+        ("swift-chat-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
     fs::create_directories(p);
   }
   ~TempDir() { fs::remove_all(p); }
@@ -561,6 +564,15 @@ TEST(ChatTemplate, ConfigFormsAndTemplateFiles) {
   } catch (const swift::plan::UserError &e) {
     EXPECT_EQ(std::string(e.what()), bad + ":2:7: unexpected the end of the '{%' tag in an expression");
   }
+  // A chat_template.jinja next to tokenizer_config.json is the template.
+  {
+    TempDir sub;
+    std::string c = sub.write("tokenizer_config.json",
+                              R"({"eos_token": "</s>", "chat_template": "from config"})");
+    EXPECT_EQ(ChatTemplate::fromTokenizerConfig(c).render(msgs, false).text, "from config");
+    sub.write("chat_template.jinja", "from file {{ eos_token }}\n");
+    EXPECT_EQ(ChatTemplate::fromTokenizerConfig(c).render(msgs, false).text, "from file </s>");
+  }
   std::string none = dir.write("nochat.json", R"({"eos_token": "</s>"})");
   try {
     ChatTemplate::fromTokenizerConfig(none);
@@ -584,6 +596,19 @@ TEST(ChatTemplate, ConfigFormsAndTemplateFiles) {
   } catch (const swift::plan::UserError &e) {
     EXPECT_NE(std::string(e.what()).find("missing.jinja"), std::string::npos) << e.what();
   }
+}
+
+TEST(ChatTemplate, StrftimeNowAndExtraContext) {
+  char year[8];
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  std::strftime(year, sizeof year, "%Y", &tm);
+  EXPECT_EQ(renderText("{{ strftime_now('%Y') }}"), year);
+  ChatTemplate t = ChatTemplate::fromTokenizerConfig(configOf("qwen3"));
+  nlohmann::json msgs = {{{"role", "user"}, {"content", "x"}}};
+  EXPECT_EQ(t.render(msgs, true, {{"enable_thinking", false}}).text,
+            "<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
 
 TEST(ChatTemplate, RenderFromManyThreads) {
