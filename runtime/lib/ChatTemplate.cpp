@@ -5,6 +5,8 @@
 #include "swift/Plan/Error.h"
 #include "swift/Plan/Json.h"
 
+#include <filesystem>
+
 namespace swift::rt {
 
 namespace {
@@ -107,6 +109,15 @@ json readConfig(const std::string &config, std::string &file) {
 ChatTemplate ChatTemplate::fromTokenizerConfig(const std::string &config) {
   std::string file;
   json j = readConfig(config, file);
+  // A chat_template.jinja next to the file is the template, as transformers
+  // reads a tokenizer directory (newer HF repositories keep it there).
+  if (!looksLikeJsonText(config)) {
+    std::filesystem::path sibling =
+        std::filesystem::path(config).parent_path() / "chat_template.jinja";
+    std::error_code ec;
+    if (std::filesystem::exists(sibling, ec))
+      return fromFile(sibling.string(), fromConfigJson(j, file, false));
+  }
   return fromConfigJson(j, file, true);
 }
 

@@ -576,9 +576,11 @@ struct Program {
 
 namespace {
 
+/// Every error: "NAME:LINE:COL: why", one line of a few hundred bytes at
+/// most (a name in a template can be kilobytes long).
 [[noreturn]] void failAt(const std::string &name, Loc at, const std::string &why) {
-  throw UserError(name + ":" + std::to_string(at.line) + ":" +
-                  std::to_string(at.col) + ": " + why);
+  throw UserError(plan::briefText(name, 200) + ":" + std::to_string(at.line) + ":" +
+                  std::to_string(at.col) + ": " + plan::briefText(why, 500));
 }
 
 //===-- lexer ------------------------------------------------------------===//
@@ -1836,7 +1838,7 @@ struct Interp {
   }
 
   Value repeat(const Value &v, int64_t n, Loc at) {
-    if (n <= 0)
+    if (n <= 0 || (v.t == T::Str ? v.s->s.empty() : v.l->empty()))
       return v.t == T::Str ? Value::str("") : Value::list({});
     if (v.t == T::Str) {
       if (!v.s->s.empty() && uint64_t(n) > limits.maxStringBytes / v.s->s.size())
@@ -2415,13 +2417,13 @@ struct Interp {
     };
     start = adjust(start, hs, stepv < 0 ? n - 1 : 0);
     stop = adjust(stop, he, stepv < 0 ? -1 : n);
-    std::vector<int64_t> idx;
+    std::vector<int64_t> idx; // 128-bit steps: k + step must not overflow
     if (stepv > 0)
-      for (int64_t k = start; k < stop; k += stepv)
-        idx.push_back(k);
+      for (__int128 k = start; k < stop; k += stepv)
+        idx.push_back(int64_t(k));
     else
-      for (int64_t k = start; k > stop; k += stepv)
-        idx.push_back(k);
+      for (__int128 k = start; k > stop; k += stepv)
+        idx.push_back(int64_t(k));
     step(e.at, idx.size() / 64);
     if (obj.t == T::Str) {
       if (stepv == 1)

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -445,6 +446,14 @@ TEST(JinjaErrors, RuntimeErrorsAndRaiseException) {
   EXPECT_EQ(errorOf("{{ raise_exception('Roles must alternate!') }}"),
             "t.jinja:1:4: the template raised an error: Roles must alternate!");
   EXPECT_EQ(errorOf("{{ x.y }}"), "t.jinja:1:5: 'x' is undefined");
+  // An error quotes a name briefly, on one line.
+  std::string longName(5000, 'n');
+  std::string e = errorOf("{{ " + longName + ".y }}");
+  EXPECT_LT(e.size(), 600u);
+  EXPECT_EQ(e.substr(0, 18), "t.jinja:1:5004: 'n");
+  EXPECT_EQ(e.substr(e.size() - 3), "...");
+  // A name with a newline (a dict key) stays on the line (fuzz finding).
+  EXPECT_EQ(errorOf("{{ {}['a\nb'].c }}"), "t.jinja:2:4: 'a\\nb' is undefined");
   EXPECT_EQ(errorOf("{{ x + 'a' }}"), "t.jinja:1:6: 'x' is undefined");
   EXPECT_EQ(errorOf("{{ 'a' + 1 }}"), "t.jinja:1:8: unsupported operand types for +: 'str' and 'int'");
   EXPECT_EQ(errorOf("{{ 1 // 0 }}"), "t.jinja:1:6: integer division or modulo by zero");
@@ -467,6 +476,9 @@ TEST(JinjaErrors, RendersAreBounded) {
                     ojson::object(), small)
                 .find("a string longer than 1048576 bytes"),
             std::string::npos);
+  EXPECT_EQ(renderText("{{ '' * 9223372036854775807 }}|{{ [] * 9223372036854775807 }}|"
+                       "{{ 'abc'[2::9223372036854775807] }}|{{ 'abc'[0::-9223372036854775807] }}"),
+            "|[]|c|a");
   EXPECT_EQ(errorOf("{{ 'ab' * 10000000 }}", ojson::object(), small),
             "t.jinja:1:9: a string longer than 1048576 bytes");
   // Unbounded recursion of a macro.
@@ -510,7 +522,9 @@ TEST(JinjaErrors, RendersAreBounded) {
 struct TempDir {
   fs::path p;
   TempDir() {
-    p = fs::temp_directory_path() / ("swift-chat-" + std::to_string(::getpid()));
+    static int n = 0;
+    p = fs::temp_directory_path() /
+        ("swift-chat-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
     fs::create_directories(p);
   }
   ~TempDir() { fs::remove_all(p); }
@@ -550,6 +564,15 @@ TEST(ChatTemplate, ConfigFormsAndTemplateFiles) {
   } catch (const swift::plan::UserError &e) {
     EXPECT_EQ(std::string(e.what()), bad + ":2:7: unexpected the end of the '{%' tag in an expression");
   }
+  // A chat_template.jinja next to tokenizer_config.json is the template.
+  {
+    TempDir sub;
+    std::string c = sub.write("tokenizer_config.json",
+                              R"({"eos_token": "</s>", "chat_template": "from config"})");
+    EXPECT_EQ(ChatTemplate::fromTokenizerConfig(c).render(msgs, false).text, "from config");
+    sub.write("chat_template.jinja", "from file {{ eos_token }}\n");
+    EXPECT_EQ(ChatTemplate::fromTokenizerConfig(c).render(msgs, false).text, "from file </s>");
+  }
   std::string none = dir.write("nochat.json", R"({"eos_token": "</s>"})");
   try {
     ChatTemplate::fromTokenizerConfig(none);
@@ -573,6 +596,19 @@ TEST(ChatTemplate, ConfigFormsAndTemplateFiles) {
   } catch (const swift::plan::UserError &e) {
     EXPECT_NE(std::string(e.what()).find("missing.jinja"), std::string::npos) << e.what();
   }
+}
+
+TEST(ChatTemplate, StrftimeNowAndExtraContext) {
+  char year[8];
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  std::strftime(year, sizeof year, "%Y", &tm);
+  EXPECT_EQ(renderText("{{ strftime_now('%Y') }}"), year);
+  ChatTemplate t = ChatTemplate::fromTokenizerConfig(configOf("qwen3"));
+  nlohmann::json msgs = {{{"role", "user"}, {"content", "x"}}};
+  EXPECT_EQ(t.render(msgs, true, {{"enable_thinking", false}}).text,
+            "<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
 
 TEST(ChatTemplate, RenderFromManyThreads) {

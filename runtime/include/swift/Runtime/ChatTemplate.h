@@ -34,8 +34,10 @@ public:
   /// The template and special tokens of a tokenizer_config.json: `config`
   /// is the file's path, or its JSON text itself when it starts with '{'.
   /// chat_template is a string, or HF's list of {"name", "template"} (the
-  /// one named "default" is taken). A config without one is an error
-  /// ("... has no chat_template; pass --chat-template FILE").
+  /// one named "default" is taken). A chat_template.jinja in the file's
+  /// directory is the template instead (as transformers reads a tokenizer
+  /// directory). A config without either is an error ("... has no
+  /// chat_template; pass --chat-template FILE").
   static ChatTemplate fromTokenizerConfig(const std::string &config);
 
   /// --chat-template FILE: a file ending in ".json" is read as a
