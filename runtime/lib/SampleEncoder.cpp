@@ -149,9 +149,10 @@ public:
     if (!std::count(c.trained.begin(), c.trained.end(), true))
       fail("no assistant message: nothing to train on");
     const Tokenizer &t = tokenizer(f);
+    const ChatTemplate &templ = chat(f);
     Rendered r;
     try {
-      r = chat(f).render(c.messages, /*addGenerationPrompt=*/false);
+      r = templ.render(c.messages, /*addGenerationPrompt=*/false);
     } catch (const UserError &e) {
       fail(std::string("the chat template: ") + e.what());
     }

@@ -153,6 +153,35 @@ TEST(ChatData, BadDataAndMissingTokenizersAreOneLineRefusals) {
     EXPECT_EQ(r.exitCode, 2) << c.args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.want), std::string::npos) << c.args << "\n" << r.output;
   }
+  // A tokenizer_config.json without a template (Llama 2's) for chat data;
+  // a template that raises (Mistral's roles must alternate).
+  const std::string twoUsers = dataFile(
+      {R"({"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}, {"role": "assistant", "content": "c"}]})"});
+  json big = qwenPlan();
+  big["model"]["vocab_size"] = 131072;
+  for (const Case &c : std::vector<Case>{
+           {"--inspect-data 1 --tokenizer " + std::string(SWIFT_TOKENIZERS_DIR) +
+                "/llama2 --data " + twoUsers,
+            "chat.jsonl: line 1: a \"messages\" line needs a chat template, and the model's "
+            "tokenizer_config.json has none: pass --chat-template FILE"},
+           {"--inspect-data 1 --tokenizer " + std::string(SWIFT_TOKENIZERS_DIR) +
+                "/mistral_nemo --data " + twoUsers,
+            "chat.jsonl: line 1: the chat template: "},
+       }) {
+    Result r = runPlan(big, c.args);
+    EXPECT_EQ(r.exitCode, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.want), std::string::npos) << c.args << "\n" << r.output;
+  }
+  Result raised = runPlan(big, "--inspect-data 1 --tokenizer " +
+                                   std::string(SWIFT_TOKENIZERS_DIR) + "/mistral_nemo --data " +
+                                   twoUsers);
+  EXPECT_NE(raised.output.find("roles must alternate user/assistant"), std::string::npos)
+      << raised.output;
+  Result noTemplate = runPlan(big, "--inspect-data 1 --tokenizer " +
+                                       std::string(SWIFT_TOKENIZERS_DIR) + "/llama2 --data " +
+                                       twoUsers);
+  EXPECT_EQ(noTemplate.output.find("the chat template"), std::string::npos)
+      << noTemplate.output; // said once, not wrapped as a render error
   // A tokenizer whose ids the model does not hold.
   Result small = runPlan(tinyPlan(0, 1), "--steps 1 --tokenizer " + kQwen + " --data " +
                                              dataFile({kText}));
