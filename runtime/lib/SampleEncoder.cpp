@@ -399,11 +399,14 @@ DataFormat SampleEncoder::formatOf(const json &j, const std::string &where) {
     std::string why = "no known format: expected \"messages\", "
                       "\"conversations\", \"instruction\" and \"output\", "
                       "\"prompt\" and \"completion\", \"text\" or \"input_ids\"";
-    // Half of a two-key format is the likelier mistake.
+    // Half of a format is the likelier mistake.
     for (const char *k : {"instruction", "output", "prompt", "completion"})
       if (j.contains(k))
         why = std::string("\"") + k + "\" without its pair (alpaca: "
               "\"instruction\" and \"output\"; \"prompt\" and \"completion\")";
+    for (const char *k : {"labels", "attention_mask"})
+      if (j.contains(k))
+        why = std::string("missing \"input_ids\" (a token line: it has \"") + k + "\")";
     throw UserError(where + ": " + why);
   }
   return found[0];

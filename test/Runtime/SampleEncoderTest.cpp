@@ -204,6 +204,7 @@ TEST(SampleEncoder, BadLinesAreRefusedNamingTheLineAndTheKey) {
       {R"({"text": "a", "messages": []})", "d.jsonl: line 3: the keys of two formats"},
       {R"({"instruction": "a"})", "d.jsonl: line 3: \"instruction\" without its pair"},
       {R"({"question": "a"})", "d.jsonl: line 3: no known format"},
+      {R"({"labels": [1]})", "d.jsonl: line 3: missing \"input_ids\""},
       {R"({"text": 5})", "d.jsonl: line 3: \"text\" is number 5, not a string"},
       {R"([1])", "d.jsonl: line 3: expected an object"},
       {R"({"text": "a" "b"})", "d.jsonl: line 3"},
