@@ -17,6 +17,7 @@ namespace swift::rt {
 namespace {
 
 using nlohmann::json;
+using nlohmann::ordered_json;
 
 /// The keys each format is recognized by (all of them present).
 struct FormatKeys {
@@ -48,15 +49,17 @@ const char *shareGptRole(const std::string &from) {
 
 /// A conversation to render, with the messages whose content is trained.
 struct Conversation {
-  json messages = json::array();
+  // In the line's key order: a template's tojson and items() show it, and
+  // Python keeps it (nlohmann::json sorts keys).
+  ordered_json messages = ordered_json::array();
   std::vector<bool> trained; // per message
 };
 
 class LineEncoder {
 public:
-  LineEncoder(const json &j, const std::string &where, const Tokenizer *tok, const ChatTemplate *chat,
+  LineEncoder(const json &j, const ordered_json &o, const std::string &where, const Tokenizer *tok, const ChatTemplate *chat,
               bool assistantOnly, const std::string &needs)
-      : j_(j), where_(where), tok_(tok), chat_(chat),
+      : j_(j), o_(o), where_(where), tok_(tok), chat_(chat),
         assistantOnly_(assistantOnly), needs_(needs) {}
 
   [[noreturn]] void fail(const std::string &why) const {
@@ -93,7 +96,8 @@ public:
 
   /// `messages` (key `key` of the line) checked and copied: roles
   /// system/user/assistant, string contents, an assistant turn with text.
-  void addMessages(Conversation &c, const json &list, const std::string &key,
+  void addMessages(Conversation &c, const json &list, const ordered_json &ordered,
+                   const std::string &key,
                    bool trainAssistant) const {
     if (!list.is_array())
       fail("\"" + key + "\" is " + list.type_name() + ", not a list of messages");
@@ -112,7 +116,7 @@ public:
       for (const char *k : {"reasoning_content"})
         if (m.contains(k))
           str(m, k, field + "." + k);
-      c.messages.push_back(m);
+      c.messages.push_back(ordered[i]);
       c.trained.push_back(trainAssistant && role == "assistant");
     }
   }
@@ -152,7 +156,7 @@ public:
     const ChatTemplate &templ = chat(f);
     Rendered r;
     try {
-      r = templ.render(c.messages, /*addGenerationPrompt=*/false);
+      r = templ.renderOrdered(c.messages, /*addGenerationPrompt=*/false);
     } catch (const UserError &e) {
       fail(std::string("the chat template: ") + e.what());
     }
@@ -242,7 +246,7 @@ public:
       break; // the caller's
     case DataFormat::Messages: {
       Conversation c;
-      addMessages(c, j_.at("messages"), "messages", true);
+      addMessages(c, j_.at("messages"), o_.at("messages"), "messages", true);
       return encodeChat(c, f);
     }
     case DataFormat::ShareGPT: {
@@ -279,8 +283,8 @@ public:
         // TRL's conversational prompt-completion: lists of messages; the
         // completion's assistant turns are trained.
         Conversation c;
-        addMessages(c, p, "prompt", false);
-        addMessages(c, q, "completion", true);
+        addMessages(c, p, o_.at("prompt"), "prompt", false);
+        addMessages(c, q, o_.at("completion"), "completion", true);
         return encodeChat(c, f);
       }
       const std::string &completion = str(j_, "completion", "completion");
@@ -300,6 +304,7 @@ public:
 
 private:
   const json &j_;
+  const ordered_json &o_; // the same line, its keys in order
   const std::string &where_;
   const Tokenizer *tok_;
   const ChatTemplate *chat_;
@@ -421,7 +426,9 @@ std::optional<jsonl::Sample> SampleEncoder::encode(const std::string &line,
   if (f == DataFormat::Tokens)
     return jsonl::parseLine(line, vocab_, where);
   text_->load(vocab_);
-  return LineEncoder(j, where, text_->tokenizer.get(), text_->chat.get(),
+  // Strict already (parseJson refused duplicate keys and the like).
+  const ordered_json ordered = ordered_json::parse(line);
+  return LineEncoder(j, ordered, where, text_->tokenizer.get(), text_->chat.get(),
                      assistantOnly_, text_->needs)
       .encode(f);
 }

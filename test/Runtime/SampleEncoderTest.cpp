@@ -285,3 +285,23 @@ TEST(SampleEncoder, AModelDirectorysFilesAreReadAtTheFirstTextLine) {
 }
 } // namespace
 } // namespace swift::rt
+
+namespace swift::rt {
+namespace {
+TEST(SampleEncoder, AMessagesKeysReachTheTemplateInTheLinesOrder) {
+  const std::string file = ::testing::TempDir() + "/tojson.jinja";
+  std::ofstream(file) << "{% for m in messages %}{{ m | tojson }}{{ m.content }}{% endfor %}";
+  const Model &m = model("qwen2_5");
+  auto chat = std::make_shared<const ChatTemplate>(ChatTemplate::fromFile(file, *m.chat));
+  SampleEncoder e(1 << 20, m.tok, chat, true);
+  const std::optional<jsonl::Sample> s = e.encode(
+      R"({"messages": [{"role": "user", "content": "a", "zeta": 1, "alpha": 2}, )"
+      R"({"role": "assistant", "content": "b"}]})",
+      "l");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_EQ(s->text.value_or(""),
+            R"({"role": "user", "content": "a", "zeta": 1, "alpha": 2}a)"
+            R"({"role": "assistant", "content": "b"}b)");
+}
+} // namespace
+} // namespace swift::rt
