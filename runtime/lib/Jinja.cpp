@@ -14,6 +14,8 @@
 #include "swift/Plan/Error.h"
 #include "swift/Plan/Json.h"
 
+#include "TokenizerText.h" // UTF-8
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -83,24 +85,6 @@ size_t cpCount(const std::string &s) {
   for (size_t i = 0, n; i < s.size(); i += n, ++k)
     cpAt(s, i, &n);
   return k;
-}
-
-void appendUtf8(std::string &out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xc0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += char(0xe0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3f));
-    out += char(0x80 | (cp & 0x3f));
-  } else {
-    out += char(0xf0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3f));
-    out += char(0x80 | ((cp >> 6) & 0x3f));
-    out += char(0x80 | (cp & 0x3f));
-  }
 }
 
 /// The first `n` in `h` from `from` (npos when none), in linear time (KMP
@@ -834,7 +818,7 @@ private:
         }
         if (v > 0x10ffff || (v >= 0xd800 && v < 0xe000))
           failAt(name_, at, "escape of an invalid code point in a string");
-        appendUtf8(out, v);
+        out += tokenizer_text::utf8Encode(v);
       };
       switch (e) {
       case 'n': out += '\n'; break;
