@@ -106,16 +106,22 @@ std::string failureReport(const std::string &dir, int r, int status,
 /// The rank whose failure the launcher reports. A rank that dies takes the
 /// others' collectives down with it, and those peers may exit (and be
 /// reaped) first, so the order of exits is not the order of causes:
-///  1. the first error a rank wrote about its own failure (bad data, OOM);
+///  1. the first error a rank wrote about its own failure (bad data, OOM),
+///     among the ranks that then exited by themselves (ranks failing alike
+///     race: one may write its error and be stopped, by the launcher that
+///     saw the other exit, before its own exit); else among all;
 ///  2. else the first rank ended by a signal the launcher did not send;
 ///  3. else the first broken-collective error written;
 ///  4. else the first rank to exit non-zero.
 int rootCause(const std::string &dir, int nproc, int firstFailed,
-              const std::vector<int> &killedOutside) {
-  auto firstWritten = [&](bool peer) {
+              const std::vector<int> &killedOutside,
+              const std::vector<int> &statuses) {
+  auto firstWritten = [&](bool peer, bool exitedOnly = false) {
     int best = -1;
     std::filesystem::file_time_type first{};
     for (int k = 0; k < nproc; ++k) {
+      if (exitedOnly && !WIFEXITED(statuses[k]))
+        continue;
       std::error_code ec;
       auto t = std::filesystem::last_write_time(errorFile(dir, k, peer), ec);
       if (!ec && (best < 0 || t < first))
@@ -123,6 +129,8 @@ int rootCause(const std::string &dir, int nproc, int firstFailed,
     }
     return best;
   };
+  if (int r = firstWritten(false, /*exitedOnly=*/true); r >= 0)
+    return r;
   if (int r = firstWritten(false); r >= 0)
     return r;
   if (!killedOutside.empty())
@@ -286,7 +294,7 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
     // The exit status is the cause's, not the first exit's: a peer whose
     // collective broke may be reaped before the rank that refused its
     // input (exit 2).
-    const int r = rootCause(errorDir, nproc, firstFailed, killedOutside);
+    const int r = rootCause(errorDir, nproc, firstFailed, killedOutside, statuses);
     exitCode = WIFEXITED(statuses[r]) && WEXITSTATUS(statuses[r]) == 2 ? 2 : 1;
     std::cerr << failureReport(errorDir, r, statuses[r], nproc) << std::endl;
   }
