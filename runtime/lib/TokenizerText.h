@@ -25,7 +25,27 @@ namespace swift::rt::tokenizer_text {
 inline size_t utf8Length(uint8_t lead) {
   return lead < 0xC0 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : lead < 0xF8 ? 4 : 1;
 }
-std::string utf8Encode(uint32_t codePoint);
+/// The UTF-8 bytes of a code point (inline: Jinja.cpp uses it too, and it
+/// needs no ICU).
+inline std::string utf8Encode(uint32_t c) {
+  std::string s;
+  if (c < 0x80) {
+    s += char(c);
+  } else if (c < 0x800) {
+    s += char(0xC0 | (c >> 6));
+    s += char(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    s += char(0xE0 | (c >> 12));
+    s += char(0x80 | ((c >> 6) & 0x3F));
+    s += char(0x80 | (c & 0x3F));
+  } else {
+    s += char(0xF0 | (c >> 18));
+    s += char(0x80 | ((c >> 12) & 0x3F));
+    s += char(0x80 | ((c >> 6) & 0x3F));
+    s += char(0x80 | (c & 0x3F));
+  }
+  return s;
+}
 /// Whether `s` is well-formed UTF-8 (no surrogates, overlongs, or code
 /// points past U+10FFFF).
 bool validUtf8(std::string_view s);
