@@ -10,7 +10,16 @@ LOGDIR=${1:?LOGDIR}
 cd "$(dirname "$0")/.."
 mkdir -p "$LOGDIR"
 start=$(date +%s)
-cmake -G Ninja -S . -B build-gpu -DSWIFT_BUILD_COMPILER=OFF -DSWIFT_BUILD_TESTS=OFF \
+# The GPU machine has ICU's libraries but not its headers (and no network):
+# without ICU, swift-run reads token ids only. .cache/icu-static.tar.xz
+# (carry it; made by benchmarks/pack_icu.sh on a machine with libicu-dev)
+# holds ICU's headers and static libraries, linked into swift-run.
+ICU=()
+if [ ! -e /usr/include/unicode/uversion.h ] && [ -f .cache/icu-static.tar.xz ]; then
+  mkdir -p build-gpu/icu && tar -C build-gpu/icu -xJf .cache/icu-static.tar.xz &&
+    ICU=(-DICU_ROOT="$PWD/build-gpu/icu")
+fi
+cmake -G Ninja -S . -B build-gpu -DSWIFT_BUILD_COMPILER=OFF -DSWIFT_BUILD_TESTS=OFF "${ICU[@]}" \
   -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')" \
   -DCMAKE_CUDA_ARCHITECTURES=90 > "$LOGDIR/cmake.log" 2>&1 &&
   ninja -C build-gpu swift-run swift-kernel-check > "$LOGDIR/build.log" 2>&1 ||
