@@ -7,10 +7,10 @@ Walks the C/C++/CUDA sources and headers and the TableGen files of the tree,
 gives every file and every include a layer, and prints one line per violation,
 `file:line: layer A includes layer B header H`, then exits 1. Exit 0: none.
 
-Layers, bottom to top:  plan < job < cost < dialect < passes < emit < tools.
-A layer may include its own headers and those of any layer below it. runtime
-stands aside: it may include runtime and plan headers only, and no layer
-includes runtime. test/ and benchmarks/ are exempt. A source file in any other
+Layers, bottom to top:  plan < data < job < cost < dialect < passes < emit <
+tools. A layer may include its own headers and those of any layer below it.
+runtime stands aside: it may include runtime, plan and data headers only, and
+no layer includes runtime. test/ and benchmarks/ are exempt. A source file in any other
 top-level folder is a violation: a new folder must be classified here.
 
 Includes are given a layer by their `swift/<Dir>/` prefix (generated
@@ -26,7 +26,7 @@ import re
 import sys
 
 # Top-level folder -> layer. The order of ORDER is the include order.
-ORDER = ["plan", "job", "cost", "dialect", "passes", "emit", "tools"]
+ORDER = ["plan", "data", "job", "cost", "dialect", "passes", "emit", "tools"]
 LAYERS = {name: name for name in ORDER + ["runtime"]}
 # Top-level folders whose sources may include anything.
 EXEMPT = {"test", "benchmarks"}
@@ -34,6 +34,7 @@ EXEMPT = {"test", "benchmarks"}
 # swift/<Dir>/... -> the layer that owns that header directory.
 HEADER_DIRS = {
     "Plan": "plan",
+    "Data": "data",
     "Job": "job",
     "Cost": "cost",
     "Dialect": "dialect",
@@ -50,6 +51,7 @@ EXTERNAL = {
 }
 FORBIDDEN_EXTERNAL = {
     "plan": {"MLIR/LLVM", "LibTorch/CUDA"},
+    "data": {"MLIR/LLVM", "LibTorch/CUDA"},
     "job": {"MLIR/LLVM", "LibTorch/CUDA"},
     "cost": {"MLIR/LLVM", "LibTorch/CUDA"},
     "dialect": {"LibTorch/CUDA"},
@@ -71,7 +73,7 @@ def may_include(src, dst):
     if src == dst:
         return True
     if src == "runtime":
-        return dst == "plan"
+        return dst in ("plan", "data")
     if dst == "runtime":
         return False
     return ORDER.index(dst) < ORDER.index(src)
@@ -79,7 +81,7 @@ def may_include(src, dst):
 
 def allowed_text(src):
     if src == "runtime":
-        return "runtime may include runtime and plan only"
+        return "runtime may include runtime, plan and data only"
     below = ORDER[:ORDER.index(src)]
     if not below:
         return "%s may include only itself" % src

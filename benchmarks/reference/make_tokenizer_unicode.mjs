@@ -1,4 +1,4 @@
-// runtime/lib/TokenizerUnicode.inc: the Unicode general categories exactly
+// data/lib/TokenizerUnicode.inc: the Unicode general categories exactly
 // as HF tokenizers' regex engine (Oniguruma, inside the Rust library) has
 // them, for the Split regexes' \p{L}, \p{N}, \p{Lu}, ... (TokenizerText.cpp
 // writes each as this explicit set of ranges, so ICU's own Unicode version,
@@ -9,7 +9,7 @@
 // older than ICU's), for TokenizerText.cpp to leave the others alone.
 //
 //   cd /tmp/node-ref && npm install tokenizers@0.23.2
-//   cd /tmp/node-ref && node REPO/benchmarks/reference/make_tokenizer_unicode.mjs REPO/runtime/lib/TokenizerUnicode.inc
+//   cd /tmp/node-ref && node REPO/benchmarks/reference/make_tokenizer_unicode.mjs REPO/data/lib/TokenizerUnicode.inc
 
 import fs from "fs";
 import path from "path";

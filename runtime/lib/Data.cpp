@@ -1,8 +1,8 @@
 //===- Data.cpp - synthetic and file-backed token sources -----------------===//
 #include "swift/Runtime/Data.h"
 #include "swift/Runtime/Check.h"
-#include "swift/Runtime/Files.h"
-#include "swift/Runtime/Jsonl.h"
+#include "swift/Data/Files.h"
+#include "swift/Data/Jsonl.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -63,7 +63,7 @@ public:
       return path.size() >= n && path.compare(path.size() - n, n, s) == 0;
     };
     width_ = endsWith(".u32") || endsWith(".uint32") ? 4 : 2;
-    fd_ = openRegularFile(path, "a token file (raw uint" +
+    fd_ = data::openRegularFile(path, "a token file (raw uint" +
                                     std::to_string(width_ * 8) + " ids)");
     struct stat st;
     SWIFT_CHECK(fstat(fd_, &st) == 0, path, ": cannot stat data file");
@@ -110,7 +110,7 @@ private:
   void *data_ = MAP_FAILED;
 };
 
-using jsonl::kIgnore;
+using data::jsonl::kIgnore;
 
 /// The lines of a regular file, read in chunks ('\n' ends a line; a last
 /// line without one counts). A line is bounded: past kMaxLineBytes it is
@@ -119,7 +119,7 @@ class LineReader {
 public:
   static constexpr size_t kMaxLineBytes = size_t(256) << 20;
   explicit LineReader(const std::string &path)
-      : path_(path), fd_(openRegularFile(path, "a JSON Lines file")) {}
+      : path_(path), fd_(data::openRegularFile(path, "a JSON Lines file")) {}
   ~LineReader() { ::close(fd_); }
   LineReader(const LineReader &) = delete;
   LineReader &operator=(const LineReader &) = delete;
@@ -195,7 +195,7 @@ struct SampleStore {
 
 /// training.truncation on a sample of `where`: false when it is dropped;
 /// `cut` says it was truncated.
-bool fitWindow(jsonl::Sample &s, const DataOptions &o, const std::string &where,
+bool fitWindow(data::jsonl::Sample &s, const DataOptions &o, const std::string &where,
                bool &cut) {
   cut = false;
   const int64_t n = int64_t(s.ids.size());
@@ -236,7 +236,7 @@ void forEachSample(const std::string &path, const DataOptions &o,
   std::string text;
   while (in.next(text)) {
     const std::string where = path + ": line " + std::to_string(in.number());
-    std::optional<jsonl::Sample> sample = toSample(text, where);
+    std::optional<data::jsonl::Sample> sample = toSample(text, where);
     if (!sample)
       continue;
     SWIFT_ASSERT(!sample->ids.empty() &&
@@ -259,7 +259,7 @@ std::shared_ptr<SampleStore> loadSamples(const std::string &path,
   SampleStore &st = *store;
   forEachSample(
       path, o, st.dropped, st.truncated,
-      [&](const jsonl::Sample &sample, int64_t) {
+      [&](const data::jsonl::Sample &sample, int64_t) {
         const std::vector<int32_t> &ids = sample.ids, &labels = sample.labels;
         const int64_t n = int64_t(ids.size());
         int64_t trained = 0;
@@ -505,7 +505,7 @@ std::string groupedDigits(int64_t n) {
 
 LineToSample tokenIdsLines(int64_t vocab) {
   return [vocab](const std::string &line, const std::string &where) {
-    return jsonl::parseLine(line, vocab, where);
+    return data::jsonl::parseLine(line, vocab, where);
   };
 }
 
@@ -642,7 +642,7 @@ void inspectData(const std::string &path, const DataOptions &o, int64_t count,
   int64_t dropped = 0, truncated = 0, shown = 0;
   if (count > 0)
     forEachSample(
-        path, o, dropped, truncated, [&](const jsonl::Sample &s, int64_t line) {
+        path, o, dropped, truncated, [&](const data::jsonl::Sample &s, int64_t line) {
           nlohmann::ordered_json j;
           j["text"] = s.text ? nlohmann::ordered_json(*s.text)
                              : nlohmann::ordered_json();

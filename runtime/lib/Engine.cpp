@@ -1113,7 +1113,7 @@ Engine::EvalSums Engine::evaluate(const std::vector<Batch> &microBatches) {
   const int numUnits = int(units_.size());
   for (const Batch &b : microBatches) {
     SWIFT_ASSERT(b.masked, "evaluation reads masked (JSONL) batches");
-    sums.tokens += (b.targets != jsonl::kIgnore).sum().item<int64_t>();
+    sums.tokens += (b.targets != data::jsonl::kIgnore).sum().item<int64_t>();
     // Divisor 1: the head returns the sum over the batch's targets.
     MicroBatch mb = deviceMicroBatch(b, 0, 1.0);
     at::Tensor x;

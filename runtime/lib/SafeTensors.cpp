@@ -4,7 +4,7 @@
 
 #include "swift/Plan/Json.h"
 #include "swift/Runtime/Check.h"
-#include "swift/Runtime/Files.h"
+#include "swift/Data/Files.h"
 
 #include <nlohmann/json.hpp>
 
@@ -278,7 +278,7 @@ std::map<std::string, std::string> parseIndex(const std::string &text,
 }
 
 File::File(const std::string &path) : path_(path) {
-  fd_ = openRegularFile(path, "a safetensors file");
+  fd_ = data::openRegularFile(path, "a safetensors file");
   try {
     struct stat st;
     SWIFT_CHECK(::fstat(fd_, &st) == 0, path, ": cannot stat: ", errnoText());

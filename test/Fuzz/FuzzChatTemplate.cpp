@@ -13,7 +13,7 @@
 #include "Refusal.h"
 
 #include "swift/Plan/Error.h"
-#include "swift/Runtime/Jinja.h"
+#include "swift/Data/Jinja.h"
 
 #include <nlohmann/json.hpp>
 
@@ -45,8 +45,8 @@ const ojson &context() {
   return c;
 }
 
-std::vector<swift::rt::jinja::Tag> tags() {
-  std::vector<swift::rt::jinja::Tag> t;
+std::vector<swift::data::jinja::Tag> tags() {
+  std::vector<swift::data::jinja::Tag> t;
   const ojson &m = context()["messages"];
   for (size_t i = 0; i < m.size(); ++i) {
     t.push_back({"/messages/" + std::to_string(i) + "/content", int(i), false});
@@ -59,7 +59,7 @@ std::vector<swift::rt::jinja::Tag> tags() {
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  namespace jinja = swift::rt::jinja;
+  namespace jinja = swift::data::jinja;
   static const std::vector<jinja::Tag> kTags = tags();
   jinja::Limits limits;
   limits.maxSteps = 200000;
@@ -69,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string text(reinterpret_cast<const char *>(data), size);
   try {
     jinja::Template t = jinja::Template::parse(text, "fuzz.jinja");
-    swift::rt::Rendered r = t.render(context(), kTags, limits);
+    swift::data::Rendered r = t.render(context(), kTags, limits);
     if (r.text.size() > limits.maxStringBytes)
       __builtin_trap();
     size_t prev = 0;

@@ -11,12 +11,12 @@
 #include "Refusal.h"
 
 #include "swift/Plan/Error.h"
-#include "swift/Runtime/Jsonl.h"
+#include "swift/Data/Jsonl.h"
 
 #include <string>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  namespace jsonl = swift::rt::jsonl;
+  namespace jsonl = swift::data::jsonl;
   const std::string text(reinterpret_cast<const char *>(data), size);
   size_t begin = 0;
   for (int line = 1; line <= 8 && begin < text.size(); ++line) {

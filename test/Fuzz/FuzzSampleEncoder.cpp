@@ -12,7 +12,7 @@
 #include "Refusal.h"
 
 #include "swift/Plan/Error.h"
-#include "swift/Runtime/SampleEncoder.h"
+#include "swift/Data/SampleEncoder.h"
 
 #include <algorithm>
 #include <string>
@@ -20,8 +20,8 @@
 namespace {
 constexpr int64_t kVocab = 151936;
 
-const swift::rt::SampleEncoder &encoder() {
-  using namespace swift::rt;
+const swift::data::SampleEncoder &encoder() {
+  using namespace swift::data;
   static const SampleEncoder e = SampleEncoder::fromModelDir(
       std::string(SWIFT_TOKENIZERS_DIR) + "/qwen2_5", "", kVocab,
       /*assistantOnly=*/true, "config.json: vocab_size", "");
@@ -37,8 +37,8 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  namespace rt = swift::rt;
-  const rt::SampleEncoder &e = encoder();
+  namespace data = swift::data;
+  const data::SampleEncoder &e = encoder();
   const std::string text(reinterpret_cast<const char *>(data), size);
   size_t begin = 0;
   for (int line = 1; line <= 8 && begin < text.size(); ++line) {
@@ -55,11 +55,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           __builtin_trap();
         for (size_t k = 0; k < ids.size(); ++k)
           if (ids[k] < 0 || ids[k] >= kVocab ||
-              (labels[k] != rt::jsonl::kIgnore &&
+              (labels[k] != data::jsonl::kIgnore &&
                (text && labels[k] != ids[k])))
             __builtin_trap();
         if (text && std::all_of(labels.begin(), labels.end(),
-                        [](int32_t l) { return l == rt::jsonl::kIgnore; }))
+                        [](int32_t l) { return l == data::jsonl::kIgnore; }))
           __builtin_trap(); // a text sample that trains nothing
       }
     } catch (const swift::plan::UserError &err) {

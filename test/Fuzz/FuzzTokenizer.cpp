@@ -2,7 +2,7 @@
 //
 // The first byte picks the mode:
 //  - even: the rest is a tokenizer.json text. Tokenizer::fromJsonText
-//    (runtime/lib/Tokenizer.cpp) must accept it or throw UserError (one
+//    (data/lib/Tokenizer.cpp) must accept it or throw UserError (one
 //    line, file and field named). An accepted file encodes a few strings
 //    (fixed ones and the input's own tail) with ids in [0, vocabSize()) and
 //    offsets in order inside the text, or refuses with a UserError;
@@ -19,7 +19,7 @@
 #include "Refusal.h"
 
 #include "swift/Plan/Error.h"
-#include "swift/Runtime/Tokenizer.h"
+#include "swift/Data/Tokenizer.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -30,7 +30,7 @@
 
 namespace {
 
-using swift::rt::Tokenizer;
+using swift::data::Tokenizer;
 
 [[noreturn]] void finding(const char *what) {
   std::fprintf(stderr, "%s\n", what);

@@ -25,7 +25,7 @@
 #include "swift/Runtime/Fp8.h"
 #include "swift/Runtime/Launch.h"
 #include "swift/Runtime/PlanTypes.h"
-#include "swift/Runtime/SampleEncoder.h"
+#include "swift/Data/SampleEncoder.h"
 #include "swift/Runtime/Trace.h"
 #include "swift/Runtime/Weights.h"
 
@@ -430,7 +430,7 @@ DataOptions dataOptions(const Plan &plan, const Args &a,
     const std::string why = swift::plan::notRegularFile(a.chatTemplate, "a chat template");
     SWIFT_CHECK(why.empty(), "command line: --chat-template ", a.chatTemplate, ": ", why);
   }
-  auto encoder = std::make_shared<const SampleEncoder>(SampleEncoder::fromModelDir(
+  auto encoder = std::make_shared<const swift::data::SampleEncoder>(swift::data::SampleEncoder::fromModelDir(
       tokenizerDir, a.chatTemplate, o.vocab, o.lossOn == swift::plan::LossOn::Assistant,
       "the plan's model.vocab_size", needs));
   o.lineToSample = [encoder](const std::string &line, const std::string &where) {

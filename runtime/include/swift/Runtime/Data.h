@@ -11,9 +11,9 @@
 // window starting at token (i*S) mod (N - S), wrapping around the file.
 //
 // JSONL files (name ends in ".jsonl"): one sample a line. A line becomes a
-// sample (jsonl::Sample: token ids, labels, and the text it was made from
+// sample (data::jsonl::Sample: token ids, labels, and the text it was made from
 // if any) in ONE place, the LineToSample function the source is given;
-// today's is tokenIdsLines (jsonl::parseLine: {"input_ids": [...],
+// today's is tokenIdsLines (data::jsonl::parseLine: {"input_ids": [...],
 // "labels": [...], "attention_mask": [...]}, labels optional, -100 = not
 // trained on, HF's convention: labels[j+1] is the target of position j;
 // attention_mask optional, its 0s at either end are padding, dropped).
@@ -39,7 +39,7 @@
 #pragma once
 
 #include "swift/Plan/Enums.h"
-#include "swift/Runtime/Jsonl.h"
+#include "swift/Data/Jsonl.h"
 
 #include <ATen/ATen.h>
 
@@ -96,9 +96,9 @@ public:
 /// One line of a data file -> one sample (nullopt: a blank line). `where`
 /// ("data.jsonl: line 7") starts every UserError it throws. The seam
 /// between a line format and everything that works on samples.
-using LineToSample = std::function<std::optional<jsonl::Sample>(
+using LineToSample = std::function<std::optional<data::jsonl::Sample>(
     const std::string &line, const std::string &where)>;
-/// Token-id lines (jsonl::parseLine) with ids below `vocab`.
+/// Token-id lines (data::jsonl::parseLine) with ids below `vocab`.
 LineToSample tokenIdsLines(int64_t vocab);
 
 struct DataOptions {
@@ -161,7 +161,7 @@ void inspectData(const std::string &path, const DataOptions &o, int64_t count,
 /// a start token and a per-sample stride, so the next token is learnable
 /// from the current one and the loss falls. A name ending in ".jsonl": a
 /// JSONL file (above), packed when `packing`; throws UserError naming the
-/// line for bad data (jsonl::parseLine), or when no sample is left or has
+/// line for bad data (data::jsonl::parseLine), or when no sample is left or has
 /// a target.
 /// Otherwise a token file; throws UserError when it is missing, not a
 /// regular file, too short, or holds ids >= vocab.

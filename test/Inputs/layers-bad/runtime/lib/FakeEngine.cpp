@@ -1,4 +1,5 @@
 #include "swift/Runtime/FakeRuntime.h"
+#include "swift/Data/FakeTokenizer.h"
 #include "swift/Plan/FakePlan.h"
 #include <torch/torch.h>
 #include <cuda_runtime.h>

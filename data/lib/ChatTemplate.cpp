@@ -1,13 +1,13 @@
 //===- ChatTemplate.cpp - a model's chat template -------------------------===//
 
-#include "swift/Runtime/ChatTemplate.h"
+#include "swift/Data/ChatTemplate.h"
 
 #include "swift/Plan/Error.h"
 #include "swift/Plan/Json.h"
 
 #include <filesystem>
 
-namespace swift::rt {
+namespace swift::data {
 
 namespace {
 
@@ -178,4 +178,4 @@ Rendered ChatTemplate::renderOrdered(const ojson &messages, bool addGenerationPr
   return template_->render(context, tags, limits);
 }
 
-} // namespace swift::rt
+} // namespace swift::data

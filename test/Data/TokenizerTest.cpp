@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "swift/Plan/Error.h"
-#include "swift/Runtime/Tokenizer.h"
+#include "swift/Data/Tokenizer.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -28,7 +28,7 @@
 #include <sstream>
 #include <thread>
 
-using swift::rt::Tokenizer;
+using swift::data::Tokenizer;
 using nlohmann::json;
 namespace fs = std::filesystem;
 

@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-namespace swift::rt {
+namespace swift::data {
 
 /// Bytes [begin, end) of a rendered text are a verbatim copy of the tagged
 /// input string `source` from its byte `sourceOffset` on. For a chat,
@@ -97,4 +97,4 @@ private:
 };
 
 } // namespace jinja
-} // namespace swift::rt
+} // namespace swift::data

@@ -8,11 +8,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "swift/Runtime/Tokenizer.h"
+#include "swift/Data/Tokenizer.h"
 
 #include "swift/Plan/Error.h"
 
-namespace swift::rt {
+namespace swift::data {
 
 struct Tokenizer::Impl {};
 
@@ -45,4 +45,4 @@ bool Tokenizer::isSpecial(int64_t) const { unavailable(""); }
 void Tokenizer::checkFitsModel(int64_t, const std::string &) const { unavailable(""); }
 const std::string &Tokenizer::file() const { unavailable(""); }
 
-} // namespace swift::rt
+} // namespace swift::data

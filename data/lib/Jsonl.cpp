@@ -1,9 +1,9 @@
 //===- Jsonl.cpp - one line of a JSONL SFT data file ----------------------===//
 
-#include "swift/Runtime/Jsonl.h"
+#include "swift/Data/Jsonl.h"
 
 #include "swift/Plan/Json.h"
-#include "swift/Runtime/Check.h"
+#include "swift/Plan/Error.h"
 
 #include <nlohmann/json.hpp>
 
@@ -11,7 +11,8 @@
 #include <map>
 #include <vector>
 
-namespace swift::rt::jsonl {
+namespace swift::data::jsonl {
+using plan::UserError;
 namespace {
 
 using nlohmann::json;
@@ -233,4 +234,4 @@ std::optional<Sample> parseLine(const std::string &text, int64_t vocab,
   return s;
 }
 
-} // namespace swift::rt::jsonl
+} // namespace swift::data::jsonl

@@ -20,14 +20,14 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "swift/Runtime/Jinja.h"
+#include "swift/Data/Jinja.h"
 
 #include <nlohmann/json.hpp>
 
 #include <memory>
 #include <string>
 
-namespace swift::rt {
+namespace swift::data {
 
 class ChatTemplate {
 public:
@@ -77,4 +77,4 @@ private:
   std::string eos_, bos_, name_;
 };
 
-} // namespace swift::rt
+} // namespace swift::data

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace swift::rt::jsonl {
+namespace swift::data::jsonl {
 
 /// HF's ignore_index: a label that is no target.
 constexpr int32_t kIgnore = -100;
@@ -50,4 +50,4 @@ struct Sample {
 std::optional<Sample> parseLine(const std::string &text, int64_t vocab,
                                 const std::string &where);
 
-} // namespace swift::rt::jsonl
+} // namespace swift::data::jsonl

@@ -1,11 +1,11 @@
 //===- SampleEncoder.cpp - a dataset line, in the format users have, as ids -===//
 
-#include "swift/Runtime/SampleEncoder.h"
+#include "swift/Data/SampleEncoder.h"
 
 #include "swift/Plan/Json.h"
-#include "swift/Runtime/ChatTemplate.h"
-#include "swift/Runtime/Check.h"
-#include "swift/Runtime/Tokenizer.h"
+#include "swift/Data/ChatTemplate.h"
+#include "swift/Plan/Error.h"
+#include "swift/Data/Tokenizer.h"
 
 #include <nlohmann/json.hpp>
 
@@ -13,7 +13,8 @@
 #include <filesystem>
 #include <mutex>
 
-namespace swift::rt {
+namespace swift::data {
+using plan::UserError;
 namespace {
 
 using nlohmann::json;
@@ -433,4 +434,4 @@ std::optional<jsonl::Sample> SampleEncoder::encode(const std::string &line,
       .encode(f);
 }
 
-} // namespace swift::rt
+} // namespace swift::data

@@ -1,9 +1,9 @@
 //===- Files.cpp - opening the files users hand to swift-run --------------===//
 
-#include "swift/Runtime/Files.h"
+#include "swift/Data/Files.h"
 
 #include "swift/Plan/Json.h"
-#include "swift/Runtime/Check.h"
+#include "swift/Plan/Error.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
-namespace swift::rt {
+namespace swift::data {
+using plan::UserError;
 
 int openRegularFile(const std::string &path, const std::string &expected) {
   if (std::string why = plan::notRegularFile(path, expected); !why.empty())
@@ -29,4 +30,4 @@ int openRegularFile(const std::string &path, const std::string &expected) {
   return fd;
 }
 
-} // namespace swift::rt
+} // namespace swift::data

@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "swift/Runtime/Jinja.h"
+#include "swift/Data/Jinja.h"
 
 #include "swift/Plan/Error.h"
 #include "swift/Plan/Json.h"
@@ -25,7 +25,7 @@
 #include <set>
 #include <unordered_map>
 
-namespace swift::rt::jinja {
+namespace swift::data::jinja {
 
 using plan::UserError;
 using ojson = nlohmann::ordered_json;
@@ -3276,4 +3276,4 @@ Rendered Template::render(const ojson &context, const std::vector<Tag> &tags,
   return r;
 }
 
-} // namespace swift::rt::jinja
+} // namespace swift::data::jinja

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace swift::rt::tokenizer_text {
+namespace swift::data::tokenizer_text {
 
 /// The bytes of a UTF-8 sequence that starts with `lead` (1 for a byte
 /// that cannot start one).
@@ -115,4 +115,4 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-} // namespace swift::rt::tokenizer_text
+} // namespace swift::data::tokenizer_text

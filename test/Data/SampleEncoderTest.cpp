@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "swift/Runtime/ChatTemplate.h"
-#include "swift/Runtime/Check.h"
-#include "swift/Runtime/SampleEncoder.h"
-#include "swift/Runtime/Tokenizer.h"
+#include "swift/Data/ChatTemplate.h"
+#include "swift/Plan/Error.h"
+#include "swift/Data/SampleEncoder.h"
+#include "swift/Data/Tokenizer.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -20,7 +20,7 @@
 #include <map>
 #include <memory>
 
-namespace swift::rt {
+namespace swift::data {
 namespace {
 
 using nlohmann::json;
@@ -180,7 +180,7 @@ std::string refusal(const std::string &line, int64_t vocab = 1 << 20,
                   withTokenizer ? m.chat : nullptr, true);
   try {
     e.encode(line, "d.jsonl: line 3");
-  } catch (const UserError &err) {
+  } catch (const swift::plan::UserError &err) {
     EXPECT_EQ(std::string(err.what()).find('\n'), std::string::npos);
     return err.what();
   }
@@ -217,16 +217,16 @@ TEST(SampleEncoder, BadLinesAreRefusedNamingTheLineAndTheKey) {
 }
 
 } // namespace
-} // namespace swift::rt
+} // namespace swift::data
 
-namespace swift::rt {
+namespace swift::data {
 namespace {
 TEST(SampleEncoder, ATokenizerWhoseIdsTheModelDoesNotHoldIsRefused) {
   const Model &m = model("qwen2_5");
   try {
     SampleEncoder(151000, m.tok, m.chat, true, "m/config.json: vocab_size");
     FAIL() << "accepted";
-  } catch (const UserError &e) {
+  } catch (const swift::plan::UserError &e) {
     EXPECT_NE(std::string(e.what()).find("m/config.json: vocab_size"), std::string::npos)
         << e.what();
   }
@@ -234,9 +234,9 @@ TEST(SampleEncoder, ATokenizerWhoseIdsTheModelDoesNotHoldIsRefused) {
   SampleEncoder(151936, m.tok, m.chat, true);
 }
 } // namespace
-} // namespace swift::rt
+} // namespace swift::data
 
-namespace swift::rt {
+namespace swift::data {
 namespace {
 namespace fs = std::filesystem;
 
@@ -253,7 +253,7 @@ TEST(SampleEncoder, AModelDirectorysFilesAreReadAtTheFirstTextLine) {
   try {
     none.encode(R"({"text": "a"})", "d.jsonl: line 2");
     FAIL() << "accepted";
-  } catch (const UserError &e) {
+  } catch (const swift::plan::UserError &e) {
     EXPECT_EQ(std::string(e.what()),
               "d.jsonl: line 2: a \"text\" line is text and needs the model's "
               "tokenizer: pass --weights DIR");
@@ -281,12 +281,12 @@ TEST(SampleEncoder, AModelDirectorysFilesAreReadAtTheFirstTextLine) {
   // The vocabulary check waits for the tokenizer too.
   SampleEncoder small = SampleEncoder::fromModelDir(dir.string(), "", 1000, true,
                                                     "m/config.json: vocab_size", "");
-  EXPECT_THROW(small.encode(chat, "l"), UserError);
+  EXPECT_THROW(small.encode(chat, "l"), swift::plan::UserError);
 }
 } // namespace
-} // namespace swift::rt
+} // namespace swift::data
 
-namespace swift::rt {
+namespace swift::data {
 namespace {
 TEST(SampleEncoder, AMessagesKeysReachTheTemplateInTheLinesOrder) {
   const std::string file = ::testing::TempDir() + "/tojson.jinja";
@@ -304,4 +304,4 @@ TEST(SampleEncoder, AMessagesKeysReachTheTemplateInTheLinesOrder) {
             R"({"role": "assistant", "content": "b"}b)");
 }
 } // namespace
-} // namespace swift::rt
+} // namespace swift::data

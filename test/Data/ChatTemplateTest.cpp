@@ -6,8 +6,8 @@
 // jinja2's semantics on the constructs the templates use; located refusals
 // of bad and unsupported templates; bounded renders.
 #include "swift/Plan/Error.h"
-#include "swift/Runtime/ChatTemplate.h"
-#include "swift/Runtime/Jinja.h"
+#include "swift/Data/ChatTemplate.h"
+#include "swift/Data/Jinja.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -18,7 +18,7 @@
 #include <sstream>
 #include <thread>
 
-using namespace swift::rt;
+using namespace swift::data;
 using ojson = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 

@@ -33,7 +33,7 @@
 #include <utility>
 #include <vector>
 
-namespace swift::rt {
+namespace swift::data {
 
 class Tokenizer {
 public:
@@ -88,4 +88,4 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-} // namespace swift::rt
+} // namespace swift::data

@@ -36,7 +36,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "swift/Runtime/Jsonl.h"
+#include "swift/Data/Jsonl.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -46,7 +46,7 @@
 #include <string>
 #include <vector>
 
-namespace swift::rt {
+namespace swift::data {
 
 class Tokenizer;
 class ChatTemplate;
@@ -109,4 +109,4 @@ private:
   std::shared_ptr<Text> text_;
 };
 
-} // namespace swift::rt
+} // namespace swift::data

@@ -15,7 +15,7 @@
 #include <atomic>
 #include <unordered_map>
 
-namespace swift::rt::tokenizer_text {
+namespace swift::data::tokenizer_text {
 
 
 namespace {
@@ -530,4 +530,4 @@ void SplitRegex::matches(std::string_view s,
   SWIFT_ASSERT(U_SUCCESS(status), "ICU regex: ", u_errorName(status));
 }
 
-} // namespace swift::rt::tokenizer_text
+} // namespace swift::data::tokenizer_text

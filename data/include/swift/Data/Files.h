@@ -10,7 +10,7 @@
 
 #include <string>
 
-namespace swift::rt {
+namespace swift::data {
 
 /// Opens `path` for reading (O_CLOEXEC) if it is a regular file, else a
 /// UserError "path: why" (plan::notRegularFile's why: "is a FIFO, not a
@@ -19,4 +19,4 @@ namespace swift::rt {
 /// cannot block either). The caller owns the descriptor.
 int openRegularFile(const std::string &path, const std::string &expected);
 
-} // namespace swift::rt
+} // namespace swift::data

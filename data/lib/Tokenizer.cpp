@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "swift/Runtime/Tokenizer.h"
+#include "swift/Data/Tokenizer.h"
 
 #include "TokenizerText.h"
 
@@ -30,7 +30,7 @@
 #include <queue>
 #include <unordered_map>
 
-namespace swift::rt {
+namespace swift::data {
 namespace {
 
 using nlohmann::json;
@@ -1074,4 +1074,4 @@ void Tokenizer::checkFitsModel(int64_t modelVocabSize, const std::string &model)
 
 const std::string &Tokenizer::file() const { return impl_->file; }
 
-} // namespace swift::rt
+} // namespace swift::data
