@@ -4,6 +4,7 @@
 
 #include "swift/Plan/Json.h"
 #include "swift/Data/ChatTemplate.h"
+#include "swift/Data/Hash.h"
 #include "swift/Plan/Error.h"
 #include "swift/Data/Tokenizer.h"
 
@@ -380,6 +381,29 @@ SampleEncoder SampleEncoder::fromModelDir(const std::string &dir,
   e.text_->chatTemplateFile = chatTemplateFile;
   e.text_->model = model;
   return e;
+}
+
+std::string SampleEncoder::fingerprint() const {
+  if (text_->tokenizer || text_->chat)
+    return "";
+  std::string out = "SampleEncoder vocab " + std::to_string(vocab_) +
+                    (assistantOnly_ ? ", assistant tokens" : ", all tokens");
+  auto file = [&](const std::string &path) {
+    std::error_code ec;
+    if (path.empty() || !std::filesystem::is_regular_file(path, ec))
+      return;
+    out += "\n" + std::filesystem::path(path).filename().string() + " " +
+           hex64(hashFile(path));
+  };
+  if (!text_->dir.empty())
+    for (const char *name :
+         {"tokenizer.json", "tokenizer_config.json", "chat_template.jinja"})
+      file(text_->dir + "/" + name);
+  if (!text_->chatTemplateFile.empty()) {
+    out += "\n--chat-template";
+    file(text_->chatTemplateFile);
+  }
+  return out;
 }
 
 DataFormat SampleEncoder::formatOf(const json &j, const std::string &where) {

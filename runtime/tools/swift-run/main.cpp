@@ -83,6 +83,10 @@ const char *kUsage =
     "                    checkpoint's copy, else --weights / the plan's\n"
     "  --chat-template FILE  the chat template (Jinja text, or a .json\n"
     "                    tokenizer_config) instead of the tokenizer's\n"
+    "  --data-cache DIR  the token cache: JSONL data is tokenized once (on\n"
+    "                    every core) into DIR/tokens, reused by later runs\n"
+    "                    and the other ranks (default: $SWIFT_CACHE_DIR,\n"
+    "                    else ~/.cache/swift); off: tokenize every run\n"
     "  --inspect-data N  print the first N samples of --data as JSON lines\n"
     "                    (text, input_ids, labels after truncation) and exit\n"
     "  --eval-data FILE  evaluate on FILE's samples (JSONL): eval_loss, the\n"
@@ -130,6 +134,7 @@ struct Args {
   std::string saveDir, resume, adapter, mergeBase;
   std::string evalData;
   std::string tokenizer, chatTemplate; // --tokenizer, --chat-template
+  std::string dataCache = swift::data::defaultCacheDir(); // "": off
   double epochs = 0;       // --epochs; 0: --steps
   double evalSplit = 0;    // --eval-split; 0: none
   int64_t evalEvery = 0;   // --eval-every; 0: each epoch's end
@@ -228,6 +233,10 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
       a.tokenizer = value();
     } else if (s == "--chat-template") {
       a.chatTemplate = value();
+    } else if (s == "--data-cache") {
+      a.dataCache = value();
+      if (a.dataCache == "off")
+        a.dataCache.clear();
     } else if (s == "--save-dir") {
       a.saveDir = value();
     } else if (s == "--save-every") {
@@ -436,6 +445,18 @@ DataOptions dataOptions(const Plan &plan, const Args &a,
   o.lineToSample = [encoder](const std::string &line, const std::string &where) {
     return encoder->encode(line, where);
   };
+  o.sampleKey = encoder->fingerprint();
+  o.cacheDir = a.dataCache;
+  // One process tokenizes (the others wait on the cache's lock): it shows
+  // its progress; rank 0 tells about the cache. Uncached, every rank
+  // tokenizes, and rank 0 shows it.
+  const RankEnv env = readRankEnv();
+  if (env.rank == 0 || !o.cacheDir.empty()) {
+    o.progress = &std::cerr;
+    o.progressIsTerminal = ::isatty(2);
+  }
+  if (env.rank == 0)
+    o.notes = &std::cerr;
   return o;
 }
 
@@ -614,8 +635,9 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
         (note.find(": warning: ") != std::string::npos ? std::cerr : std::cout)
             << note << std::endl;
   }
-  const DataOptions dataOpts =
+  DataOptions dataOpts =
       dataOptions(plan, a, tokenizerDir(a, resumed ? resumed->dir() : "", weightsDir));
+  dataOpts.alive = [&watchdog] { watchdog.progress("tokenizing the data"); };
   DataSources sources = makeDataSources(resumed ? dataRecord.path : a.data,
                                         dataOpts, a.evalSplit);
   std::unique_ptr<TokenSource> &data = sources.train;

@@ -101,6 +101,11 @@ public:
   std::optional<jsonl::Sample> encode(const std::string &line,
                                       const std::string &where) const;
 
+  /// What makes this encoder's samples, for the token cache's key
+  /// (Dataset.h): the vocabulary size, the label rule and the content of
+  /// the tokenizer files and template it reads. Empty for an encoder given
+  /// its tokenizer as an object: its samples are not cached.
+  std::string fingerprint() const;
   struct Text; // the tokenizer and template, loaded once
 
 private:

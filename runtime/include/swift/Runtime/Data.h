@@ -10,20 +10,17 @@
 // file name ends in ".u32" or ".uint32" (then uint32). Sample i is the
 // window starting at token (i*S) mod (N - S), wrapping around the file.
 //
-// JSONL files (name ends in ".jsonl"): one sample a line. A line becomes a
-// sample (data::jsonl::Sample: token ids, labels, and the text it was made from
-// if any) in ONE place, the LineToSample function the source is given;
-// today's is tokenIdsLines (data::jsonl::parseLine: {"input_ids": [...],
-// "labels": [...], "attention_mask": [...]}, labels optional, -100 = not
-// trained on, HF's convention: labels[j+1] is the target of position j;
-// attention_mask optional, its 0s at either end are padding, dropped).
-// Everything below works on samples, whatever made them. A sample longer
-// than sequence_length tokens is training.truncation's: dropped (default),
-// cut keeping its start (right) or its end (left), or refused naming its
-// line (error). The samples are laid out into windows of S positions
-// once, at load: packed (best-fit decreasing, a sample is never split) or,
-// without packing, one sample per window. The tail of a window is padding
-// (id 0, never a target).
+// JSONL files (name ends in ".jsonl"): one sample a line, made by the data
+// layer (swift/Data/Dataset.h): each line becomes a sample through the
+// LineToSample the source is given (token-id lines, or SampleEncoder for the
+// formats users have), on every core, once: the token cache keeps the
+// samples for later runs and the other ranks, memory-mapped. A sample
+// longer than sequence_length tokens is training.truncation's: dropped
+// (default), cut keeping its start (right) or its end (left), or refused
+// naming its line (error). The samples are laid out into windows of S
+// positions once, at load: packed (best-fit decreasing, a sample is never
+// split) or, without packing, one sample per window. The tail of a window
+// is padding (id 0, never a target).
 //
 // Epochs. The W windows of a JSONL file are one epoch; the run consumes
 // them as one stream of global sample (window) numbers: number p is
@@ -39,7 +36,7 @@
 #pragma once
 
 #include "swift/Plan/Enums.h"
-#include "swift/Data/Jsonl.h"
+#include "swift/Data/Dataset.h"
 
 #include <ATen/ATen.h>
 
@@ -50,6 +47,10 @@
 #include <string>
 
 namespace swift::rt {
+
+using data::DataSummary;
+using data::groupedDigits;
+using data::LineToSample;
 
 /// What one micro-batch trains on: B windows of S positions.
 struct Batch {
@@ -69,8 +70,6 @@ struct Batch {
   /// unknown (the engine then uses its step and micro-batch counters).
   int64_t firstSample = -1;
 };
-
-struct DataSummary;
 
 class TokenSource {
 public:
@@ -93,14 +92,6 @@ public:
   virtual const DataSummary *summary() const { return nullptr; }
 };
 
-/// One line of a data file -> one sample (nullopt: a blank line). `where`
-/// ("data.jsonl: line 7") starts every UserError it throws. The seam
-/// between a line format and everything that works on samples.
-using LineToSample = std::function<std::optional<data::jsonl::Sample>(
-    const std::string &line, const std::string &where)>;
-/// Token-id lines (data::jsonl::parseLine) with ids below `vocab`.
-LineToSample tokenIdsLines(int64_t vocab);
-
 struct DataOptions {
   int64_t vocab = 0, seq = 0; // model.vocab_size, training.sequence_length
   uint64_t seed = 0;          // training.seed: synthetic data, epochs' order
@@ -109,29 +100,17 @@ struct DataOptions {
   /// training.loss_on: for a LineToSample that renders text (the assistant
   /// turns' tokens or all as labels); token-id lines carry their labels.
   plan::LossOn lossOn = plan::LossOn::Assistant;
-  LineToSample lineToSample; // empty: tokenIdsLines(vocab)
-};
-
-/// n with thousands separators ("1,234,567"), as the data line and the
-/// run's length line write counts.
-std::string groupedDigits(int64_t n);
-
-/// What a JSONL file (or the part of it a source holds) became.
-struct DataSummary {
-  std::string path;
-  int64_t seq = 0;
-  int64_t samples = 0;   // in the source's windows
-  int64_t tokens = 0;    // their tokens (after truncation)
-  int64_t trained = 0;   // their positions with a target (label tokens)
-  int64_t windows = 0;   // windows of seq positions
-  int64_t dropped = 0;   // the file's samples longer than seq, dropped
-  int64_t truncated = 0; // ... cut to seq
-  int64_t heldOut = 0;   // samples held out for evaluation (--eval-split)
-  /// Real tokens / window positions.
-  double packingEfficiency() const;
-  /// "data.jsonl: 1000 samples, 95000 tokens (3 dropped, 2 truncated: ...),
-  /// 760 windows of 128, packing efficiency 97.6%, 45000 trained tokens".
-  std::string line() const;
+  LineToSample lineToSample; // empty: data::tokenIdsLines(vocab)
+  /// What makes lineToSample's samples, for the token cache's key
+  /// (SampleEncoder::fingerprint()); empty with a lineToSample: uncached.
+  std::string sampleKey;
+  /// The token cache's directory (--data-cache); empty: none.
+  std::string cacheDir;
+  int threads = 0;                 // tokenizing threads; 0: every core
+  std::ostream *progress = nullptr; // tokenizing progress, or none
+  bool progressIsTerminal = false;
+  std::ostream *notes = nullptr; // the token cache's lines, or none
+  std::function<void()> alive;   // the watchdog, while tokenizing
 };
 
 /// The training source of --data `path` (any format, below) and, when
