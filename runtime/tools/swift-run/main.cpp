@@ -87,6 +87,9 @@ const char *kUsage =
     "                    every core) into DIR/tokens, reused by later runs\n"
     "                    and the other ranks (default: $SWIFT_CACHE_DIR,\n"
     "                    else ~/.cache/swift); off: tokenize every run\n"
+    "  --prepare-data    tokenize --data (and --eval-data) into the token\n"
+    "                    cache, print what it became and exit (a CPU\n"
+    "                    machine can do it before the GPU job)\n"
     "  --inspect-data N  print the first N samples of --data as JSON lines\n"
     "                    (text, input_ids, labels after truncation) and exit\n"
     "  --eval-data FILE  evaluate on FILE's samples (JSONL): eval_loss, the\n"
@@ -139,6 +142,7 @@ struct Args {
   double evalSplit = 0;    // --eval-split; 0: none
   int64_t evalEvery = 0;   // --eval-every; 0: each epoch's end
   int64_t inspectData = 0; // --inspect-data N; 0: train
+  bool prepareData = false; // --prepare-data: tokenize into the cache, exit
   bool stepsGiven = false;
   bool merge = false;
   bool exportDtypeGiven = false;
@@ -208,6 +212,8 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
       a.data = value();
     } else if (s == "--inspect-data") {
       a.inspectData = parseInt(s, value(), 1, int64_t(1) << 40);
+    } else if (s == "--prepare-data") {
+      a.prepareData = true;
     } else if (s == "--eval-data") {
       a.evalData = value();
     } else if (s == "--eval-split") {
@@ -300,6 +306,8 @@ Args parseArgs(int argc, char **argv, std::vector<std::string> &childArgs) {
               "--eval-split F");
   SWIFT_CHECK(a.inspectData == 0 || !a.data.empty(),
               "command line: --inspect-data needs --data FILE.jsonl");
+  SWIFT_CHECK(!a.prepareData || !a.data.empty(),
+              "command line: --prepare-data needs --data FILE.jsonl");
   SWIFT_CHECK(!a.saveDir.empty() || (a.saveEvery == 0 && a.keep == 0),
               "command line: --save-every and --keep need --save-dir");
   SWIFT_CHECK(!a.overwriteSaveDir || !a.saveDir.empty(),
@@ -1201,6 +1209,26 @@ int main(int argc, char **argv) {
                                                   : plan.weights ? plan.weights->path
                                                                  : "")),
                   a.inspectData, std::cout);
+      return 0;
+    }
+    if (a.prepareData) {
+      const DataOptions o = dataOptions(
+          plan, a,
+          tokenizerDir(a, "", !a.weights.empty() ? a.weights
+                              : plan.weights ? plan.weights->path
+                                             : ""));
+      DataSources sources = makeDataSources(a.data, o, a.evalSplit);
+      std::cout << "swift-run: data " << sources.train->summary()->line() << "\n";
+      if (const int64_t w = sources.train->windowsPerEpoch())
+        std::cout << "swift-run: an epoch is " << groupedDigits(w)
+                  << " windows, "
+                  << groupedDigits((w + plan.training.globalBatchSize - 1) /
+                                   plan.training.globalBatchSize)
+                  << " steps of global batch "
+                  << plan.training.globalBatchSize << "\n";
+      if (!a.evalData.empty())
+        std::cout << "swift-run: eval data "
+                  << makeEvalSource(a.evalData, o)->summary()->line() << "\n";
       return 0;
     }
     if (!a.emitPlan.empty()) {
