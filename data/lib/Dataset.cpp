@@ -424,8 +424,8 @@ Counts tokenizeInto(const std::string &path, const TokenizeOptions &o,
 //===-- the cache ---------------------------------------------------------===//
 
 /// The content hash of `path`, remembered in DIR/files by the file's
-/// identity (device, inode, size, mtime): an unchanged file is not read
-/// again.
+/// identity (device, inode, size, mtime, ctime): an unchanged file is not
+/// read again.
 uint64_t contentHash(const std::string &path, const std::string &cacheDir) {
   struct stat st;
   SWIFT_CHECK(::stat(path.c_str(), &st) == 0, path, ": ", std::strerror(errno));
@@ -433,11 +433,14 @@ uint64_t contentHash(const std::string &path, const std::string &cacheDir) {
   const std::string real = fs::canonical(path, ec).string();
   const std::string dir = cacheDir + "/files";
   const std::string memo = dir + "/" + hex64(Hasher().update(real).digest());
-  char identity[160];
-  std::snprintf(identity, sizeof identity, "%llu %llu %lld %lld.%09ld",
+  // ctime too: the kernel sets it on every write, and no tool (touch -d,
+  // rsync -t) can set it back, as they can mtime.
+  char identity[200];
+  std::snprintf(identity, sizeof identity, "%llu %llu %lld %lld.%09ld %lld.%09ld",
                 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
                 (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-                st.st_mtim.tv_nsec);
+                st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec,
+                st.st_ctim.tv_nsec);
   {
     std::ifstream in(memo);
     std::string seen, hash;

@@ -114,7 +114,12 @@ inline Result runPlan(const json &plan, const std::string &args,
   Result r;
   r.dir = freshDir();
   std::ofstream(r.dir + "/plan.json") << plan.dump(1);
-  std::string cmd = "cd " + r.dir + " && " + env + " timeout 200 " +
+  // JSONL data goes through one token cache for the whole test run (an
+  // `env` may name another).
+  static const std::string cache =
+      (fs::temp_directory_path() / "swift-test-token-cache").string();
+  std::string cmd = "cd " + r.dir + " && SWIFT_CACHE_DIR=" + cache + " " +
+                    env + " timeout 200 " +
                     SWIFT_RUN_PATH + " plan.json --metrics metrics.jsonl " +
                     args + " > out.txt 2>&1";
   auto t0 = std::chrono::steady_clock::now();

@@ -206,6 +206,46 @@ TEST(DataLine, CountsSamplesTokensWindowsAndTrainedTokens) {
 }
 
 //===----------------------------------------------------------------------===//
+// The token cache (--data-cache), --prepare-data
+//===----------------------------------------------------------------------===//
+
+TEST(TokenCache, TheSecondRunAndTheRanksReuseTheTokensAndTrainTheSame) {
+  const std::string dir = freshDir();
+  const std::string data = writeJsonl(dir + "/d.jsonl", distinctSamples(40));
+  const std::string cache = "SWIFT_CACHE_DIR=" + dir + "/cache";
+  // --prepare-data: tokenizes into the cache, says what the file became,
+  // trains nothing.
+  Result prepared =
+      runPlan(tinyPlan(0, 1), "--prepare-data --data " + data, cache);
+  ASSERT_EQ(prepared.exitCode, 0) << prepared.output;
+  EXPECT_NE(prepared.output.find("tokenized " + data + ": 40 samples"),
+            std::string::npos)
+      << prepared.output;
+  EXPECT_NE(prepared.output.find("swift-run: data " + data + ": 40 samples"),
+            std::string::npos)
+      << prepared.output;
+  EXPECT_NE(prepared.output.find("swift-run: an epoch is "), std::string::npos)
+      << prepared.output;
+  EXPECT_EQ(prepared.output.find("step 1"), std::string::npos);
+  Result cached = runPlan(tinyPlan(0, 2), "--nproc-per-node 2 --steps 3 --data " + data, cache);
+  ASSERT_EQ(cached.exitCode, 0) << cached.output;
+  EXPECT_NE(cached.output.find("40 samples, "), std::string::npos);
+  EXPECT_NE(cached.output.find("from the token cache " + dir + "/cache/tokens/"),
+            std::string::npos)
+      << cached.output;
+  EXPECT_EQ(cached.output.find("tokenized "), std::string::npos)
+      << cached.output;
+  Result fresh = runPlan(tinyPlan(0, 2),
+                         "--nproc-per-node 2 --steps 3 --data-cache off --data " + data);
+  ASSERT_EQ(fresh.exitCode, 0) << fresh.output;
+  EXPECT_EQ(fresh.output.find("token cache"), std::string::npos)
+      << fresh.output;
+  ASSERT_EQ(cached.metrics.size(), fresh.metrics.size());
+  for (size_t i = 0; i < fresh.metrics.size(); ++i)
+    EXPECT_EQ(cached.metrics[i]["loss"], fresh.metrics[i]["loss"]) << i;
+}
+
+//===----------------------------------------------------------------------===//
 // --inspect-data
 //===----------------------------------------------------------------------===//
 

@@ -25,8 +25,8 @@
 // and renamed into place; processes that want the same entry wait on its
 // lock file instead of tokenizing again, so the ranks of a run and any
 // later run tokenize once. The content hash of a file is remembered by its
-// (device, inode, size, mtime) in DIR/files/, so an unchanged file is not
-// read again to be hashed.
+// (device, inode, size, mtime, ctime) in DIR/files/, so an unchanged file
+// is not read again to be hashed.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -1,0 +1,364 @@
+//===- DatasetTest.cpp - tokenizing once: threads, order, cache, memory ----===//
+//
+// data::TokenizedFile (Dataset.h) against the line-by-line LineToSample it
+// parallelizes: the same samples in the same order at any thread count,
+// the first bad line in file order whatever thread meets it, a token cache
+// that is reused by content and never by mistake, concurrent openers that
+// tokenize once, a full disk that leaves no entry behind, and host memory
+// that does not grow with the file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "swift/Data/Dataset.h"
+#include "swift/Data/SampleEncoder.h"
+#include "swift/Plan/Error.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+namespace swift::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A fresh directory under the test's temporary root.
+std::string freshDir(const std::string &name) {
+  const std::string dir = (fs::temp_directory_path() /
+                           ("swift-dataset-test-" + std::to_string(::getpid())) /
+                           name)
+                              .string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+/// Token-id lines: line i (0-based) holds 1 + (i * 7919) % 50 ids, labels
+/// -100 on its first half; blank lines every 97th; `odd` adds a label that
+/// is neither its id nor -100 on that line (an explicit label).
+std::string writeIdLines(const std::string &path, int64_t lines,
+                         int64_t odd = -1) {
+  std::ofstream out(path);
+  for (int64_t i = 0; i < lines; ++i) {
+    if (i % 97 == 96) {
+      out << "\n";
+      continue;
+    }
+    const int64_t n = 1 + (i * 7919) % 50;
+    std::ostringstream ids, labels;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t id = (i * 31 + k * 17) % 1000;
+      ids << (k ? "," : "") << id;
+      labels << (k ? "," : "")
+             << (i == odd && k == n - 1 ? (id + 1) % 1000
+                 : k < n / 2            ? -100
+                                        : id);
+    }
+    out << "{\"input_ids\": [" << ids.str() << "], \"labels\": ["
+        << labels.str() << "]}\n";
+  }
+  return path;
+}
+
+/// Every sample of `f` as the LineToSample makes it, line by line.
+void expectSameAsLineByLine(const TokenizedFile &f, const std::string &path,
+                            int64_t vocab) {
+  LineToSample toSample = tokenIdsLines(vocab);
+  LineReader in(path);
+  std::string line;
+  int64_t s = 0;
+  while (in.next(line)) {
+    std::optional<jsonl::Sample> want =
+        toSample(line, path + ": line " + std::to_string(in.number()));
+    if (!want)
+      continue;
+    ASSERT_LT(s, f.samples());
+    const SampleInfo info = f.info(s);
+    ASSERT_EQ(info.line, in.number());
+    ASSERT_EQ(info.length, int64_t(want->ids.size()));
+    std::vector<int64_t> ids(size_t(info.length)), labels(size_t(info.length));
+    f.read(s, 0, info.length, ids.data(), labels.data());
+    int64_t trained = 0;
+    for (int64_t k = 0; k < info.length; ++k) {
+      ASSERT_EQ(ids[size_t(k)], want->ids[size_t(k)]) << "line " << info.line;
+      ASSERT_EQ(labels[size_t(k)], want->labels[size_t(k)])
+          << "line " << info.line;
+      trained += k > 0 && want->labels[size_t(k)] != jsonl::kIgnore;
+    }
+    ASSERT_EQ(info.trained, trained);
+    ++s;
+  }
+  EXPECT_EQ(s, f.samples());
+}
+
+TokenizeOptions options(int threads, const std::string &cache = "") {
+  TokenizeOptions o;
+  o.vocab = 1000;
+  o.threads = threads;
+  o.cacheDir = cache;
+  return o;
+}
+
+TEST(Dataset, EveryThreadCountGivesTheLinesSamplesInFileOrder) {
+  const std::string dir = freshDir("order");
+  // ~1.3 MB: several chunks of about 1 MiB.
+  const std::string path = writeIdLines(dir + "/data.jsonl", 12000);
+  for (int threads : {1, 3, 8}) {
+    auto f = TokenizedFile::open(path, options(threads));
+    EXPECT_FALSE(f->reused());
+    expectSameAsLineByLine(*f, path, 1000);
+  }
+}
+
+TEST(Dataset, ALabelNeitherIdNorIgnoreLateInTheFileIsKeptExactly) {
+  const std::string dir = freshDir("labels");
+  // The odd label on the last line: the labels of every chunk before it are
+  // written back from the ids already on disk.
+  const std::string path = writeIdLines(dir + "/data.jsonl", 12000, 11998);
+  auto f = TokenizedFile::open(path, options(4, dir + "/cache"));
+  expectSameAsLineByLine(*f, path, 1000);
+  auto again = TokenizedFile::open(path, options(4, dir + "/cache"));
+  EXPECT_TRUE(again->reused());
+  expectSameAsLineByLine(*again, path, 1000);
+}
+
+TEST(Dataset, TheFirstBadLineInFileOrderIsTheErrorWhateverThreadMeetsIt) {
+  const std::string dir = freshDir("bad");
+  const std::string path = writeIdLines(dir + "/data.jsonl", 12000);
+  // Two bad lines in different chunks: line 9001's error is found first by
+  // some thread, but line 3001's comes first in the file.
+  std::vector<std::string> lines;
+  {
+    std::ifstream in(path);
+    for (std::string l; std::getline(in, l);)
+      lines.push_back(l);
+  }
+  lines[3000] = "{\"input_ids\": [1, 2, 5000]}";
+  lines[9000] = "not json";
+  {
+    std::ofstream out(path);
+    for (const std::string &l : lines)
+      out << l << "\n";
+  }
+  for (int threads : {1, 8}) {
+    try {
+      TokenizedFile::open(path, options(threads, dir + "/cache"));
+      FAIL() << "no error";
+    } catch (const plan::UserError &e) {
+      EXPECT_NE(std::string(e.what()).find("data.jsonl: line 3001: "),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // Nothing is left in the cache but the lock.
+  for (const auto &entry : fs::directory_iterator(dir + "/cache/tokens"))
+    EXPECT_NE(entry.path().string().find(".lock"), std::string::npos)
+        << entry.path();
+}
+
+TEST(Dataset, TheCacheIsKeyedByContentAndTheSamplesMaker) {
+  const std::string dir = freshDir("cache");
+  const std::string cache = dir + "/cache";
+  const std::string a = writeIdLines(dir + "/a.jsonl", 500);
+  auto first = TokenizedFile::open(a, options(2, cache));
+  EXPECT_FALSE(first->reused());
+  EXPECT_TRUE(TokenizedFile::open(a, options(2, cache))->reused());
+  // The same bytes elsewhere: the same entry.
+  fs::copy_file(a, dir + "/copy.jsonl");
+  auto copy = TokenizedFile::open(dir + "/copy.jsonl", options(2, cache));
+  EXPECT_TRUE(copy->reused());
+  EXPECT_EQ(copy->cacheEntry(), first->cacheEntry());
+  // Another vocabulary is another maker of samples: another entry.
+  TokenizeOptions other = options(2, cache);
+  other.vocab = 2000;
+  EXPECT_FALSE(TokenizedFile::open(a, other)->reused());
+  // A changed file (one byte, same size, its mtime set back as rsync -t
+  // would) is tokenized again: its content, not its name, size or mtime,
+  // is the key.
+  const auto mtime = fs::last_write_time(a);
+  {
+    std::fstream f(a, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(15); // the first id of the first line: {"input_ids": [0
+    f.put('8');
+  }
+  fs::last_write_time(a, mtime);
+  auto changed = TokenizedFile::open(a, options(2, cache));
+  EXPECT_FALSE(changed->reused());
+  EXPECT_NE(changed->cacheEntry(), first->cacheEntry());
+  expectSameAsLineByLine(*changed, a, 1000);
+  // A lineToSample without a key cannot be cached.
+  TokenizeOptions unkeyed = options(2, cache);
+  unkeyed.lineToSample = tokenIdsLines(1000);
+  EXPECT_EQ(TokenizedFile::open(a, unkeyed)->cacheEntry(), "");
+}
+
+TEST(Dataset, ADamagedEntryIsBuiltAgain) {
+  const std::string dir = freshDir("damaged");
+  const std::string a = writeIdLines(dir + "/a.jsonl", 500);
+  auto first = TokenizedFile::open(a, options(2, dir + "/cache"));
+  const std::string entry = first->cacheEntry();
+  first.reset();
+  fs::resize_file(entry + "/ids.u32", 8); // a crash, a full disk, a user
+  auto again = TokenizedFile::open(a, options(2, dir + "/cache"));
+  EXPECT_FALSE(again->reused());
+  expectSameAsLineByLine(*again, a, 1000);
+}
+
+TEST(Dataset, ConcurrentOpenersTokenizeOnce) {
+  const std::string dir = freshDir("concurrent");
+  const std::string a = writeIdLines(dir + "/a.jsonl", 8000);
+  std::vector<std::shared_ptr<const TokenizedFile>> got(4);
+  std::vector<std::thread> openers;
+  for (size_t i = 0; i < got.size(); ++i)
+    openers.emplace_back(
+        [&, i] { got[i] = TokenizedFile::open(a, options(2, dir + "/cache")); });
+  for (std::thread &t : openers)
+    t.join();
+  int built = 0;
+  for (auto &f : got) {
+    built += !f->reused();
+    EXPECT_EQ(f->cacheEntry(), got[0]->cacheEntry());
+    expectSameAsLineByLine(*f, a, 1000);
+  }
+  EXPECT_EQ(built, 1);
+}
+
+TEST(Dataset, AFullDiskIsAnErrorNamingTheCacheAndLeavesNoEntry) {
+  const std::string dir = freshDir("full");
+  const std::string a = writeIdLines(dir + "/a.jsonl", 12000);
+  // A file size limit stands for a full disk: writes past it fail (EFBIG).
+  struct rlimit old;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  void (*oldHandler)(int) = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old;
+  small.rlim_cur = 64 << 10;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string error;
+  try {
+    TokenizedFile::open(a, options(2, dir + "/cache"));
+  } catch (const plan::UserError &e) {
+    error = e.what();
+  }
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, oldHandler);
+  EXPECT_NE(error.find("the token cache " + dir + "/cache"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("cannot write"), std::string::npos) << error;
+  for (const auto &entry : fs::directory_iterator(dir + "/cache/tokens"))
+    EXPECT_NE(entry.path().string().find(".lock"), std::string::npos)
+        << entry.path();
+  // With room again, the same call succeeds.
+  expectSameAsLineByLine(*TokenizedFile::open(a, options(2, dir + "/cache")),
+                         a, 1000);
+}
+
+TEST(Dataset, ACacheDirectoryThatCannotBeMadeCostsTheCacheNotTheRun) {
+  const std::string dir = freshDir("readonly");
+  const std::string a = writeIdLines(dir + "/a.jsonl", 300);
+  std::ofstream(dir + "/file") << "x"; // a file where a directory should be
+  std::ostringstream notes;
+  TokenizeOptions o = options(2, dir + "/file/cache");
+  o.notes = &notes;
+  auto f = TokenizedFile::open(a, o);
+  EXPECT_EQ(f->cacheEntry(), "");
+  expectSameAsLineByLine(*f, a, 1000);
+  EXPECT_NE(notes.str().find("tokenizing without a cache"), std::string::npos)
+      << notes.str();
+}
+
+/// This process's peak resident memory, in MiB.
+double peakRssMiB() {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024;
+}
+
+TEST(Dataset, HostMemoryDoesNotGrowWithTheFile) {
+  // ~120 MB of token-id lines (~12M tokens): tokenizing holds a few chunks
+  // per thread and writes the rest to disk; only the 24-byte sample records
+  // and the mapping (not resident until read) remain.
+  const std::string dir = freshDir("memory");
+  const std::string path = dir + "/big.jsonl";
+  {
+    std::ofstream out(path);
+    std::string line = "{\"input_ids\": [";
+    for (int k = 0; k < 2000; ++k)
+      line += (k ? "," : "") + std::to_string(100 + k % 800);
+    line += "]}\n";
+    for (int i = 0; i < 12000; ++i)
+      out << line;
+  }
+  const double before = peakRssMiB();
+  auto f = TokenizedFile::open(path, options(2, dir + "/cache"));
+  EXPECT_EQ(f->tokens(), int64_t(12000) * 2000);
+  const double grown = peakRssMiB() - before;
+  // The file's tokens in memory would be 48 MB as int32, 192 MB as the
+  // int64 a sample vector held before.
+  EXPECT_LT(grown, 40) << "peak RSS grew " << grown << " MiB";
+}
+
+TEST(Dataset, TruncationCutsTheMappedSamplesAndCountsWhatStaysTrained) {
+  const std::string dir = freshDir("truncation");
+  const std::string path = dir + "/data.jsonl";
+  std::ofstream(path) << "{\"input_ids\": [1,2,3,4,5,6], \"labels\": "
+                         "[-100,-100,-100,-100,5,6]}\n"
+                      << "{\"input_ids\": [7,8]}\n";
+  auto f = TokenizedFile::open(path, options(1));
+  Pieces right = cutToWindows(*f, 4, plan::Truncation::Right);
+  ASSERT_EQ(right.kept.size(), 2u);
+  EXPECT_EQ(right.truncated, 1);
+  EXPECT_EQ(right.kept[0].offset, 0);
+  EXPECT_EQ(right.kept[0].length, 4);
+  EXPECT_EQ(right.kept[0].trained, 0); // labels 2..4 of the first four
+  Pieces left = cutToWindows(*f, 4, plan::Truncation::Left);
+  EXPECT_EQ(left.kept[0].offset, 2);
+  EXPECT_EQ(left.kept[0].trained, 2); // 5 and 6
+  Pieces drop = cutToWindows(*f, 4, plan::Truncation::Drop);
+  ASSERT_EQ(drop.kept.size(), 1u);
+  EXPECT_EQ(drop.dropped, 1);
+  EXPECT_EQ(drop.kept[0].sample, 1);
+  try {
+    cutToWindows(*f, 4, plan::Truncation::Error);
+    FAIL() << "no error";
+  } catch (const plan::UserError &e) {
+    EXPECT_NE(std::string(e.what()).find("data.jsonl: line 1: a sample of 6 "
+                                         "tokens is longer than the window"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Dataset, SampleEncoderFingerprintNamesTheTokenizerFilesContent) {
+  const std::string dir = freshDir("fingerprint");
+  const std::string tokDir = std::string(SWIFT_TOKENIZERS_DIR) + "/qwen2_5";
+  fs::copy_file(tokDir + "/tokenizer.json", dir + "/tokenizer.json");
+  fs::copy_file(tokDir + "/tokenizer_config.json",
+                dir + "/tokenizer_config.json");
+  auto fingerprint = [&](bool assistantOnly, const std::string &templ = "") {
+    return SampleEncoder::fromModelDir(dir, templ, 151936, assistantOnly,
+                                       "model", "")
+        .fingerprint();
+  };
+  const std::string base = fingerprint(true);
+  EXPECT_NE(base.find("tokenizer.json "), std::string::npos) << base;
+  EXPECT_EQ(fingerprint(true), base);
+  EXPECT_NE(fingerprint(false), base); // loss_on all
+  std::ofstream(dir + "/t.jinja") << "{{ messages[0].content }}";
+  EXPECT_NE(fingerprint(true, dir + "/t.jinja"), base);
+  {
+    std::ofstream(dir + "/tokenizer_config.json", std::ios::app) << " ";
+  }
+  EXPECT_NE(fingerprint(true), base); // another template or special token
+}
+
+} // namespace
+} // namespace swift::data
