@@ -406,6 +406,14 @@ std::string SampleEncoder::fingerprint() const {
   return out;
 }
 
+void SampleEncoder::feed(TokenizeOptions &o) const {
+  auto self = std::make_shared<const SampleEncoder>(*this);
+  o.lineToSample = [self](const std::string &line, const std::string &where) {
+    return self->encode(line, where);
+  };
+  o.key = fingerprint();
+}
+
 DataFormat SampleEncoder::formatOf(const json &j, const std::string &where) {
   if (!j.is_object())
     throw UserError(where + ": expected an object (\"messages\", "

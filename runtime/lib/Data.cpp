@@ -134,16 +134,8 @@ struct SampleStore {
 
 std::shared_ptr<const SampleStore> loadSamples(const std::string &path,
                                                const DataOptions &o) {
-  data::TokenizeOptions t;
-  t.lineToSample = o.lineToSample;
+  data::TokenizeOptions t = o.tokenize;
   t.vocab = o.vocab;
-  t.key = o.sampleKey;
-  t.cacheDir = o.cacheDir;
-  t.threads = o.threads;
-  t.progress = o.progress;
-  t.progressIsTerminal = o.progressIsTerminal;
-  t.notes = o.notes;
-  t.alive = o.alive;
   auto store = std::make_shared<SampleStore>();
   store->file = data::TokenizedFile::open(path, t);
   store->pieces = data::cutToWindows(*store->file, o.seq, o.truncation);
@@ -436,7 +428,8 @@ void inspectData(const std::string &path, const DataOptions &o, int64_t count,
   // In file order, one line at a time: the text of a sample is not kept
   // by the token cache.
   const LineToSample toSample =
-      o.lineToSample ? o.lineToSample : data::tokenIdsLines(o.vocab);
+      o.tokenize.lineToSample ? o.tokenize.lineToSample
+                              : data::tokenIdsLines(o.vocab);
   data::LineReader in(path);
   std::string text;
   for (int64_t shown = 0; shown < count && in.next(text);) {

@@ -9,6 +9,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 
+#include <cmath>
+
 using namespace mlir;
 using mlir::swift::CandidateAttr;
 using mlir::swift::DecisionAttr;
@@ -95,6 +97,23 @@ std::string seconds(double s) {
   char buffer[32];
   snprintf(buffer, sizeof(buffer), s < 0.01 ? "%.4f s" : "%.3f s", s);
   return buffer;
+}
+
+/// A duration people read: "45 s", "2 min 10 s", "5 h 12 min", "3 d 4 h".
+std::string duration(double s) {
+  const int64_t t = int64_t(s + 0.5);
+  char b[48];
+  if (t < 60)
+    snprintf(b, sizeof b, "%lld s", (long long)t);
+  else if (t < 3600)
+    snprintf(b, sizeof b, "%lld min %lld s", (long long)(t / 60), (long long)(t % 60));
+  else if (t < 86400)
+    snprintf(b, sizeof b, "%lld h %lld min", (long long)(t / 3600),
+             (long long)(t % 3600 / 60));
+  else
+    snprintf(b, sizeof b, "%lld d %lld h", (long long)(t / 86400),
+             (long long)(t % 86400 / 3600));
+  return b;
 }
 
 template <typename E> std::string strategyKey(const std::optional<E> &v) {
@@ -238,8 +257,41 @@ std::string pricedSummary(JobOp job) {
   return text;
 }
 
+int64_t stepsOf(const DataPlan &d, int64_t globalBatchSize) {
+  const double windows = double(d.stats.summary.windows) * d.epochs;
+  return std::max<int64_t>(1, int64_t(std::ceil(windows / double(globalBatchSize) - 1e-9)));
+}
+
+/// The data section: what the file becomes and how long its epochs take.
+static void printData(raw_ostream &os, const job::JobSpec &spec,
+                      EstimateAttr e, const DataPlan &d) {
+  const data::DatasetStats &s = d.stats;
+  const int64_t gbs = spec.training.globalBatchSize;
+  const double step = e ? real(e.getStepSeconds()) : 0;
+  os << "data      " << s.summary.line() << "\n";
+  os << "          sample lengths (tokens): shortest " << s.shortest
+     << ", median " << s.median << ", 90% " << s.p90 << ", 99% " << s.p99
+     << ", longest " << s.longest << "\n";
+  os << "          an epoch is " << grouped(s.stepsPerEpoch) << " steps of "
+     << gbs << " windows";
+  if (step > 0)
+    os << ", about " << duration(double(s.stepsPerEpoch) * step);
+  const int64_t steps = stepsOf(d, gbs);
+  os << "; " << llvm::format("%g", d.epochs) << " epoch"
+     << (d.epochs == 1 ? "" : "s") << " = " << grouped(steps) << " steps";
+  if (step > 0)
+    os << ", about " << duration(double(steps) * step) << " on "
+       << spec.cluster.numGpus() << "x " << spec.cluster.gpu.name;
+  os << "\n          tokens "
+     << (s.cacheEntry.empty() ? std::string("not cached (--data-cache off)")
+         : s.reused           ? "from the token cache " + s.cacheEntry
+                              : "cached in " + s.cacheEntry)
+     << "\n";
+}
+
 void printReport(raw_ostream &os, const job::JobSpec &spec, JobOp job,
-                 const Replanned &replanned, bool explain) {
+                 const Replanned &replanned, bool explain,
+                 const DataPlan *data) {
   printJob(os, spec, counts(job));
   DecisionAttr decision = job.getDecisionAttr();
   CandidateAttr s = decision ? decision.getPicked() : CandidateAttr();
@@ -289,6 +341,8 @@ void printReport(raw_ostream &os, const job::JobSpec &spec, JobOp job,
   if (plan::fp8Gemms(job.getPrecision()))
     os << " of the bf16 peak; the decoder linears' GEMMs run FP8";
   os << "\n";
+  if (data) // the time of a strategy that fits only
+    printData(os, spec, decision.getFits() ? e : EstimateAttr(), *data);
   SmallVector<CandidateAttr> alternatives = decision.getAlternativeCandidates();
   if (!alternatives.empty()) {
     os << "alternatives\n";
@@ -356,7 +410,7 @@ void printReport(raw_ostream &os, const job::JobSpec &spec, JobOp job,
 
 /// printJson()'s object, unchecked.
 static void writeJson(raw_ostream &os, const job::JobSpec &spec, JobOp job,
-                      const Replanned &replanned) {
+                      const Replanned &replanned, const DataPlan *data) {
   const auto &m = spec.model;
   const auto &t = spec.training;
   const auto &c = spec.cluster;
@@ -468,6 +522,34 @@ static void writeJson(raw_ostream &os, const job::JobSpec &spec, JobOp job,
       j.attribute("tokens_per_second_per_gpu", tokensPerSecond / c.numGpus());
       j.attribute("mfu", real(e.getMfu()));
     });
+    if (data)
+      j.attributeObject("data", [&] {
+        const data::DatasetStats &d = data->stats;
+        const data::DataSummary &sum = d.summary;
+        j.attribute("path", sum.path);
+        j.attribute("samples", sum.samples);
+        j.attribute("tokens", sum.tokens);
+        j.attribute("trained_tokens", sum.trained);
+        j.attribute("dropped", sum.dropped);
+        j.attribute("truncated", sum.truncated);
+        j.attribute("windows", sum.windows);
+        j.attribute("packing_efficiency", sum.packingEfficiency());
+        j.attributeObject("sample_tokens", [&] {
+          j.attribute("shortest", d.shortest);
+          j.attribute("median", d.median);
+          j.attribute("p90", d.p90);
+          j.attribute("p99", d.p99);
+          j.attribute("longest", d.longest);
+        });
+        const int64_t steps = stepsOf(*data, t.globalBatchSize);
+        j.attribute("steps_per_epoch", d.stepsPerEpoch);
+        j.attribute("epochs", data->epochs);
+        j.attribute("steps", steps);
+        j.attribute("epoch_seconds",
+                    double(d.stepsPerEpoch) * real(e.getStepSeconds()));
+        j.attribute("run_seconds", double(steps) * real(e.getStepSeconds()));
+        j.attribute("token_cache", d.cacheEntry);
+      });
     j.attributeArray("alternatives", [&] {
       for (CandidateAttr a : decision.getAlternativeCandidates())
         j.object([&] {
@@ -508,10 +590,11 @@ static void writeJson(raw_ostream &os, const job::JobSpec &spec, JobOp job,
 }
 
 bool printJson(raw_ostream &out, const job::JobSpec &spec, JobOp job,
-               const Replanned &replanned, std::string &error) {
+               const Replanned &replanned, std::string &error,
+               const DataPlan *data) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  writeJson(os, spec, job, replanned);
+  writeJson(os, spec, job, replanned, data);
   // llvm::json prints a NaN or infinite double as nan / inf, which is not
   // JSON; the job reader rejects non-finite inputs, so one here is a bug in
   // an estimate: say which line rather than print it.

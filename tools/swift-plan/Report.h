@@ -10,6 +10,7 @@
 #ifndef SWIFT_TOOLS_SWIFT_PLAN_REPORT_H
 #define SWIFT_TOOLS_SWIFT_PLAN_REPORT_H
 
+#include "swift/Data/DatasetStats.h"
 #include "swift/Job/Job.h"
 #include "swift/Passes/Pipelines.h"
 
@@ -28,12 +29,22 @@ struct Replanned {
   std::optional<mlir::swift::WhatIf> withoutClipping;
 };
 
+/// swift-plan --data: what the dataset becomes, and the run's length.
+struct DataPlan {
+  data::DatasetStats stats;
+  double epochs = 1;
+};
+/// The steps of `epochs` epochs of the data (ceil(E x windows / global
+/// batch), as swift-run --epochs counts them).
+int64_t stepsOf(const DataPlan &d, int64_t globalBatchSize);
+
 /// The readable report: the job, then (when planned) the strategy, memory,
-/// time, alternatives; `explain` adds per-phase and per-layer memory and
-/// the work and memory of each op of one decoder layer.
+/// time, alternatives, the data (with --data: samples, windows, steps and
+/// time per epoch and for the run); `explain` adds per-phase and per-layer
+/// memory and the work and memory of each op of one decoder layer.
 void printReport(llvm::raw_ostream &os, const job::JobSpec &spec,
                  mlir::swift::JobOp job, const Replanned &replanned,
-                 bool explain);
+                 bool explain, const DataPlan *data = nullptr);
 
 /// One line for the strategy the job's decision holds (the closest one when
 /// nothing fits): its decisions, peak per GPU against what is usable, and
@@ -47,7 +58,7 @@ std::string pricedSummary(mlir::swift::JobOp job);
 /// `nan` or `inf`.
 bool printJson(llvm::raw_ostream &os, const job::JobSpec &spec,
                mlir::swift::JobOp job, const Replanned &replanned,
-               std::string &error);
+               std::string &error, const DataPlan *data = nullptr);
 
 } // namespace swift::report
 

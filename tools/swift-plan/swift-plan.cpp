@@ -25,6 +25,7 @@
 
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Emit/Emit.h"
+#include "swift/Data/DatasetStats.h"
 #include "swift/Job/Job.h"
 #include "swift/Passes/Pipelines.h"
 
@@ -34,6 +35,10 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/ToolOutputFile.h"
+
+#include <unistd.h>
+
+#include <iostream>
 
 using namespace llvm;
 
@@ -98,6 +103,29 @@ cl::opt<double> memoryMargin(
     cl::desc("Fraction of GPU memory kept free for allocator fragmentation, "
              "and of host memory (default 0.10)"),
     cl::init(0.10), cl::cat(category));
+cl::opt<std::string> dataFile(
+    "data",
+    cl::desc("A JSONL dataset (any format swift-run --data takes): report "
+             "its samples, windows, steps and time per epoch and for the "
+             "run, tokenizing it once through swift-run's token cache"),
+    cl::value_desc("FILE.jsonl"), cl::cat(category));
+cl::opt<double> epochs("epochs",
+                       cl::desc("With --data: the run's epochs (default 1)"),
+                       cl::init(1.0), cl::cat(category));
+cl::opt<std::string> tokenizerDir(
+    "tokenizer",
+    cl::desc("With --data: the tokenizer files of text data (default: the "
+             "job's model directory)"),
+    cl::value_desc("DIR"), cl::cat(category));
+cl::opt<std::string> chatTemplate(
+    "chat-template",
+    cl::desc("With --data: the chat template instead of the tokenizer's"),
+    cl::value_desc("FILE"), cl::cat(category));
+cl::opt<std::string> dataCache(
+    "data-cache",
+    cl::desc("With --data: the token cache (default $SWIFT_CACHE_DIR, else "
+             "~/.cache/swift, as swift-run's); off: none"),
+    cl::value_desc("DIR"), cl::cat(category));
 cl::opt<bool> noSuggestions("no-suggestions",
                             cl::desc("When nothing fits, do not search for "
                                      "changes that would"),
@@ -307,6 +335,44 @@ int main(int argc, char **argv) {
            << swift::plan::toString(job->backend)
            << "): " << swift::report::pricedSummary(planned.job) << "\n";
 
+  // --data: the dataset through the job's tokenizer, as swift-run reads it.
+  std::optional<swift::report::DataPlan> dataPlan;
+  if (!dataFile.empty()) {
+    if (!(epochs > 0)) {
+      errs() << "swift-plan: --epochs must be positive\n";
+      return kExitBadInput;
+    }
+    swift::data::DatasetQuery q;
+    q.path = dataFile;
+    q.tokenizerDir = !tokenizerDir.empty() ? tokenizerDir.getValue()
+                                           : job->model.weights;
+    q.needs = q.tokenizerDir.empty()
+                  ? "pass --tokenizer DIR (a directory with tokenizer.json), "
+                    "or name the model's HF directory in the job"
+                  : q.tokenizerDir + " has no tokenizer.json; pass --tokenizer DIR";
+    q.chatTemplate = chatTemplate;
+    q.cacheDir = dataCache.getNumOccurrences() ? dataCache.getValue()
+                                               : swift::data::defaultCacheDir();
+    if (q.cacheDir == "off")
+      q.cacheDir.clear();
+    q.vocab = job->model.vocabSize;
+    q.seq = job->training.sequenceLength;
+    q.globalBatchSize = job->training.globalBatchSize;
+    q.truncation = job->training.truncation;
+    q.lossOn = job->training.lossOn;
+    q.packing = job->training.packing;
+    q.progress = &std::cerr;
+    q.progressIsTerminal = ::isatty(2);
+    std::string dataError;
+    std::optional<swift::data::DatasetStats> stats =
+        swift::data::describeDataset(q, dataError);
+    if (!stats) {
+      errs() << "swift-plan: --data: " << dataError << "\n";
+      return kExitBadInput;
+    }
+    dataPlan = swift::report::DataPlan{*stats, epochs};
+  }
+
   std::string error;
   auto output = mlir::openOutputFile(outputFile, &error);
   if (!output) {
@@ -345,13 +411,15 @@ int main(int argc, char **argv) {
     (void)swift::emit::emitLaunch(*planned.module, os, launchOptions);
   } else if (jsonReport) {
     std::string jsonError;
-    if (!swift::report::printJson(os, *job, planned.job, replanned, jsonError)) {
+    if (!swift::report::printJson(os, *job, planned.job, replanned, jsonError,
+                                  dataPlan ? &*dataPlan : nullptr)) {
       errs() << job->path << ": internal error: " << jsonError
              << " (not printing invalid JSON)\n";
       return kExitInternal;
     }
   } else
-    swift::report::printReport(os, *job, planned.job, replanned, explain);
+    swift::report::printReport(os, *job, planned.job, replanned, explain,
+                               dataPlan ? &*dataPlan : nullptr);
   if (!emitError.empty()) {
     // An artifact for another stack that the stack cannot run (a schedule
     // the HF Trainer has no name for, ...) is like a strategy it cannot

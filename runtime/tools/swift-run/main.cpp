@@ -447,24 +447,21 @@ DataOptions dataOptions(const Plan &plan, const Args &a,
     const std::string why = swift::plan::notRegularFile(a.chatTemplate, "a chat template");
     SWIFT_CHECK(why.empty(), "command line: --chat-template ", a.chatTemplate, ": ", why);
   }
-  auto encoder = std::make_shared<const swift::data::SampleEncoder>(swift::data::SampleEncoder::fromModelDir(
+  const swift::data::SampleEncoder encoder = swift::data::SampleEncoder::fromModelDir(
       tokenizerDir, a.chatTemplate, o.vocab, o.lossOn == swift::plan::LossOn::Assistant,
-      "the plan's model.vocab_size", needs));
-  o.lineToSample = [encoder](const std::string &line, const std::string &where) {
-    return encoder->encode(line, where);
-  };
-  o.sampleKey = encoder->fingerprint();
-  o.cacheDir = a.dataCache;
+      "the plan's model.vocab_size", needs);
+  encoder.feed(o.tokenize);
+  o.tokenize.cacheDir = a.dataCache;
   // One process tokenizes (the others wait on the cache's lock): it shows
   // its progress; rank 0 tells about the cache. Uncached, every rank
   // tokenizes, and rank 0 shows it.
   const RankEnv env = readRankEnv();
-  if (env.rank == 0 || !o.cacheDir.empty()) {
-    o.progress = &std::cerr;
-    o.progressIsTerminal = ::isatty(2);
+  if (env.rank == 0 || !o.tokenize.cacheDir.empty()) {
+    o.tokenize.progress = &std::cerr;
+    o.tokenize.progressIsTerminal = ::isatty(2);
   }
   if (env.rank == 0)
-    o.notes = &std::cerr;
+    o.tokenize.notes = &std::cerr;
   return o;
 }
 
@@ -645,7 +642,7 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
   }
   DataOptions dataOpts =
       dataOptions(plan, a, tokenizerDir(a, resumed ? resumed->dir() : "", weightsDir));
-  dataOpts.alive = [&watchdog] { watchdog.progress("tokenizing the data"); };
+  dataOpts.tokenize.alive = [&watchdog] { watchdog.progress("tokenizing the data"); };
   DataSources sources = makeDataSources(resumed ? dataRecord.path : a.data,
                                         dataOpts, a.evalSplit);
   std::unique_ptr<TokenSource> &data = sources.train;

@@ -36,6 +36,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "swift/Data/Dataset.h"
 #include "swift/Data/Jsonl.h"
 
 #include <nlohmann/json_fwd.hpp>
@@ -106,6 +107,9 @@ public:
   /// the tokenizer files and template it reads. Empty for an encoder given
   /// its tokenizer as an object: its samples are not cached.
   std::string fingerprint() const;
+  /// This encoder as `o`'s maker of samples: its lineToSample (a copy of
+  /// this encoder, shared by the threads) and key (fingerprint()).
+  void feed(TokenizeOptions &o) const;
   struct Text; // the tokenizer and template, loaded once
 
 private:

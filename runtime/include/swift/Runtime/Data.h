@@ -100,17 +100,9 @@ struct DataOptions {
   /// training.loss_on: for a LineToSample that renders text (the assistant
   /// turns' tokens or all as labels); token-id lines carry their labels.
   plan::LossOn lossOn = plan::LossOn::Assistant;
-  LineToSample lineToSample; // empty: data::tokenIdsLines(vocab)
-  /// What makes lineToSample's samples, for the token cache's key
-  /// (SampleEncoder::fingerprint()); empty with a lineToSample: uncached.
-  std::string sampleKey;
-  /// The token cache's directory (--data-cache); empty: none.
-  std::string cacheDir;
-  int threads = 0;                 // tokenizing threads; 0: every core
-  std::ostream *progress = nullptr; // tokenizing progress, or none
-  bool progressIsTerminal = false;
-  std::ostream *notes = nullptr; // the token cache's lines, or none
-  std::function<void()> alive;   // the watchdog, while tokenizing
+  /// How lines become samples, the token cache, progress (Dataset.h);
+  /// its vocab is this vocab.
+  data::TokenizeOptions tokenize;
 };
 
 /// The training source of --data `path` (any format, below) and, when
