@@ -106,19 +106,30 @@ json readConfig(const std::string &config, std::string &file) {
 }
 } // namespace
 
+/// The chat_template.jinja of a tokenizer directory, "" when there is none:
+/// it is the template, before tokenizer_config.json's, as transformers
+/// reads a tokenizer directory (newer HF repositories keep it there).
+static std::string templateBeside(const std::filesystem::path &dir) {
+  const std::filesystem::path jinja = dir / "chat_template.jinja";
+  std::error_code ec;
+  return std::filesystem::exists(jinja, ec) ? jinja.string() : "";
+}
+
 ChatTemplate ChatTemplate::fromTokenizerConfig(const std::string &config) {
   std::string file;
   json j = readConfig(config, file);
-  // A chat_template.jinja next to the file is the template, as transformers
-  // reads a tokenizer directory (newer HF repositories keep it there).
-  if (!looksLikeJsonText(config)) {
-    std::filesystem::path sibling =
-        std::filesystem::path(config).parent_path() / "chat_template.jinja";
-    std::error_code ec;
-    if (std::filesystem::exists(sibling, ec))
-      return fromFile(sibling.string(), fromConfigJson(j, file, false));
-  }
+  if (!looksLikeJsonText(config))
+    if (std::string jinja = templateBeside(std::filesystem::path(config).parent_path());
+        !jinja.empty())
+      return fromFile(jinja, fromConfigJson(j, file, false));
   return fromConfigJson(j, file, true);
+}
+
+ChatTemplate ChatTemplate::fromTokenizerDir(const std::string &dir,
+                                            const std::string &templateFile) {
+  ChatTemplate special = specialTokensOf(dir + "/tokenizer_config.json");
+  const std::string file = !templateFile.empty() ? templateFile : templateBeside(dir);
+  return file.empty() ? special : fromFile(file, special);
 }
 
 ChatTemplate ChatTemplate::specialTokensOf(const std::string &config) {

@@ -627,12 +627,31 @@ TokenizedFile::open(const std::string &path, const TokenizeOptions &o) {
   const std::string tokens = o.cacheDir + "/tokens";
   const std::string entry = tokens + "/" + hex64(k.digest());
   f->entry_ = entry;
+  // A reused entry's records are checked before any is read: an entry
+  // damaged in a way its sizes do not show is built again.
+  auto consistent = [&] {
+    const Mapping &mp = *f->map_;
+    uint64_t next = 0;
+    for (int64_t i = 0; i < f->samples_; ++i) {
+      const SampleRecord &r = mp.samples[i];
+      if (r.start != next || r.length == 0 || r.trained >= r.length)
+        return false;
+      next += r.length;
+    }
+    return next == uint64_t(f->tokens_);
+  };
   if (std::optional<Counts> c = readEntry(entry)) {
     f->reused_ = true;
     map(entry, *c);
+  }
+  if (f->reused_ && !consistent()) {
+    f->reused_ = false;
+    f->map_.reset();
+  }
+  if (f->reused_) {
     if (o.notes)
-      *o.notes << path << ": " << groupedDigits(c->samples) << " samples, "
-               << groupedDigits(c->tokens) << " tokens from the token cache "
+      *o.notes << path << ": " << groupedDigits(f->samples_) << " samples, "
+               << groupedDigits(f->tokens_) << " tokens from the token cache "
                << entry << "\n"
                << std::flush;
     return f;
@@ -652,7 +671,10 @@ TokenizedFile::open(const std::string &path, const TokenizeOptions &o) {
   if (std::optional<Counts> c = readEntry(entry)) { // built while we waited
     f->reused_ = true;
     map(entry, *c);
-    return f;
+    if (consistent())
+      return f;
+    f->reused_ = false;
+    f->map_.reset();
   }
   std::error_code ec;
   fs::remove_all(entry, ec); // a damaged entry

@@ -349,13 +349,8 @@ struct SampleEncoder::Text {
         return;
       auto tok = std::make_shared<const Tokenizer>(Tokenizer::load(dir + "/tokenizer.json"));
       tok->checkFitsModel(vocab, model);
-      const std::string config = dir + "/tokenizer_config.json";
-      ChatTemplate special = ChatTemplate::specialTokensOf(config);
-      std::string file = chatTemplateFile;
-      if (file.empty() && std::filesystem::exists(dir + "/chat_template.jinja"))
-        file = dir + "/chat_template.jinja";
       chat = std::make_shared<const ChatTemplate>(
-          file.empty() ? std::move(special) : ChatTemplate::fromFile(file, special));
+          ChatTemplate::fromTokenizerDir(dir, chatTemplateFile));
       tokenizer = std::move(tok);
     });
   }

@@ -211,6 +211,18 @@ TEST(Dataset, ADamagedEntryIsBuiltAgain) {
   auto again = TokenizedFile::open(a, options(2, dir + "/cache"));
   EXPECT_FALSE(again->reused());
   expectSameAsLineByLine(*again, a, 1000);
+  again.reset();
+  // Records that point past the tokens, at the right sizes: built again
+  // rather than read out of bounds.
+  {
+    std::fstream f(entry + "/samples.bin",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    const uint64_t start = uint64_t(1) << 40;
+    f.write(reinterpret_cast<const char *>(&start), sizeof start);
+  }
+  auto rebuilt = TokenizedFile::open(a, options(2, dir + "/cache"));
+  EXPECT_FALSE(rebuilt->reused());
+  expectSameAsLineByLine(*rebuilt, a, 1000);
 }
 
 TEST(Dataset, ConcurrentOpenersTokenizeOnce) {

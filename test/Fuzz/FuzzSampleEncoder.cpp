@@ -37,8 +37,8 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  namespace data = swift::data;
-  const data::SampleEncoder &e = encoder();
+  namespace sd = swift::data;
+  const sd::SampleEncoder &e = encoder();
   const std::string text(reinterpret_cast<const char *>(data), size);
   size_t begin = 0;
   for (int line = 1; line <= 8 && begin < text.size(); ++line) {
@@ -55,11 +55,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
           __builtin_trap();
         for (size_t k = 0; k < ids.size(); ++k)
           if (ids[k] < 0 || ids[k] >= kVocab ||
-              (labels[k] != data::jsonl::kIgnore &&
+              (labels[k] != sd::jsonl::kIgnore &&
                (text && labels[k] != ids[k])))
             __builtin_trap();
         if (text && std::all_of(labels.begin(), labels.end(),
-                        [](int32_t l) { return l == data::jsonl::kIgnore; }))
+                        [](int32_t l) { return l == sd::jsonl::kIgnore; }))
           __builtin_trap(); // a text sample that trains nothing
       }
     } catch (const swift::plan::UserError &err) {

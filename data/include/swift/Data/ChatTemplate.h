@@ -51,6 +51,13 @@ public:
   /// whose template comes from --chat-template).
   static ChatTemplate specialTokensOf(const std::string &config);
 
+  /// A tokenizer directory's special tokens (DIR/tokenizer_config.json) and
+  /// template, first found: `templateFile` (--chat-template, as fromFile),
+  /// DIR/chat_template.jinja, tokenizer_config.json's chat_template; none
+  /// is no error here (hasTemplate() is false).
+  static ChatTemplate fromTokenizerDir(const std::string &dir,
+                                       const std::string &templateFile = "");
+
   /// Renders `messages` (a JSON array of message objects). Message i's
   /// content and reasoning_content (when strings) are tagged with source i.
   Rendered render(const nlohmann::json &messages, bool addGenerationPrompt,
