@@ -79,7 +79,15 @@ std::string rateText(double perSecond) {
   return s;
 }
 
+/// The threads that tokenize by default: $SWIFT_DATA_THREADS, else every
+/// CPU this process may run on.
 int usableCores() {
+  if (const char *env = std::getenv("SWIFT_DATA_THREADS"); env && *env) {
+    const int n = std::atoi(env);
+    SWIFT_CHECK(n >= 1 && n <= 1024, "SWIFT_DATA_THREADS=", env,
+                ": expected a number of threads from 1 to 1024");
+    return n;
+  }
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0)
     return std::max(1, CPU_COUNT(&set));

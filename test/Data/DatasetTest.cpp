@@ -349,6 +349,60 @@ TEST(Dataset, TruncationCutsTheMappedSamplesAndCountsWhatStaysTrained) {
   }
 }
 
+TEST(Dataset, TextLinesThroughTheRealTokenizerAreTheSameAtAnyThreadCount) {
+  // Chat, text and alpaca lines through Qwen2.5's tokenizer and template:
+  // the tokenizer, the template and the encoder run on many threads at once.
+  const std::string dir = freshDir("text");
+  const std::string path = dir + "/data.jsonl";
+  {
+    std::ofstream out(path);
+    std::mt19937 rng(7);
+    const char *words[] = {"hello", "世界", "мир", "🙂", "naïve", "  ", "12345",
+                           "<|im_end|>", "e\\u0301", "\\n", "code()", "مرحبا"};
+    auto sentence = [&] {
+      std::string s;
+      for (int k = 0, n = 3 + int(rng() % 60); k < n; ++k)
+        s += std::string(k ? " " : "") + words[rng() % 12];
+      return s;
+    };
+    for (int i = 0; i < 3000; ++i) {
+      if (i % 3 == 0)
+        out << "{\"text\": \"" << sentence() << "\"}\n";
+      else if (i % 3 == 1)
+        out << "{\"messages\": [{\"role\": \"user\", \"content\": \""
+            << sentence() << "\"}, {\"role\": \"assistant\", \"content\": \""
+            << sentence() << "\"}]}\n";
+      else
+        out << "{\"instruction\": \"" << sentence() << "\", \"output\": \""
+            << sentence() << "\"}\n";
+    }
+  }
+  auto open = [&](int threads) {
+    TokenizeOptions o;
+    o.vocab = 151936;
+    o.threads = threads;
+    SampleEncoder::fromModelDir(std::string(SWIFT_TOKENIZERS_DIR) + "/qwen2_5", "",
+                                151936, true, "model", "")
+        .feed(o);
+    return TokenizedFile::open(path, o);
+  };
+  auto one = open(1), many = open(8);
+  ASSERT_EQ(one->samples(), 3000);
+  ASSERT_EQ(many->samples(), one->samples());
+  ASSERT_EQ(many->tokens(), one->tokens());
+  for (int64_t s = 0; s < one->samples(); ++s) {
+    const SampleInfo a = one->info(s), b = many->info(s);
+    ASSERT_EQ(a.length, b.length);
+    ASSERT_EQ(a.trained, b.trained);
+    std::vector<int64_t> ia(size_t(a.length)), la(ia.size()), ib(ia.size()),
+        lb(ia.size());
+    one->read(s, 0, a.length, ia.data(), la.data());
+    many->read(s, 0, b.length, ib.data(), lb.data());
+    ASSERT_EQ(ia, ib) << "sample " << s;
+    ASSERT_EQ(la, lb) << "sample " << s;
+  }
+}
+
 TEST(Dataset, SampleEncoderFingerprintNamesTheTokenizerFilesContent) {
   const std::string dir = freshDir("fingerprint");
   const std::string tokDir = std::string(SWIFT_TOKENIZERS_DIR) + "/qwen2_5";
