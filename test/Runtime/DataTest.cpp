@@ -21,22 +21,6 @@ using namespace swift::rt::testing;
 
 namespace {
 
-struct Sample {
-  std::vector<int> ids, labels; // labels empty: none in the file
-};
-
-std::string writeJsonl(const std::vector<Sample> &samples) {
-  std::string path = freshDir() + "/data.jsonl";
-  std::ofstream out(path);
-  for (const Sample &s : samples) {
-    json j = {{"input_ids", s.ids}};
-    if (!s.labels.empty())
-      j["labels"] = s.labels;
-    out << j.dump() << "\n";
-  }
-  return path;
-}
-
 /// 16 samples in pairs that fill a window of 32 (30 to 32 positions), so
 /// greedy packing makes exactly 8 windows of two samples each.
 std::vector<Sample> pairedSamples(unsigned seed) {

@@ -108,6 +108,27 @@ inline std::string slurp(const std::string &path) {
   return ss.str();
 }
 
+/// A token-id sample of a JSONL data file.
+struct Sample {
+  std::vector<int> ids, labels; // labels empty: none in the file
+};
+
+/// `samples` as JSONL token-id lines ({"input_ids", "labels"}) at `path`
+/// (default: a fresh directory's data.jsonl); the path.
+inline std::string writeJsonl(const std::vector<Sample> &samples,
+                              std::string path = "") {
+  if (path.empty())
+    path = freshDir() + "/data.jsonl";
+  std::ofstream out(path);
+  for (const Sample &s : samples) {
+    json j = {{"input_ids", s.ids}};
+    if (!s.labels.empty())
+      j["labels"] = s.labels;
+    out << j.dump() << "\n";
+  }
+  return path;
+}
+
 /// Runs `env swift-run <dir>/plan.json <args>` and collects everything.
 inline Result runPlan(const json &plan, const std::string &args,
                const std::string &env = "") {

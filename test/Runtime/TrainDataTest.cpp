@@ -17,22 +17,6 @@ using namespace swift::rt::testing;
 
 namespace {
 
-struct Sample {
-  std::vector<int> ids, labels; // labels empty: none in the file
-};
-
-std::string writeJsonl(const std::string &path,
-                       const std::vector<Sample> &samples) {
-  std::ofstream out(path);
-  for (const Sample &s : samples) {
-    json j = {{"input_ids", s.ids}};
-    if (!s.labels.empty())
-      j["labels"] = s.labels;
-    out << j.dump() << "\n";
-  }
-  return path;
-}
-
 /// n samples of distinct lengths (3 + i % 29 tokens, ids from the index):
 /// the tokens of a step say which samples it read.
 std::vector<Sample> distinctSamples(int n) {
@@ -101,8 +85,7 @@ std::string overLongFile(const std::string &dir) {
     longOne.ids.push_back(k);
     longOne.labels.push_back(100 + k);
   }
-  return writeJsonl(dir + "/long.jsonl",
-                    {{{1, 2, 3, 4}, {}}, longOne, {{5, 6, 7}, {}}});
+  return writeJsonl({{{1, 2, 3, 4}, {}}, longOne, {{5, 6, 7}, {}}}, dir + "/long.jsonl");
 }
 
 json withTruncation(const std::string &mode) {
@@ -164,8 +147,8 @@ TEST(Truncation, DropRightLeftAndErrorOnAnOverLongSample) {
 TEST(Truncation, AFileWhoseSamplesAreAllDroppedExitsTwo) {
   const std::string dir = freshDir();
   const std::string data =
-      writeJsonl(dir + "/all-long.jsonl", {{std::vector<int>(33, 1), {}},
-                                           {std::vector<int>(50, 2), {}}});
+      writeJsonl({{std::vector<int>(33, 1), {}}, {std::vector<int>(50, 2), {}}},
+                 dir + "/all-long.jsonl");
   Result r = runPlan(tinyPlan(0, 1), "--steps 1 --data " + data);
   EXPECT_EQ(r.exitCode, 2) << r.output;
   EXPECT_NE(r.output.find("all-long.jsonl: holds no samples: all 2 are longer "
@@ -184,7 +167,7 @@ TEST(DataLine, CountsSamplesTokensWindowsAndTrainedTokens) {
   samples[1].labels = std::vector<int>(12, -100);
   for (int k = 9; k < 12; ++k)
     samples[1].labels[size_t(k)] = 5;
-  const std::string data = writeJsonl(dir + "/d.jsonl", samples);
+  const std::string data = writeJsonl(samples, dir + "/d.jsonl");
   // Packed best-fit decreasing into 32: {30, 2}, {20, 12}, {9}: 3 windows
   // of 73 tokens; trained: n - 1 per sample, the masked one 3.
   const int64_t tokens = 20 + 12 + 30 + 2 + 9, trained = 19 + 3 + 29 + 1 + 8;
@@ -211,7 +194,7 @@ TEST(DataLine, CountsSamplesTokensWindowsAndTrainedTokens) {
 
 TEST(TokenCache, TheSecondRunAndTheRanksReuseTheTokensAndTrainTheSame) {
   const std::string dir = freshDir();
-  const std::string data = writeJsonl(dir + "/d.jsonl", distinctSamples(40));
+  const std::string data = writeJsonl(distinctSamples(40), dir + "/d.jsonl");
   const std::string cache = "SWIFT_CACHE_DIR=" + dir + "/cache";
   // --prepare-data: tokenizes into the cache, says what the file became,
   // trains nothing.
@@ -292,7 +275,7 @@ TEST(InspectData, PrintsTheFirstSamplesAsTrainedWithoutLoadingAnything) {
 TEST(Epochs, StepsAreCeilOfEpochsTimesWindowsOverTheBatchReshuffled) {
   // 20 windows, global batch 8: 2 epochs = ceil(40 / 8) = 5 steps.
   const std::string dir = freshDir();
-  const std::string data = writeJsonl(dir + "/d.jsonl", distinctSamples(20));
+  const std::string data = writeJsonl(distinctSamples(20), dir + "/d.jsonl");
   const json p = unpacked(tinyPlan(0, 1));
   Result r = runPlan(p, "--epochs 2 --data " + data);
   ASSERT_EQ(r.exitCode, 0) << r.output;
@@ -353,7 +336,7 @@ TEST(Epochs, StepsAreCeilOfEpochsTimesWindowsOverTheBatchReshuffled) {
 
 TEST(Epochs, BadCombinationsExitTwo) {
   const std::string dir = freshDir();
-  const std::string data = writeJsonl(dir + "/d.jsonl", distinctSamples(20));
+  const std::string data = writeJsonl(distinctSamples(20), dir + "/d.jsonl");
   struct Case {
     std::string args, message;
   };
@@ -379,7 +362,7 @@ TEST(Epochs, ResumeMidEpochContinuesBitForBit) {
   // (sample 24: epoch 1.2) and resumed with --epochs 3: the same 8 losses,
   // exactly, and the same weights; resumed at world 2 within tolerance.
   const std::string dir = freshDir();
-  const std::string data = writeJsonl(dir + "/d.jsonl", distinctSamples(20));
+  const std::string data = writeJsonl(distinctSamples(20), dir + "/d.jsonl");
   const json p = unpacked(tinyPlan(0, 1));
   Result straight =
       runPlan(p, "--epochs 3 --save-params params.bin --data " + data);
@@ -445,7 +428,7 @@ TEST(Eval, LossIsTheTrainingLossOfTheSameWindowsAtEveryStage) {
     samples[i].labels = samples[i].ids;
     samples[i].labels[1] = -100;
   }
-  const std::string data = writeJsonl(dir + "/d.jsonl", samples);
+  const std::string data = writeJsonl(samples, dir + "/d.jsonl");
   std::vector<EvalCase> cases = {
       {"zero 0", unpacked(tinyPlan(0, 1)), 1},
       {"zero 3, world 2", unpacked(tinyPlan(3, 2)), 2},
@@ -487,7 +470,7 @@ TEST(Eval, NoLoraDropoutAndNoUpdate) {
   // (dropout is off), and evaluating does not change training: the losses
   // with and without --eval-data are the same.
   const std::string dir = freshDir();
-  const std::string data = writeJsonl(dir + "/d.jsonl", distinctSamples(8));
+  const std::string data = writeJsonl(distinctSamples(8), dir + "/d.jsonl");
   json off = unpacked(loraPlan(0, 1, 0.0)), on = unpacked(loraPlan(0, 1, 0.1));
   // Adapters with B != 0 (fresh ones add nothing, dropped out or not).
   json trainer = off;
@@ -522,7 +505,7 @@ TEST(Eval, NoLoraDropoutAndNoUpdate) {
 
 TEST(Eval, SplitHoldsOutAFractionAndEvaluatesAtEachEpochsEnd) {
   const std::string dir = freshDir();
-  const std::string data = writeJsonl(dir + "/d.jsonl", distinctSamples(20));
+  const std::string data = writeJsonl(distinctSamples(20), dir + "/d.jsonl");
   const json p = unpacked(tinyPlan(0, 1));
   // 5 of 20 held out: 15 windows, 2 epochs = ceil(30 / 8) = 4 steps;
   // epoch ends in steps 2 (sample 16 > 15) and 4.
@@ -562,7 +545,7 @@ TEST(Eval, WithoutAStepTheLoadedWeightsAreEvaluated) {
   // --steps 0 (or a checkpoint resumed at its step): the weights as loaded,
   // the same as a run's first step's loss on that data (lr 0 not needed).
   const std::string dir = freshDir();
-  const std::string data = writeJsonl(dir + "/d.jsonl", distinctSamples(8));
+  const std::string data = writeJsonl(distinctSamples(8), dir + "/d.jsonl");
   const json p = unpacked(tinyPlan(0, 1));
   Result none = runPlan(p, "--steps 0 --eval-data " + data);
   ASSERT_EQ(none.exitCode, 0) << none.output;
@@ -588,7 +571,7 @@ TEST(Eval, ResumeKeepsTheSplit) {
   // The held-out samples are not trained on: a resume with another split
   // (or none) would train on other samples; refused unless ignored.
   const std::string dir = freshDir();
-  const std::string data = writeJsonl(dir + "/d.jsonl", distinctSamples(20));
+  const std::string data = writeJsonl(distinctSamples(20), dir + "/d.jsonl");
   const json p = unpacked(tinyPlan(0, 1));
   Result first = runPlan(p, "--steps 2 --save-dir ckpt --eval-split 0.25 "
                             "--data " +
@@ -615,7 +598,7 @@ TEST(Eval, ResumeKeepsTheSplit) {
 
 TEST(Eval, BadCombinationsExitTwo) {
   const std::string dir = freshDir();
-  const std::string data = writeJsonl(dir + "/d.jsonl", distinctSamples(20));
+  const std::string data = writeJsonl(distinctSamples(20), dir + "/d.jsonl");
   struct Case {
     std::string args, message;
   };
