@@ -1,5 +1,8 @@
 //===- Launch.cpp - local launcher, env parsing, watchdog -----------------===//
 #include "swift/Runtime/Launch.h"
+
+#include <execinfo.h>
+#include <signal.h>
 #include "swift/Runtime/Check.h"
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -405,6 +408,36 @@ void Watchdog::progress(const char *what) {
       stall && std::strcmp(stall, what) == 0)
     for (;;)
       std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+namespace {
+const char *gCrashWho = "swift-run";
+
+void onCrash(int sig) {
+  // Only async-signal-safe calls: write(2) and backtrace_symbols_fd.
+  char line[160];
+  const int n = std::snprintf(line, sizeof line,
+                              "%s: fatal signal %d (%s): a bug in swift-run; "
+                              "backtrace:\n",
+                              gCrashWho, sig, strsignal(sig));
+  if (n > 0)
+    (void)!::write(2, line, size_t(n));
+  void *frames[64];
+  backtrace_symbols_fd(frames, backtrace(frames, 64), 2);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+} // namespace
+
+void installCrashHandler(const char *who) {
+  gCrashWho = who;
+  void *warm[1];
+  backtrace(warm, 1); // loads libgcc now, not in the handler
+  struct sigaction sa {};
+  sa.sa_handler = onCrash;
+  sa.sa_flags = SA_RESETHAND;
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL})
+    sigaction(sig, &sa, nullptr);
 }
 
 } // namespace swift::rt

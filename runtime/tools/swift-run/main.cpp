@@ -1191,6 +1191,7 @@ int main(int argc, char **argv) {
   // 65.96 GiB for a 63.62 GiB allocated peak, 76.71 GiB without; tokens/s
   // within 1%. Ranks inherit it.
   setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", /*overwrite=*/0);
+  installCrashHandler("swift-run");
   std::string who = "swift-run";
   std::string oomHint;
   try {

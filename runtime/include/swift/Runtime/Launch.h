@@ -39,6 +39,12 @@ RankEnv readRankEnv();
 /// failing rank reported bad input).
 int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs);
 
+/// On SIGSEGV, SIGBUS, SIGFPE or SIGILL: one line naming the signal and
+/// the process's backtrace (addresses, and names where the binary exports
+/// them) on stderr, then the default action (the exit status the launcher
+/// reports). A crash is a bug; this says where.
+void installCrashHandler(const char *who);
+
 /// A rank's fatal error, "<who>: <message>" possibly over several lines:
 /// printed to stderr, or, under the local launcher (SWIFT_ERROR_DIR set),
 /// written where the launcher prints it from. `peerFailure` marks the
