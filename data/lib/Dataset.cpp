@@ -569,6 +569,10 @@ struct TokenizedFile::Mapping {
   const uint32_t *words = nullptr;
   const int32_t *labels = nullptr; // null: from the words' trained bit
   size_t samplesBytes = 0, tokenBytes = 0;
+  /// Uncached: the temporary directory of the mapped files, removed once
+  /// they are unmapped (never while mapped: on some filesystems a page of
+  /// an unlinked file cannot be read back).
+  std::unique_ptr<TempDir> temporary;
   ~Mapping() {
     if (samples)
       ::munmap(const_cast<SampleRecord *>(samples), samplesBytes);
@@ -619,9 +623,10 @@ TokenizedFile::open(const std::string &path, const TokenizeOptions &o) {
         std::string(tmp && *tmp ? tmp : "/tmp") + "/swift-tokens.XXXXXX";
     SWIFT_CHECK(::mkdtemp(pattern.data()), what, ": cannot create ", pattern,
                 ": ", std::strerror(errno));
-    TempDir dir(pattern);
-    map(dir.path(), tokenizeInto(path, o, toSample, dir.path(), what, ""));
-    return f; // the directory goes; its mapped files stay until unmapped
+    auto dir = std::make_unique<TempDir>(pattern);
+    map(dir->path(), tokenizeInto(path, o, toSample, dir->path(), what, ""));
+    f->map_->temporary = std::move(dir);
+    return f;
   };
   if (!cached)
     return uncached(what);

@@ -108,6 +108,22 @@ TokenizeOptions options(int threads, const std::string &cache = "") {
   return o;
 }
 
+TEST(Dataset, WithoutACacheTheTokensLiveInATemporaryDirectoryWhileMapped) {
+  const std::string dir = freshDir("uncached");
+  const std::string path = writeIdLines(dir + "/data.jsonl", 300);
+  const std::string tmp = dir + "/tmp";
+  fs::create_directories(tmp);
+  ::setenv("TMPDIR", tmp.c_str(), 1);
+  auto f = TokenizedFile::open(path, options(2));
+  ::unsetenv("TMPDIR");
+  EXPECT_EQ(f->cacheEntry(), "");
+  // Its files stay until it is gone, then nothing is left.
+  ASSERT_EQ(std::distance(fs::directory_iterator(tmp), fs::directory_iterator()), 1);
+  expectSameAsLineByLine(*f, path, 1000);
+  f.reset();
+  EXPECT_EQ(std::distance(fs::directory_iterator(tmp), fs::directory_iterator()), 0);
+}
+
 TEST(Dataset, EveryThreadCountGivesTheLinesSamplesInFileOrder) {
   const std::string dir = freshDir("order");
   // ~1.3 MB: several chunks of about 1 MiB.
