@@ -691,8 +691,13 @@ TokenizedFile::open(const std::string &path, const TokenizeOptions &o) {
   }
   std::error_code ec;
   fs::remove_all(entry, ec); // a damaged entry
+  // What a builder of this key left when it was killed (the lock is ours,
+  // so no other builder is at work on it).
+  const std::string stale = fs::path(entry).filename().string() + ".tmp.";
+  for (const auto &e : fs::directory_iterator(tokens, ec))
+    if (e.path().filename().string().rfind(stale, 0) == 0)
+      fs::remove_all(e.path(), ec);
   TempDir dir(entry + ".tmp." + std::to_string(::getpid()));
-  fs::remove_all(dir.path(), ec);
   mkdirs(dir.path(), what);
   const auto start = Clock::now();
   const Counts c = tokenizeInto(path, o, toSample, dir.path(), what, entry);

@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -241,6 +242,21 @@ TEST(Dataset, ADamagedEntryIsBuiltAgain) {
   expectSameAsLineByLine(*rebuilt, a, 1000);
 }
 
+TEST(Dataset, AKilledBuildersLeftoversGoWithTheNextBuild) {
+  const std::string dir = freshDir("killed");
+  const std::string a = writeIdLines(dir + "/a.jsonl", 300);
+  auto first = TokenizedFile::open(a, options(2, dir + "/cache"));
+  const std::string entry = first->cacheEntry();
+  first.reset();
+  // A builder killed mid-way (another pid) left its temporary directory,
+  // and the entry was never renamed into place.
+  fs::rename(entry, entry + ".tmp.99999999");
+  auto again = TokenizedFile::open(a, options(2, dir + "/cache"));
+  EXPECT_FALSE(again->reused());
+  EXPECT_FALSE(fs::exists(entry + ".tmp.99999999"));
+  expectSameAsLineByLine(*again, a, 1000);
+}
+
 TEST(Dataset, ConcurrentOpenersTokenizeOnce) {
   const std::string dir = freshDir("concurrent");
   const std::string a = writeIdLines(dir + "/a.jsonl", 8000);
@@ -326,8 +342,28 @@ TEST(Dataset, HostMemoryDoesNotGrowWithTheFile) {
       out << line;
   }
   const double before = peakRssMiB();
-  auto f = TokenizedFile::open(path, options(2, dir + "/cache"));
+  TokenizeOptions o = options(2, dir + "/cache");
+  std::ostringstream progress;
+  o.progress = &progress;
+  o.progressIsTerminal = true; // a line rewritten every half second
+  const auto start = std::chrono::steady_clock::now();
+  auto f = TokenizedFile::open(path, o);
+  const double seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
   EXPECT_EQ(f->tokens(), int64_t(12000) * 2000);
+  // Its progress when it took long enough to show it (here ~1 s), then the
+  // result on the same line.
+  if (seconds > 1.0) {
+    EXPECT_NE(progress.str().find("\rtokenizing " + path + ": "),
+              std::string::npos)
+        << progress.str();
+    EXPECT_NE(progress.str().find(" tokens/s, "), std::string::npos);
+  }
+  EXPECT_NE(progress.str().find("\rtokenized " + path + ": 12,000 samples, "
+                                "24,000,000 tokens in "),
+            std::string::npos)
+      << progress.str();
   const double grown = peakRssMiB() - before;
   // The file's tokens in memory would be 48 MB as int32, 192 MB as the
   // int64 a sample vector held before.
