@@ -797,53 +797,63 @@ Pieces cutToWindows(const TokenizedFile &file, int64_t seq,
 WindowLayout layOutWindows(const std::vector<int64_t> &lengths,
                            const std::vector<int64_t> &trained, int64_t seq,
                            bool packing) {
-  const int64_t n = int64_t(lengths.size());
-  std::vector<std::vector<int64_t>> members;
+  // Each sample's window, then the windows in the order of their first
+  // sample and each window's samples in order: 8 bytes a sample and 40 a
+  // window, whatever the file's size.
+  const size_t n = lengths.size();
+  std::vector<int64_t> windowOf(n);
+  int64_t windows = 0;
   if (!packing) {
-    for (int64_t s = 0; s < n; ++s)
-      members.push_back({s});
+    for (size_t s = 0; s < n; ++s)
+      windowOf[s] = windows++;
   } else {
-    std::vector<int64_t> order(static_cast<size_t>(n));
-    for (int64_t s = 0; s < n; ++s)
-      order[size_t(s)] = s;
+    std::vector<int64_t> order(n);
+    for (size_t s = 0; s < n; ++s)
+      order[s] = int64_t(s);
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
       return lengths[size_t(a)] > lengths[size_t(b)];
     });
-    std::multimap<int64_t, size_t> room; // free positions -> window
+    std::multimap<int64_t, int64_t> room; // free positions -> window
     for (int64_t s : order) {
       const int64_t len = lengths[size_t(s)];
       auto it = room.lower_bound(len);
-      size_t w;
-      int64_t free;
+      int64_t w, free;
       if (it == room.end()) {
-        w = members.size();
-        members.emplace_back();
+        w = windows++;
         free = seq;
       } else {
         w = it->second;
         free = it->first;
         room.erase(it);
       }
-      members[w].push_back(s);
+      windowOf[size_t(s)] = w;
       if (free - len > 0)
         room.emplace(free - len, w);
     }
-    for (std::vector<int64_t> &m : members)
-      std::sort(m.begin(), m.end());
-    std::sort(members.begin(), members.end(),
-              [](const auto &a, const auto &b) { return a[0] < b[0]; });
   }
+  std::vector<int64_t> rank(size_t(windows), -1);
+  int64_t ranked = 0;
+  for (size_t s = 0; s < n; ++s)
+    if (rank[size_t(windowOf[s])] < 0)
+      rank[size_t(windowOf[s])] = ranked++;
   WindowLayout out;
-  out.order.reserve(size_t(n));
-  out.windows.reserve(members.size());
-  for (const std::vector<int64_t> &m : members) {
-    Window w{int64_t(out.order.size()), int64_t(m.size()), 0, 0};
-    for (int64_t s : m) {
-      out.order.push_back(s);
-      w.used += lengths[size_t(s)];
-      w.trained += trained[size_t(s)];
-    }
-    out.windows.push_back(w);
+  out.windows.resize(size_t(windows));
+  for (size_t s = 0; s < n; ++s) {
+    Window &w = out.windows[size_t(rank[size_t(windowOf[s])])];
+    ++w.count;
+    w.used += lengths[s];
+    w.trained += trained[s];
+  }
+  int64_t first = 0;
+  for (Window &w : out.windows) {
+    w.first = first;
+    first += w.count;
+  }
+  std::vector<int64_t> filled(size_t(windows), 0);
+  out.order.resize(n);
+  for (size_t s = 0; s < n; ++s) {
+    const size_t r = size_t(rank[size_t(windowOf[s])]);
+    out.order[size_t(out.windows[r].first + filled[r]++)] = int64_t(s);
   }
   return out;
 }
