@@ -2,9 +2,11 @@
 //
 // Fills the schema's Plan (swift/Plan/Plan.h) from a materialized module:
 // the model from its ops, the training step and world from the job and the
-// cluster, the strategy and schedule the passes built, the estimate as
-// `predicted`; the plan layer then validates the whole before it is printed.
-// No plan.json field name is spelled here.
+// cluster, the strategy and schedule the passes built (through
+// translateSchedule() and planStrategy(), swift/Passes/PlanSchedule.h, the
+// translation swift-verify-schedule checks), the estimate as `predicted`;
+// the plan layer writes it with planToJson() and validates the text before
+// it is printed. No plan.json field name is spelled here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,9 +14,7 @@
 
 #include "Materialized.h"
 
-#include "swift/Plan/PlanWriter.h"
-
-#include "llvm/Support/FormatVariadic.h"
+#include "swift/Passes/PlanSchedule.h"
 
 namespace swift::emit {
 using namespace mlir;
@@ -39,7 +39,7 @@ LogicalResult emitPlan(ModuleOp module, llvm::raw_ostream &os) {
   if (!estimate)
     return job.emitOpError("has no estimate; run swift-estimate-cost before "
                            "emitting a plan");
-  FailureOr<llvm::json::Object> schedule = scheduleJson(module);
+  FailureOr<TranslatedSchedule> schedule = translateSchedule(m->schedule);
   if (failed(schedule))
     return failure();
 
@@ -75,21 +75,15 @@ LogicalResult emitPlan(ModuleOp module, llvm::raw_ostream &os) {
   }
   plan.world.size = m->worldSize;
   plan.world.gpusPerNode = m->cluster.getGpusPerNode();
-  plan.strategy.zero = s.zero;
-  plan.strategy.offload = s.offload;
-  plan.strategy.checkpointing = s.checkpointing;
-  plan.strategy.checkpointLayers = s.checkpointLayers;
-  plan.strategy.bucketBytes = *m->schedule.getBucketBytes();
-  plan.strategy.prefetchDepth = static_cast<int>(*m->schedule.getPrefetchDepth());
+  plan.strategy = planStrategy(s, m->schedule);
+  plan.schedule = std::move(schedule->schedule);
   plan.predicted.peakMemoryBytes = estimate.getPeakBytes();
   plan.predicted.stepSeconds = estimate.getStepSeconds().convertToDouble();
   plan.predicted.tokensPerSecond =
       estimate.getTokensPerSecond().convertToDouble();
 
   std::string error;
-  std::string text = plan::writePlan(
-      plan, llvm::formatv("{0}", llvm::json::Value(std::move(*schedule))).str(),
-      error);
+  std::string text = plan::checkedPlanJson(plan, "the emitted plan", error);
   if (text.empty())
     return job.emitError("the emitted plan does not pass the runtime's validation: ")
            << error;

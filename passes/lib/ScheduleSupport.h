@@ -11,6 +11,7 @@
 #define SWIFT_PASSES_LIB_SCHEDULESUPPORT_H
 
 #include "swift/Dialect/SwiftOps.h"
+#include "swift/Passes/PlanSchedule.h"
 #include "swift/Passes/Profile.h"
 #include "swift/Plan/Schedule.h"
 
@@ -60,23 +61,9 @@ resolveScheduleTarget(JobOp job, StringRef pass, bool needSchedule) {
   return t;
 }
 
-/// plan.json's strategy section for `t`: the job's fixed strategy, with the
-/// bucket size and prefetch depth the schedule records once
-/// swift-materialize-collectives placed the collectives with them.
+/// plan.json's strategy section for `t` (planStrategy()).
 inline ::swift::plan::StrategyConfig strategyConfig(const ScheduleTarget &t) {
-  ::swift::plan::StrategyConfig s;
-  s.zero = t.strategy.zero;
-  s.offload = t.strategy.offload;
-  s.checkpointing = t.strategy.checkpointing;
-  s.checkpointLayers = t.strategy.checkpointLayers;
-  s.bucketBytes = t.strategy.bucketBytes;
-  s.prefetchDepth = t.strategy.prefetchDepth;
-  ScheduleOp schedule = t.schedule; // accessors are not const
-  if (schedule && schedule.getBucketBytes())
-    s.bucketBytes = *schedule.getBucketBytes();
-  if (schedule && schedule.getPrefetchDepth())
-    s.prefetchDepth = static_cast<int>(*schedule.getPrefetchDepth());
-  return s;
+  return planStrategy(t.strategy, t.schedule);
 }
 
 /// The parameter counts of the schedule's units, in unit order.

@@ -478,6 +478,18 @@ std::string planToJson(const Plan &p) {
   return j.dump(1) + "\n";
 }
 
+std::string checkedPlanJson(const Plan &plan, const std::string &path,
+                            std::string &error) {
+  try {
+    std::string text = planToJson(plan);
+    (void)parsePlanText(text, path);
+    return text;
+  } catch (const std::exception &e) {
+    error = e.what();
+    return "";
+  }
+}
+
 Plan parsePlan(const std::string &path) {
   // A plan is a few KiB per hundred layers; 64 MiB is far above any.
   return parsePlanText(

@@ -109,3 +109,16 @@
 // RUN: sed 's/STRATEGY/zero = zero3, offload = none, checkpointing = none/; s/GPUS/2/' %S/Inputs/schedule-job.mlir \
 // RUN:   | swift-opt --swift-materialize-units | not swift-opt --swift-verify-schedule 2>&1 | FileCheck %s --check-prefix=UNFINISHED
 // UNFINISHED: error: 'swift.schedule' op has no forward program
+
+// Each program op belongs to a compute (translateSchedule(), the
+// translation plan.json is written with): a release before the first one
+// follows none, a gather after the last one serves none. A schedule whose
+// programs are complete needs its optimizer step.
+// RUN: sed '0,/swift.program forward {/s//swift.program forward {\n      swift.release unit 0/' %t.z3 \
+// RUN:   | not swift-opt --swift-verify-schedule 2>&1 | FileCheck %s --check-prefix=BEFORE
+// BEFORE: error: 'swift.release' op comes before any compute; it belongs after the compute it follows
+// RUN: sed 's/swift.copy grads device_to_host bucket 0/&\n      swift.all_gather unit 0 ahead 0 on communication/' %t.z3 \
+// RUN:   | not swift-opt --swift-verify-schedule 2>&1 | FileCheck %s --check-prefix=AFTER
+// AFTER: error: 'swift.all_gather' op comes after the last compute and serves none
+// RUN: sed '/swift.optimizer_step on cpu/d' %t.z3 | not swift-opt --swift-verify-schedule 2>&1 | FileCheck %s --check-prefix=NOSTEP
+// NOSTEP: error: 'swift.schedule' op has no optimizer step

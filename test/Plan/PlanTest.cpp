@@ -424,6 +424,20 @@ TEST(Plan, LrAtIsHFsSchedule) {
   EXPECT_DOUBLE_EQ(lrAt(t, 4, 5), 0.5 * (1 + std::cos(M_PI * 0.5)) * 1e-3);
 }
 
+// The compiler's writer: planToJson()'s text once parsePlanText() accepts
+// it, else no text and the parser's one line, named as the caller says.
+TEST(Plan, CheckedPlanJsonIsPlanToJsonOnceTheParserAcceptsIt) {
+  Plan p = parsePlanText(basePlan(3, 2).dump(), "p.json");
+  std::string error;
+  EXPECT_EQ(checkedPlanJson(p, "the emitted plan", error), planToJson(p));
+  EXPECT_EQ(error, "");
+  p.training.gradientAccumulation = 3; // 2 x 2 x 3 != 8
+  EXPECT_EQ(checkedPlanJson(p, "the emitted plan", error), "");
+  EXPECT_EQ(error, "the emitted plan: training.gradient_accumulation: "
+                   "global_batch_size (8) != micro_batch_size (2) * "
+                   "world.size (2) * gradient_accumulation (3)");
+}
+
 TEST(Plan, WorldMismatchIsAUserError) {
   Plan p = parsePlanText(basePlan(0, 4).dump(), "p.json");
   try {

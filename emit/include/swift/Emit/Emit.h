@@ -31,30 +31,18 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
-
-#include <string>
 #include <vector>
 
 namespace swift::emit {
 
 /// plan.json (swift/Plan/Plan.h's schema) for swift-run: the model as its
 /// ops spell it, the training step and world from the job and cluster, the
-/// strategy and schedule the passes built, and swift.estimate as
-/// `predicted`; validated by the plan layer before anything is written.
+/// strategy and schedule the passes built (translateSchedule() and
+/// planStrategy(), swift/Passes/PlanSchedule.h), and swift.estimate as
+/// `predicted`, written by plan::planToJson() and validated by the plan
+/// layer's parser before anything is written (plan::checkedPlanJson()).
 /// Fails on a job whose backend is not swift-run.
 mlir::LogicalResult emitPlan(mlir::ModuleOp module, llvm::raw_ostream &os);
-
-/// plan.json's "schedule" section (units, buckets, forward, backward,
-/// optimizer), one JSON entry per schedule op: a step is a swift.compute
-/// with the swift.all_gathers before it and the swift.releases and
-/// reductions after it. Host copies, streams and `recompute` marks have no
-/// plan.json field (the runtime derives them from strategy.offload and the
-/// units' checkpoint) and are left out.
-mlir::FailureOr<llvm::json::Object> scheduleJson(mlir::ModuleOp module);
-
-/// plan.json's "strategy" section as the schedule was built with: zero,
-/// offload, checkpointing, checkpoint_layers, bucket_bytes, prefetch_depth.
-mlir::FailureOr<llvm::json::Object> strategyJson(mlir::ModuleOp module);
 
 /// A DeepSpeed config (ds_config.json) for the same strategy, for the HF
 /// Trainer: ZeRO stage, CPU offload of optimizer/parameters (pinned),

@@ -274,6 +274,13 @@ std::string modelToJson(const ModelConfig &m);
 /// schedule is written out explicitly). parsePlanText(planToJson(p)) == p.
 std::string planToJson(const Plan &plan);
 
+/// planToJson(plan), after parsePlanText() accepted that text under the name
+/// `path` (the runtime's full validation of what it will read). For callers
+/// built without exceptions (the compiler's emitters): on a violation it
+/// returns "" and sets `error` to the UserError's line.
+std::string checkedPlanJson(const Plan &plan, const std::string &path,
+                            std::string &error);
+
 /// Units whose parameters `unit` reads (its own, plus unit 0 for a tied head).
 std::vector<int> unitOwners(const ModelConfig &m, int unit);
 /// Parameter count of a unit's own flat buffer.
