@@ -57,6 +57,12 @@ std::string errorFile(const std::string &dir, int r, bool peer = false) {
   return dir + "/rank-" + std::to_string(r) + (peer ? ".peer" : "");
 }
 
+/// The exit status rank r meant when it wrote its error (reportFatal):
+/// the file holds it; absent, 1.
+std::string statusFile(const std::string &dir, int r) {
+  return dir + "/rank-" + std::to_string(r) + ".status";
+}
+
 /// Rank r's error file, its own cause first; empty when it left none.
 std::string writtenErrorFile(const std::string &dir, int r) {
   for (bool peer : {false, true})
@@ -298,17 +304,27 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
     // collective broke may be reaped before the rank that refused its
     // input (exit 2).
     const int r = rootCause(errorDir, nproc, firstFailed, killedOutside, statuses);
-    exitCode = WIFEXITED(statuses[r]) && WEXITSTATUS(statuses[r]) == 2 ? 2 : 1;
+    // A rank that wrote a user error may be stopped (by the launcher that
+    // saw a peer's broken collective exit first) before its own exit 2:
+    // the status it meant is in its status file.
+    int meant = 0;
+    std::ifstream(statusFile(errorDir, r)) >> meant;
+    exitCode = (WIFEXITED(statuses[r]) && WEXITSTATUS(statuses[r]) == 2) || meant == 2
+                   ? 2
+                   : 1;
     std::cerr << failureReport(errorDir, r, statuses[r], nproc) << std::endl;
   }
   return exitCode;
 }
 
 void reportFatal(const std::string &who, const std::string &message,
-                 bool peerFailure) {
+                 bool peerFailure, int exitCode) {
   const char *dir = std::getenv("SWIFT_ERROR_DIR");
   const char *rank = std::getenv("RANK");
   if (dir && *dir && rank) {
+    // The status first: the error file's time orders the causes, and a
+    // rank stopped right after writing it has said both.
+    std::ofstream(statusFile(dir, std::atoi(rank))) << exitCode << "\n";
     std::ofstream out(errorFile(dir, std::atoi(rank), peerFailure));
     out << message << "\n";
     if (out.flush())

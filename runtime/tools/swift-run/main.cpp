@@ -1245,7 +1245,8 @@ int main(int argc, char **argv) {
       who += " rank " + std::to_string(env.rank);
     return runRank(plan, a, env);
   } catch (const UserError &e) {
-    reportFatal(who, std::string("error: ") + e.what());
+    reportFatal(who, std::string("error: ") + e.what(), /*peerFailure=*/false,
+                /*exitCode=*/2);
     return 2;
   } catch (const PeerFailure &e) {
     reportFatal(who, std::string("error: ") + e.what(), /*peerFailure=*/true);

@@ -50,8 +50,11 @@ void installCrashHandler(const char *who);
 /// written where the launcher prints it from. `peerFailure` marks the
 /// symptom of another rank's death (a broken collective, no progress),
 /// which the launcher reports only when no rank left a cause of its own.
+/// `exitCode` is the status the rank exits with (2: the user's input); the
+/// launcher exits with it even when it had to stop the rank before its
+/// exit.
 void reportFatal(const std::string &who, const std::string &message,
-                 bool peerFailure = false);
+                 bool peerFailure = false, int exitCode = 1);
 
 /// Ends the process (exit 1) with a message if no progress is reported
 /// within `seconds` (a peer died inside a collective that has no timeout,
