@@ -11,7 +11,8 @@
 #   RUNS=10000000 bash scripts/fuzz.sh 0 FuzzPlan   (a campaign: N executions)
 #   (FUZZ_MAX_LEN caps an input's bytes, default 65536, FuzzJsonl's,
 #   FuzzTokenizer's, FuzzChatTemplate's and FuzzSampleEncoder's 16384; FUZZ_RSS_LIMIT_MB the
-#   process's RSS, default 2048; FUZZ_CHUNK the executions per process)
+#   process's RSS, default 2048; FUZZ_CHUNK the executions per process; FUZZ_TIMEOUT the seconds one
+#   input may take, default 2: a campaign on a loaded machine wants more)
 #   bash scripts/fuzz.sh --build-only   (FUZZ_NO_BUILD=1 then skips the build:
 #                                        ctest's fuzz.* tests do both)
 #
@@ -117,7 +118,7 @@ for t in "${TARGETS[@]}"; do
   # Any one input may allocate at most 2 GiB; the process's RSS may grow
   # past that over a campaign (yaml-cpp's suppressed 2 KiB leak per
   # invalid-UTF-8 input, the corpus, ASan's quarantine): FUZZ_RSS_LIMIT_MB.
-  opts=(-timeout=2 -malloc_limit_mb=2048 -rss_limit_mb="${FUZZ_RSS_LIMIT_MB:-2048}"
+  opts=(-timeout="${FUZZ_TIMEOUT:-2}" -malloc_limit_mb=2048 -rss_limit_mb="${FUZZ_RSS_LIMIT_MB:-2048}"
         -max_len="$(maxLen "$t")" -print_final_stats=1
         -artifact_prefix="$BUILD/artifacts/$t-" -dict=test/Fuzz/$t.dict)
   [ -f "test/Fuzz/$t.dict" ] || unset 'opts[-1]'
