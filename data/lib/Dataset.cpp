@@ -478,20 +478,24 @@ public:
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     SWIFT_CHECK(fd_ >= 0, what, ": cannot create ", path, ": ",
                 std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) == 0)
-      return;
-    if (o.notes)
-      *o.notes << "waiting for another process tokenizing " << dataPath
-               << " (" << path << ")\n"
-               << std::flush;
+    const auto start = std::chrono::steady_clock::now();
+    bool noted = false;
     for (;;) {
       if (::flock(fd_, LOCK_EX | LOCK_NB) == 0)
         return;
       SWIFT_ASSERT(errno == EWOULDBLOCK || errno == EINTR, path, ": flock: ",
                    std::strerror(errno));
+      const std::chrono::duration<double> waited =
+          std::chrono::steady_clock::now() - start;
+      if (o.notes && !noted && waited.count() >= o.waitNoteAfterSeconds) {
+        *o.notes << "waiting for another process tokenizing " << dataPath
+                 << " (" << path << ")\n"
+                 << std::flush;
+        noted = true;
+      }
       if (o.alive)
         o.alive();
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
   ~FileLock() { ::close(fd_); }

@@ -15,9 +15,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -274,6 +277,46 @@ TEST(Dataset, ConcurrentOpenersTokenizeOnce) {
     expectSameAsLineByLine(*f, a, 1000);
   }
   EXPECT_EQ(built, 1);
+}
+
+/// What an opener of `a` notes while another holds its entry's lock for
+/// `holdSeconds`, when a wait is worth a note after `noteAfter` seconds.
+std::string notesWhileLockedFor(const std::string &a, const std::string &cache,
+                                double holdSeconds, double noteAfter) {
+  auto first = TokenizedFile::open(a, options(2, cache));
+  const std::string entry = first->cacheEntry();
+  first.reset();
+  fs::remove_all(entry);
+  const int fd = ::open((entry + ".lock").c_str(), O_RDWR | O_CREAT, 0644);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(::flock(fd, LOCK_EX), 0);
+  std::ostringstream notes;
+  std::shared_ptr<const TokenizedFile> got;
+  std::thread opener([&] {
+    TokenizeOptions o = options(2, cache);
+    o.notes = &notes;
+    o.waitNoteAfterSeconds = noteAfter;
+    got = TokenizedFile::open(a, o);
+  });
+  std::this_thread::sleep_for(std::chrono::duration<double>(holdSeconds));
+  ::close(fd);
+  opener.join();
+  EXPECT_FALSE(got->reused());
+  expectSameAsLineByLine(*got, a, 1000);
+  return notes.str();
+}
+
+TEST(Dataset, OnlyALongWaitForAnotherProcessIsNoted) {
+  const std::string dir = freshDir("wait-note");
+  const std::string a = writeIdLines(dir + "/a.jsonl", 300);
+  // A peer rank holds the lock briefly: no line.
+  EXPECT_EQ(notesWhileLockedFor(a, dir + "/cache", 0.5, 30), "");
+  // Another run holds it longer than the note's delay: one line, naming
+  // the data file and the lock.
+  const std::string noted = notesWhileLockedFor(a, dir + "/cache", 1.0, 0.2);
+  EXPECT_NE(noted.find("waiting for another process tokenizing " + a), std::string::npos)
+      << noted;
+  EXPECT_EQ(std::count(noted.begin(), noted.end(), '\n'), 1) << noted;
 }
 
 TEST(Dataset, AFullDiskIsAnErrorNamingTheCacheAndLeavesNoEntry) {

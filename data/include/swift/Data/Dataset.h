@@ -112,6 +112,9 @@ struct TokenizeOptions {
   /// The lines about the cache (reused, waiting for another process), or
   /// none: in a run of many ranks, one rank's.
   std::ostream *notes = nullptr;
+  /// How long a wait for another process's lock lasts before a note says
+  /// so: the ranks of one run wait on each other briefly, which is no news.
+  double waitNoteAfterSeconds = 5;
   /// Called every chunk and every second of waiting (a watchdog's sign of
   /// life), or none.
   std::function<void()> alive;
