@@ -97,10 +97,14 @@ std::optional<Sample> parseLine(const std::string &text, int64_t vocab,
                                 const std::string &where) {
   if (text.find_first_not_of(" \t\r") == std::string::npos)
     return std::nullopt; // blank lines carry no sample (as HF's JSON reader)
+  return parseLine(plan::parseOrderedJson(text, where), text, vocab, where);
+}
+
+Sample parseLine(const nlohmann::ordered_json &j, const std::string &text,
+                 int64_t vocab, const std::string &where) {
   auto fail = [&](const std::string &why) {
     throw UserError(where + ": " + why);
   };
-  const json j = plan::parseJson(text, where);
   if (!j.is_object())
     fail(std::string("expected an object {\"input_ids\": [...]}, got ") +
          j.type_name());
@@ -130,13 +134,13 @@ std::optional<Sample> parseLine(const std::string &text, int64_t vocab,
   // The integers of `key` (past 64 bits: saturated, so that it is out of
   // every range and quoted as written).
   auto integers = [&](const char *key) {
-    const json &a = j.at(key);
+    const auto &a = j.at(key);
     if (!a.is_array())
       fail(std::string(key) + " is not a list of integers");
     std::vector<int64_t> out;
     out.reserve(a.size());
     for (size_t k = 0; k < a.size(); ++k) {
-      const json &v = a[k];
+      const auto &v = a[k];
       if (v.is_number_unsigned()) {
         const uint64_t u = v.get<uint64_t>();
         out.push_back(u > uint64_t(std::numeric_limits<int64_t>::max())
@@ -163,7 +167,7 @@ std::optional<Sample> parseLine(const std::string &text, int64_t vocab,
   };
   // Element k of `key` as written, for a message.
   auto written = [&](const char *key, size_t k) {
-    const json &v = j.at(key)[k];
+    const auto &v = j.at(key)[k];
     std::string s = v.is_number_float() ? floatAsWritten(key, k) : "";
     return plan::briefText(s.empty() ? v.dump() : s, 40);
   };

@@ -59,9 +59,9 @@ struct Conversation {
 
 class LineEncoder {
 public:
-  LineEncoder(const json &j, const ordered_json &o, const std::string &where, const Tokenizer *tok, const ChatTemplate *chat,
-              bool assistantOnly, const std::string &needs)
-      : j_(j), o_(o), where_(where), tok_(tok), chat_(chat),
+  LineEncoder(const ordered_json &j, const std::string &where, const Tokenizer *tok,
+              const ChatTemplate *chat, bool assistantOnly, const std::string &needs)
+      : j_(j), where_(where), tok_(tok), chat_(chat),
         assistantOnly_(assistantOnly), needs_(needs) {}
 
   [[noreturn]] void fail(const std::string &why) const {
@@ -69,7 +69,7 @@ public:
   }
 
   /// The string at `key` of `o` (named `field` in errors).
-  const std::string &str(const json &o, const char *key,
+  const std::string &str(const ordered_json &o, const char *key,
                          const std::string &field) const {
     auto it = o.find(key);
     if (it == o.end())
@@ -98,13 +98,12 @@ public:
 
   /// `messages` (key `key` of the line) checked and copied: roles
   /// system/user/assistant, string contents, an assistant turn with text.
-  void addMessages(Conversation &c, const json &list, const ordered_json &ordered,
-                   const std::string &key,
+  void addMessages(Conversation &c, const ordered_json &list, const std::string &key,
                    bool trainAssistant) const {
     if (!list.is_array())
       fail("\"" + key + "\" is " + list.type_name() + ", not a list of messages");
     for (size_t i = 0; i < list.size(); ++i) {
-      const json &m = list[i];
+      const ordered_json &m = list[i];
       const std::string field = key + "[" + std::to_string(i) + "]";
       if (!m.is_object())
         fail("\"" + field + "\" is " + m.type_name() + ", not a message object");
@@ -118,18 +117,18 @@ public:
       for (const char *k : {"reasoning_content"})
         if (m.contains(k))
           str(m, k, field + "." + k);
-      c.messages.push_back(ordered[i]);
+      c.messages.push_back(m);
       c.trained.push_back(trainAssistant && role == "assistant");
     }
   }
 
   /// The conversation of a ShareGPT line: from/value renamed role/content.
-  void addShareGpt(Conversation &c, const json &list) const {
+  void addShareGpt(Conversation &c, const ordered_json &list) const {
     if (!list.is_array())
       fail(std::string("\"conversations\" is ") + list.type_name() +
            ", not a list of turns");
     for (size_t i = 0; i < list.size(); ++i) {
-      const json &m = list[i];
+      const ordered_json &m = list[i];
       const std::string field = "conversations[" + std::to_string(i) + "]";
       if (!m.is_object())
         fail("\"" + field + "\" is " + m.type_name() + ", not a turn object");
@@ -248,7 +247,7 @@ public:
       break; // the caller's
     case DataFormat::Messages: {
       Conversation c;
-      addMessages(c, j_.at("messages"), o_.at("messages"), "messages", true);
+      addMessages(c, j_.at("messages"), "messages", true);
       return encodeChat(c, f);
     }
     case DataFormat::ShareGPT: {
@@ -280,13 +279,13 @@ public:
       return encodeChat(c, f);
     }
     case DataFormat::PromptCompletion: {
-      const json &p = j_.at("prompt"), &q = j_.at("completion");
+      const ordered_json &p = j_.at("prompt"), &q = j_.at("completion");
       if (p.is_array() || q.is_array()) {
         // TRL's conversational prompt-completion: lists of messages; the
         // completion's assistant turns are trained.
         Conversation c;
-        addMessages(c, p, o_.at("prompt"), "prompt", false);
-        addMessages(c, q, o_.at("completion"), "completion", true);
+        addMessages(c, p, "prompt", false);
+        addMessages(c, q, "completion", true);
         return encodeChat(c, f);
       }
       const std::string &completion = str(j_, "completion", "completion");
@@ -305,8 +304,7 @@ public:
   }
 
 private:
-  const json &j_;
-  const ordered_json &o_; // the same line, its keys in order
+  const ordered_json &j_; // the line, its keys in order
   const std::string &where_;
   const Tokenizer *tok_;
   const ChatTemplate *chat_;
@@ -409,7 +407,7 @@ void SampleEncoder::feed(TokenizeOptions &o) const {
   o.key = fingerprint();
 }
 
-DataFormat SampleEncoder::formatOf(const json &j, const std::string &where) {
+DataFormat SampleEncoder::formatOf(const ordered_json &j, const std::string &where) {
   if (!j.is_object())
     throw UserError(where + ": expected an object (\"messages\", "
                     "\"conversations\", \"instruction\"/\"output\", "
@@ -449,14 +447,14 @@ std::optional<jsonl::Sample> SampleEncoder::encode(const std::string &line,
                                                    const std::string &where) const {
   if (line.find_first_not_of(" \t\r") == std::string::npos)
     return std::nullopt; // blank lines carry no sample (as HF's JSON reader)
-  const json j = plan::parseJson(line, where);
+  // Parsed once, its keys in order (a template's tojson and items() show
+  // them as written, as Python keeps them).
+  const ordered_json j = plan::parseOrderedJson(line, where);
   const DataFormat f = formatOf(j, where);
   if (f == DataFormat::Tokens)
-    return jsonl::parseLine(line, vocab_, where);
+    return jsonl::parseLine(j, line, vocab_, where);
   text_->load(vocab_);
-  // Strict already (parseJson refused duplicate keys and the like).
-  const ordered_json ordered = ordered_json::parse(line);
-  return LineEncoder(j, ordered, where, text_->tokenizer.get(), text_->chat.get(),
+  return LineEncoder(j, where, text_->tokenizer.get(), text_->chat.get(),
                      assistantOnly_, text_->needs)
       .encode(f);
 }

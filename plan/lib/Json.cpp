@@ -147,8 +147,11 @@ JsonPosition positionOf(const JsonPositions &positions, std::string field) {
   }
 }
 
-json parseJson(const std::string &text, const std::string &file,
-               JsonPositions *positions) {
+namespace {
+/// parseJson and parseOrderedJson: one strict parser for both object types.
+template <class Json>
+Json parseStrict(const std::string &text, const std::string &file,
+                 JsonPositions *positions) {
   // The path to the value being parsed: an object's frame holds its current
   // key and the keys seen, an array's the number of elements finished.
   struct Frame {
@@ -198,23 +201,23 @@ json parseJson(const std::string &text, const std::string &file,
       (*positions)[where()] = lines.at(tokenStart());
   };
   size_t refusedAt = 0;
-  json::parser_callback_t track = [&](int depth, json::parse_event_t event,
-                                      json &parsed) {
+  typename Json::parser_callback_t track = [&](int depth, typename Json::parse_event_t event,
+                                               Json &parsed) {
     switch (event) {
-    case json::parse_event_t::object_start:
-    case json::parse_event_t::array_start:
+    case Json::parse_event_t::object_start:
+    case Json::parse_event_t::array_start:
       if (depth >= kMaxJsonDepth) {
         refusedAt = tokenStart();
         throw Refused{"", "nested deeper than " + std::to_string(kMaxJsonDepth) +
                               " levels"};
       }
       record();
-      stack.push_back({event == json::parse_event_t::array_start, "", 0, {}});
+      stack.push_back({event == Json::parse_event_t::array_start, "", 0, {}});
       break;
-    case json::parse_event_t::key:
+    case Json::parse_event_t::key:
       if (!stack.empty() && parsed.is_string()) {
         Frame &f = stack.back();
-        f.key = parsed.get<std::string>();
+        f.key = parsed.template get<std::string>();
         if (!f.keys.insert(f.key).second) {
           refusedAt = tokenStart();
           throw Refused{where(), "the key \"" + briefText(f.key, 40) +
@@ -224,13 +227,13 @@ json parseJson(const std::string &text, const std::string &file,
         }
       }
       break;
-    case json::parse_event_t::object_end:
-    case json::parse_event_t::array_end:
+    case Json::parse_event_t::object_end:
+    case Json::parse_event_t::array_end:
       if (!stack.empty())
         stack.pop_back();
       finished();
       break;
-    case json::parse_event_t::value:
+    case Json::parse_event_t::value:
       record();
       finished();
       break;
@@ -244,7 +247,7 @@ json parseJson(const std::string &text, const std::string &file,
                     field, why, lines.at(offset));
   };
   try {
-    return json::parse(CountingIterator(text.data(), &read),
+    return Json::parse(CountingIterator(text.data(), &read),
                        CountingIterator(text.data() + text.size(), &read),
                        track);
   } catch (const Refused &r) {
@@ -270,7 +273,19 @@ json parseJson(const std::string &text, const std::string &file,
   } catch (const json::exception &e) {
     fail("", "not valid JSON: " + briefText(e.what(), 200), read);
   }
-  return json(); // not reached
+  return Json(); // not reached
+}
+} // namespace
+
+json parseJson(const std::string &text, const std::string &file,
+               JsonPositions *positions) {
+  return parseStrict<json>(text, file, positions);
+}
+
+nlohmann::ordered_json parseOrderedJson(const std::string &text,
+                                        const std::string &file,
+                                        JsonPositions *positions) {
+  return parseStrict<nlohmann::ordered_json>(text, file, positions);
 }
 
 json readJsonFile(const std::string &path, const std::string &expected,

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -49,5 +51,9 @@ struct Sample {
 /// becomes is training.truncation's (Data.cpp).
 std::optional<Sample> parseLine(const std::string &text, int64_t vocab,
                                 const std::string &where);
+/// parseLine of a line already parsed (plan::parseOrderedJson of `text`,
+/// which must be an object or is refused; `text` quotes numbers as written).
+Sample parseLine(const nlohmann::ordered_json &line, const std::string &text,
+                 int64_t vocab, const std::string &where);
 
 } // namespace swift::data::jsonl

@@ -89,7 +89,7 @@ public:
 
   /// The format of a line's JSON object, by its keys; UserError (starting
   /// with `where`) for none or two.
-  static DataFormat formatOf(const nlohmann::json &line, const std::string &where);
+  static DataFormat formatOf(const nlohmann::ordered_json &line, const std::string &where);
 
   /// The sample of one line (its `text`: what was tokenized, none for
   /// input_ids lines), or nullopt for a blank line. Every error is a

@@ -80,6 +80,12 @@ std::string readRegularFile(const std::string &path, const std::string &expected
 /// value starts, for errors found past the parse (JsonField::positions).
 nlohmann::json parseJson(const std::string &text, const std::string &file,
                          JsonPositions *positions = nullptr);
+/// parseJson into an object type that keeps its keys in the order written
+/// (a chat message's keys reach the template in that order), with the same
+/// checks: one parse serves both.
+nlohmann::ordered_json parseOrderedJson(const std::string &text,
+                                        const std::string &file,
+                                        JsonPositions *positions = nullptr);
 
 /// readRegularFile + parseJson.
 nlohmann::json readJsonFile(const std::string &path, const std::string &expected,
