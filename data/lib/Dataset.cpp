@@ -431,10 +431,47 @@ Counts tokenizeInto(const std::string &path, const TokenizeOptions &o,
 
 //===-- the cache ---------------------------------------------------------===//
 
+/// An exclusive flock on `path`, held while in scope.
+class FileLock {
+public:
+  /// A wait longer than o.waitNoteAfterSeconds is noted: "waiting for
+  /// another process `doing`".
+  FileLock(const std::string &path, const std::string &what,
+           const TokenizeOptions &o, const std::string &doing) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    SWIFT_CHECK(fd_ >= 0, what, ": cannot create ", path, ": ",
+                std::strerror(errno));
+    const auto start = std::chrono::steady_clock::now();
+    bool noted = false;
+    for (;;) {
+      if (::flock(fd_, LOCK_EX | LOCK_NB) == 0)
+        return;
+      SWIFT_ASSERT(errno == EWOULDBLOCK || errno == EINTR, path, ": flock: ",
+                   std::strerror(errno));
+      const std::chrono::duration<double> waited =
+          std::chrono::steady_clock::now() - start;
+      if (o.notes && !noted && waited.count() >= o.waitNoteAfterSeconds) {
+        *o.notes << "waiting for another process " << doing << " (" << path
+                 << ")\n"
+                 << std::flush;
+        noted = true;
+      }
+      if (o.alive)
+        o.alive();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  ~FileLock() { ::close(fd_); }
+
+private:
+  int fd_ = -1;
+};
+
 /// The content hash of `path`, remembered in DIR/files by the file's
 /// identity (device, inode, size, mtime, ctime): an unchanged file is not
 /// read again.
-uint64_t contentHash(const std::string &path, const std::string &cacheDir) {
+uint64_t contentHash(const std::string &path, const std::string &cacheDir,
+                     const TokenizeOptions &o) {
   struct stat st;
   SWIFT_CHECK(::stat(path.c_str(), &st) == 0, path, ": ", std::strerror(errno));
   std::error_code ec;
@@ -449,16 +486,29 @@ uint64_t contentHash(const std::string &path, const std::string &cacheDir) {
                 (long long)st.st_size, (long long)st.st_mtim.tv_sec,
                 st.st_mtim.tv_nsec, (long long)st.st_ctim.tv_sec,
                 st.st_ctim.tv_nsec);
-  {
+  auto remembered = [&]() -> std::optional<uint64_t> {
     std::ifstream in(memo);
     std::string seen, hash;
     if (std::getline(in, seen) && std::getline(in, hash) && seen == identity &&
         hash.size() == 16)
       return std::strtoull(hash.c_str(), nullptr, 16);
-  }
-  const uint64_t h = hashFile(path);
-  // Best effort: a cache that cannot remember only hashes again.
+    return std::nullopt;
+  };
+  if (std::optional<uint64_t> h = remembered())
+    return *h;
+  // One process hashes a file at a time (the ranks of a run start
+  // together); the others wait and read what it remembered. Best effort:
+  // a cache that cannot remember only hashes again.
   fs::create_directories(dir, ec);
+  std::unique_ptr<FileLock> lock;
+  try {
+    lock = std::make_unique<FileLock>(memo + ".lock", "the token cache", o,
+                                      "hashing " + path);
+  } catch (const UserError &) {
+  }
+  if (std::optional<uint64_t> h = remembered())
+    return *h;
+  const uint64_t h = hashFile(path);
   const std::string tmp = memo + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp);
@@ -469,40 +519,6 @@ uint64_t contentHash(const std::string &path, const std::string &cacheDir) {
     fs::remove(tmp, ec);
   return h;
 }
-
-/// An exclusive flock on `path`, held while in scope.
-class FileLock {
-public:
-  FileLock(const std::string &path, const std::string &what,
-           const TokenizeOptions &o, const std::string &dataPath) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    SWIFT_CHECK(fd_ >= 0, what, ": cannot create ", path, ": ",
-                std::strerror(errno));
-    const auto start = std::chrono::steady_clock::now();
-    bool noted = false;
-    for (;;) {
-      if (::flock(fd_, LOCK_EX | LOCK_NB) == 0)
-        return;
-      SWIFT_ASSERT(errno == EWOULDBLOCK || errno == EINTR, path, ": flock: ",
-                   std::strerror(errno));
-      const std::chrono::duration<double> waited =
-          std::chrono::steady_clock::now() - start;
-      if (o.notes && !noted && waited.count() >= o.waitNoteAfterSeconds) {
-        *o.notes << "waiting for another process tokenizing " << dataPath
-                 << " (" << path << ")\n"
-                 << std::flush;
-        noted = true;
-      }
-      if (o.alive)
-        o.alive();
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  ~FileLock() { ::close(fd_); }
-
-private:
-  int fd_ = -1;
-};
 
 int64_t fileSize(const std::string &path) {
   struct stat st;
@@ -635,7 +651,7 @@ TokenizedFile::open(const std::string &path, const TokenizeOptions &o) {
   if (!cached)
     return uncached(what);
 
-  const uint64_t dataHash = contentHash(path, o.cacheDir);
+  const uint64_t dataHash = contentHash(path, o.cacheDir, o);
   Hasher k;
   k.update("swift token cache " + std::to_string(kFormat) + "\n")
       .update(std::string(kDataSourcesHash) + "\n")
@@ -678,7 +694,7 @@ TokenizedFile::open(const std::string &path, const TokenizeOptions &o) {
   std::unique_ptr<FileLock> lock;
   try {
     mkdirs(tokens, what);
-    lock = std::make_unique<FileLock>(entry + ".lock", what, o, path);
+    lock = std::make_unique<FileLock>(entry + ".lock", what, o, "tokenizing " + path);
   } catch (const UserError &e) {
     if (o.notes)
       *o.notes << "warning: " << e.what() << "; tokenizing without a cache\n";

@@ -279,16 +279,31 @@ TEST(Dataset, ConcurrentOpenersTokenizeOnce) {
   EXPECT_EQ(built, 1);
 }
 
-/// What an opener of `a` notes while another holds its entry's lock for
-/// `holdSeconds`, when a wait is worth a note after `noteAfter` seconds.
+/// Which lock notesWhileLockedFor holds: the entry's (tokenizing) or the
+/// data file's content hash's (hashing).
+enum class Held { Entry, Hash };
+
+/// What an opener of `a` notes while another process holds `held`'s lock
+/// for `holdSeconds`, when a wait is worth a note after `noteAfter`
+/// seconds. The entry (and, for Hash, the remembered hash) is removed
+/// first, so that the opener needs the lock.
 std::string notesWhileLockedFor(const std::string &a, const std::string &cache,
-                                double holdSeconds, double noteAfter) {
+                                Held held, double holdSeconds, double noteAfter) {
   auto first = TokenizedFile::open(a, options(2, cache));
   const std::string entry = first->cacheEntry();
   first.reset();
   fs::remove_all(entry);
-  const int fd = ::open((entry + ".lock").c_str(), O_RDWR | O_CREAT, 0644);
-  EXPECT_GE(fd, 0);
+  std::string lockPath = entry + ".lock";
+  if (held == Held::Hash) {
+    // DIR/files holds the remembered hash and its lock.
+    for (const auto &e : fs::directory_iterator(cache + "/files"))
+      if (e.path().extension() != ".lock") {
+        lockPath = e.path().string() + ".lock";
+        fs::remove(e.path());
+      }
+  }
+  const int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT, 0644);
+  EXPECT_GE(fd, 0) << lockPath;
   EXPECT_EQ(::flock(fd, LOCK_EX), 0);
   std::ostringstream notes;
   std::shared_ptr<const TokenizedFile> got;
@@ -310,13 +325,25 @@ TEST(Dataset, OnlyALongWaitForAnotherProcessIsNoted) {
   const std::string dir = freshDir("wait-note");
   const std::string a = writeIdLines(dir + "/a.jsonl", 300);
   // A peer rank holds the lock briefly: no line.
-  EXPECT_EQ(notesWhileLockedFor(a, dir + "/cache", 0.5, 30), "");
+  EXPECT_EQ(notesWhileLockedFor(a, dir + "/cache", Held::Entry, 0.5, 30), "");
   // Another run holds it longer than the note's delay: one line, naming
   // the data file and the lock.
-  const std::string noted = notesWhileLockedFor(a, dir + "/cache", 1.0, 0.2);
+  const std::string noted =
+      notesWhileLockedFor(a, dir + "/cache", Held::Entry, 1.0, 0.2);
   EXPECT_NE(noted.find("waiting for another process tokenizing " + a), std::string::npos)
       << noted;
   EXPECT_EQ(std::count(noted.begin(), noted.end(), '\n'), 1) << noted;
+}
+
+TEST(Dataset, OneProcessHashesTheDataFileAtATime) {
+  // The ranks of a run start together: the first hashes the file, the
+  // others wait for the hash it remembers instead of reading the file too.
+  const std::string dir = freshDir("hash-lock");
+  const std::string a = writeIdLines(dir + "/a.jsonl", 300);
+  const std::string noted =
+      notesWhileLockedFor(a, dir + "/cache", Held::Hash, 1.0, 0.2);
+  EXPECT_NE(noted.find("waiting for another process hashing " + a), std::string::npos)
+      << noted;
 }
 
 TEST(Dataset, AFullDiskIsAnErrorNamingTheCacheAndLeavesNoEntry) {
