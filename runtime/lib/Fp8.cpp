@@ -314,59 +314,6 @@ at::Tensor fp8Linear(const at::Tensor &x, const at::Tensor &w,
   return outs[0];
 }
 
-std::vector<KernelCheck> checkFp8(const at::Device &device) {
-  std::vector<KernelCheck> out;
-  auto bf = at::TensorOptions().device(device).dtype(at::kBFloat16);
-  at::manual_seed(7);
-  // Codes: a weight-like matrix with an outlier column and subnormal-range
-  // entries, both formats, both layouts.
-  const int64_t R = 1024, C = 4096;
-  at::Tensor x = at::randn({R, C}, bf) * 0.02;
-  x.select(1, 5).mul_(300);
-  x.select(0, 9).mul_(1e-4);
-  for (Fp8Format f : {Fp8Format::E4M3, Fp8Format::E5M2}) {
-    Fp8Tensor g = castFp8(x, f, true, true);
-    Fp8Tensor c = castFp8(x.cpu(), f, true, true);
-    auto bytes = [](const at::Tensor &t) {
-      return t.cpu().view({-1}).view(at::kByte).to(at::kInt);
-    };
-    KernelCheck k;
-    k.name = f == Fp8Format::E4M3 ? "fp8_cast_e4m3_codes" : "fp8_cast_e5m2_codes";
-    k.maxAbsDiff = double(bytes(g.rows).ne(bytes(c.rows)).sum().item<int64_t>() +
-                          bytes(g.cols).ne(bytes(c.cols)).sum().item<int64_t>() +
-                          (g.amax.cpu().item<float>() != c.amax.item<float>()) +
-                          (g.scaleInv.cpu().item<float>() != c.scaleInv.item<float>()));
-    k.maxAbsRef = 1;
-    out.push_back(k);
-  }
-  // The linear: y = res + x W^T + b and its gradients, GPU vs emulation.
-  const int64_t T = 512, K = 1024, N = 768;
-  at::Tensor xi = at::randn({T, K}, bf), wi = at::randn({N, K}, bf) * 0.02,
-             bi = at::randn({N}, bf), ri = at::randn({T, N}, bf),
-             dy = at::randn({T, N}, bf) * 1e-2;
-  auto run = [&](const at::Device &d) {
-    at::Tensor x = xi.to(d).clone().requires_grad_(),
-               w = wi.to(d).clone().requires_grad_(),
-               b = bi.to(d).clone().requires_grad_(),
-               r = ri.to(d).clone().requires_grad_();
-    at::Tensor y = fp8Linear(x, w, b, {}, r);
-    y.backward(dy.to(d));
-    return std::vector<at::Tensor>{y.detach().cpu().to(at::kFloat),
-                                   x.grad().cpu().to(at::kFloat),
-                                   w.grad().cpu().to(at::kFloat)};
-  };
-  std::vector<at::Tensor> g = run(device), c = run(at::Device(at::kCPU));
-  const char *names[] = {"fp8_linear_y", "fp8_linear_dx", "fp8_linear_dw"};
-  for (int i = 0; i < 3; ++i) {
-    KernelCheck k;
-    k.name = names[i];
-    k.maxAbsDiff = (g[i] - c[i]).abs().max().item<double>();
-    k.maxAbsRef = c[i].abs().max().item<double>();
-    out.push_back(k);
-  }
-  return out;
-}
-
 std::string fp8Unsupported(const at::Device &device) {
   const char *need = "FP8 GEMMs need an NVIDIA GPU with FP8 tensor cores "
                      "(compute capability 8.9 or later: Ada, Hopper)";

@@ -4,6 +4,7 @@
 #include "swift/Runtime/CpuAdam.h"
 #include "swift/Runtime/Engine.h"
 #include "swift/Runtime/Kernels.h"
+#include "KernelCheck.h"
 #include "swift/Runtime/Model.h"
 
 #include <gtest/gtest.h>

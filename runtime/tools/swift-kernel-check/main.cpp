@@ -6,8 +6,9 @@
 // reference value: 2e-2 in bf16, 1e-4 in fp32).
 //
 //===----------------------------------------------------------------------===//
+#include "KernelCheck.h"
+
 #include "swift/Runtime/Fp8.h"
-#include "swift/Runtime/Kernels.h"
 
 #include <cstdio>
 #include <string>

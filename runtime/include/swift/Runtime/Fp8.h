@@ -93,11 +93,6 @@ at::Tensor fp8Linear(const at::Tensor &x, const at::Tensor &w,
                      const at::Tensor &residual = {}, bool value = true,
                      bool keepCodes = true);
 
-/// The GPU path against the CPU emulation on the same inputs: FP8 codes of
-/// both formats and layouts (name "*_codes": the count of differing codes,
-/// which must be 0) and fp8Linear's output and gradients (the largest
-/// difference: accumulation order and fast accumulation only).
-std::vector<KernelCheck> checkFp8(const at::Device &device);
 
 /// Empty when `device` runs FP8 GEMMs (CUDA, compute capability 8.9 or
 /// later, a LibTorch with FP8 GEMMs and the runtime's kernels), else why not.

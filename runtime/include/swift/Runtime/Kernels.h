@@ -211,16 +211,4 @@ std::vector<at::Tensor> opQkvRope(const at::Tensor &qkv, const at::Tensor &cos,
                                   const at::Tensor &sin, int64_t nh,
                                   int64_t nkv);
 
-/// One comparison of a fused op with its op chain on random inputs: the
-/// largest |fused - reference| over the output and every input gradient,
-/// and the largest |reference| for scale.
-struct KernelCheck {
-  std::string name;
-  double maxAbsDiff = 0, maxAbsRef = 0;
-};
-/// Runs every fused op (kernels on CUDA, their LibTorch formulas elsewhere)
-/// against its reference chain in `dtype` on `device`.
-std::vector<KernelCheck> checkFusedKernels(const at::Device &device,
-                                           at::ScalarType dtype);
-
 } // namespace swift::rt
