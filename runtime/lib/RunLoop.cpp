@@ -5,6 +5,7 @@
 #include "swift/Runtime/Device.h"
 #include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/Model.h"
+#include "swift/Runtime/TensorBoard.h"
 #include "swift/Runtime/Trace.h"
 #include "swift/Runtime/Weights.h"
 
@@ -18,17 +19,28 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
 
 namespace swift::rt::run {
 namespace {
 
-void drawProgress(int64_t done, int64_t total, double eta) {
-  const int width = 30;
-  int filled = int(width * done / total);
-  std::fprintf(stderr, "\r\033[K[%.*s%*s] %lld/%lld eta %.0fs", filled,
-               "##############################", width - filled, "",
-               (long long)done, (long long)total, eta);
+/// The line that rewrites itself on a terminal: the whole run's progress
+/// and ETA, and the last step's numbers.
+void drawProgress(int64_t done, int64_t total, double eta, const std::string &last) {
+  const int width = 24;
+  const int filled = int(width * done / total);
+  const int64_t e = int64_t(eta + 0.5);
+  char etaText[32];
+  if (e >= 3600)
+    std::snprintf(etaText, sizeof etaText, "%lldh%02lldm", (long long)(e / 3600),
+                  (long long)(e % 3600 / 60));
+  else
+    std::snprintf(etaText, sizeof etaText, "%lldm%02llds", (long long)(e / 60),
+                  (long long)(e % 60));
+  std::fprintf(stderr, "\r\033[K[%.*s%*s] %lld/%lld eta %s | %s", filled,
+               "########################", width - filled, "",
+               (long long)done, (long long)total, etaText, last.c_str());
   std::fflush(stderr);
 }
 
@@ -77,8 +89,14 @@ private:
   }
   Launched launch(int64_t s);
   void evaluate(int64_t s);
-  void report(int64_t s, const Engine::StepResult &r, double loss, double dt,
-              double tps, double mfu, const Launched &l);
+  /// The numbers of the steps since the last logged one (--log-every).
+  struct Interval {
+    int64_t steps = 0, tokens = 0, peakMem = 0;
+    double lossSum = 0, seconds = 0;
+  };
+  void report(int64_t s, const Engine::StepResult &r, const Interval &i);
+  std::string progressText(const Engine::StepResult &r, double loss, double tps,
+                           int64_t peakMem) const;
   void readStep(Launched &l);
   void save(int64_t s);
   void readInFlight() {
@@ -92,6 +110,9 @@ private:
   const TrainingConfig &t_;
   const bool lead_, tty_;
   std::ofstream metrics_;
+  std::unique_ptr<TensorBoardWriter> tensorboard_;
+  const int64_t logEvery_;
+  Interval interval_;
   const double flopsTok_, peak_;
   StepTrace trace_;
   double sumRate_ = 0;
@@ -103,6 +124,7 @@ private:
 TrainLoop::TrainLoop(RunContext &run)
     : r_(run), a_(run.options), t_(run.plan.training), lead_(run.lead()),
       tty_(lead_ && isatty(STDERR_FILENO)),
+      logEvery_(a_.logEvery ? a_.logEvery : std::max<int64_t>(1, a_.steps / 100)),
       flopsTok_(flopsPerToken(run.plan.model, t_.sequenceLength,
                               t_.method != Method::Full)),
       peak_(peakFlops(run.device)) {
@@ -110,6 +132,8 @@ TrainLoop::TrainLoop(RunContext &run)
     metrics_.open(a_.metrics);
     SWIFT_CHECK(metrics_.good(), a_.metrics, ": cannot open metrics file");
   }
+  if (lead_ && !a_.tensorboard.empty())
+    tensorboard_ = std::make_unique<TensorBoardWriter>(a_.tensorboard);
 }
 
 /// Evaluation after step s: every --eval-every steps (default: where the
@@ -165,13 +189,22 @@ void TrainLoop::evaluate(int64_t s) {
       j["epoch"] = *e;
     metrics_ << j.dump() << std::endl;
   }
+  if (tensorboard_)
+    tensorboard_->scalars(s + 1, {{"eval/loss", loss}});
 }
 
-/// Rank 0's line (and metrics) of step s.
-void TrainLoop::report(int64_t s, const Engine::StepResult &r, double loss,
-                       double dt, double tps, double mfu, const Launched &l) {
+/// Rank 0's line (and metrics, and TensorBoard's scalars) of the logging
+/// interval that ends with step s: the mean loss and step time of its
+/// steps, their tokens over their time, the highest peak; the last step's
+/// lr and gradient norm (as HF Trainer logs).
+void TrainLoop::report(int64_t s, const Engine::StepResult &r,
+                       const Interval &i) {
   const Plan &plan = r_.plan;
   const bool cuda = r_.device.is_cuda();
+  const double loss = i.lossSum / double(i.steps);
+  const double dt = i.seconds / double(i.steps);
+  const double tps = double(i.tokens) / i.seconds;
+  const double mfu = peak_ > 0 ? tps * flopsTok_ / (peak_ * r_.env.world) : 0;
   if (tty_)
     std::fprintf(stderr, "\r\033[K");
   // MFU needs the device's peak FLOP/s (n/a where unknown: CPU); on CPU
@@ -184,12 +217,12 @@ void TrainLoop::report(int64_t s, const Engine::StepResult &r, double loss,
     std::snprintf(mfuText, sizeof mfuText, "n/a");
   if (cuda)
     std::snprintf(memText, sizeof memText, "peak %s (plan %s)",
-                  gib(l.peakMem).c_str(),
+                  gib(i.peakMem).c_str(),
                   plan.predicted.peakMemoryBytes
                       ? gib(plan.predicted.peakMemoryBytes).c_str()
                       : "n/a");
   else
-    std::snprintf(memText, sizeof memText, "host RSS %s", gib(l.peakMem).c_str());
+    std::snprintf(memText, sizeof memText, "host RSS %s", gib(i.peakMem).c_str());
   char line[320], epochText[32] = "";
   if (const std::optional<double> e = epochAfter(s))
     std::snprintf(epochText, sizeof epochText, " | epoch %.2f", *e);
@@ -199,29 +232,65 @@ void TrainLoop::report(int64_t s, const Engine::StepResult &r, double loss,
                 (long long)(s + 1), (long long)a_.steps, loss, r.lr, r.gradNorm,
                 dt, tps, mfuText, memText, epochText);
   std::cout << line << std::endl;
-  if (!metrics_.is_open())
-    return;
-  nlohmann::json j = {
-      {"step", s + 1},
-      {"loss", loss},
-      {"lr", r.lr},
-      {"grad_norm", r.gradNorm},
-      {"step_seconds", dt},
-      {"tokens_per_second", tps},
-      {"tokens", l.tokens},
-      {"mfu", peak_ > 0 ? nlohmann::json(mfu) : nlohmann::json()},
-      // The device's peak is what the plan predicts; a CPU run has only
-      // the process's resident set, which is not comparable.
-      {cuda ? "peak_memory_bytes" : "host_rss_bytes", l.peakMem},
-      {"planned_peak_memory_bytes", plan.predicted.peakMemoryBytes},
-      {"planned_step_seconds", plan.predicted.stepSeconds},
-      {"planned_tokens_per_second", plan.predicted.tokensPerSecond},
-      {"world_size", r_.env.world}};
-  if (const std::optional<double> e = epochAfter(s))
-    j["epoch"] = *e;
-  if (cuda) // what fragmentation adds to the allocated peak
-    j["peak_reserved_bytes"] = peakReservedBytes(r_.device);
-  metrics_ << j.dump() << std::endl;
+  const std::optional<double> epoch = epochAfter(s);
+  if (metrics_.is_open()) {
+    nlohmann::json j = {
+        {"step", s + 1},
+        {"loss", loss},
+        {"lr", r.lr},
+        {"grad_norm", r.gradNorm},
+        {"step_seconds", dt},
+        {"tokens_per_second", tps},
+        {"tokens", i.tokens},
+        {"mfu", peak_ > 0 ? nlohmann::json(mfu) : nlohmann::json()},
+        // The device's peak is what the plan predicts; a CPU run has only
+        // the process's resident set, which is not comparable.
+        {cuda ? "peak_memory_bytes" : "host_rss_bytes", i.peakMem},
+        {"planned_peak_memory_bytes", plan.predicted.peakMemoryBytes},
+        {"planned_step_seconds", plan.predicted.stepSeconds},
+        {"planned_tokens_per_second", plan.predicted.tokensPerSecond},
+        {"world_size", r_.env.world}};
+    if (i.steps > 1) // a --log-every interval: the steps it averages
+      j["logged_steps"] = i.steps;
+    if (epoch)
+      j["epoch"] = *epoch;
+    if (cuda) // what fragmentation adds to the allocated peak
+      j["peak_reserved_bytes"] = peakReservedBytes(r_.device);
+    metrics_ << j.dump() << std::endl;
+  }
+  if (tensorboard_) {
+    // HF Trainer's tags where it has them (train/loss, train/learning_rate,
+    // train/grad_norm, train/epoch, eval/loss).
+    const double gibs = double(int64_t(1) << 30);
+    std::vector<std::pair<std::string, double>> v = {
+        {"train/loss", loss},
+        {"train/learning_rate", r.lr},
+        {"train/grad_norm", r.gradNorm},
+        {"train/tokens_per_second", tps},
+        {"time/step_seconds", dt},
+        {cuda ? "memory/peak_gib" : "memory/host_rss_gib", double(i.peakMem) / gibs}};
+    if (plan.predicted.stepSeconds > 0) // a plan that was priced
+      v.push_back({"time/planned_step_seconds", plan.predicted.stepSeconds});
+    if (plan.predicted.peakMemoryBytes > 0)
+      v.push_back({"memory/planned_peak_gib",
+                   double(plan.predicted.peakMemoryBytes) / gibs});
+    if (peak_ > 0)
+      v.push_back({"train/mfu", mfu});
+    if (epoch)
+      v.push_back({"train/epoch", *epoch});
+    tensorboard_->scalars(s + 1, v);
+  }
+}
+
+/// The progress line's numbers of one step.
+std::string TrainLoop::progressText(const Engine::StepResult &r, double loss,
+                                    double tps, int64_t peakMem) const {
+  char text[160];
+  const int64_t planned = r_.plan.predicted.peakMemoryBytes;
+  std::snprintf(text, sizeof text, "%.0f tok/s | %s%s%s | loss %.4f | lr %.3g",
+                tps, gib(peakMem).c_str(), planned ? " of plan " : "",
+                planned ? gib(planned).c_str() : "", loss, r.lr);
+  return text;
 }
 
 /// The checkpoint of step s, after its line (and its evaluation's).
@@ -279,13 +348,20 @@ void TrainLoop::readStep(Launched &l) {
                                   " keeps the earlier checkpoints)"));
   r_.watchdog.progress("a training step");
   const double tps = double(l.tokens) / dt;
-  const double mfu = peak_ > 0 ? tps * flopsTok_ / (peak_ * r_.env.world) : 0;
   if (s > 0 || a_.steps == 1) {
     sumRate_ += tps;
     ++rated_;
   }
-  if (lead_)
-    report(s, r, loss, dt, tps, mfu, l);
+  interval_.steps += 1;
+  interval_.tokens += l.tokens;
+  interval_.lossSum += loss;
+  interval_.seconds += dt;
+  interval_.peakMem = std::max(interval_.peakMem, l.peakMem);
+  if ((s + 1) % logEvery_ == 0 || s + 1 == a_.steps) {
+    if (lead_)
+      report(s, r, interval_);
+    interval_ = Interval();
+  }
   if (evaluatesAfter(s))
     evaluate(s);
   if (savesAfter(s))
@@ -294,7 +370,8 @@ void TrainLoop::readStep(Launched &l) {
     const double elapsed = secondsSince(runStart_);
     drawProgress(s + 1, a_.steps,
                  elapsed / double(s + 1 - r_.data.firstStep) *
-                     double(a_.steps - s - 1));
+                     double(a_.steps - s - 1),
+                 progressText(r, loss, tps, l.peakMem));
   }
 }
 

@@ -524,6 +524,8 @@ bool checkOutputs(const RunOptions &a, const InitialState &state,
     checkWritableFile(a.saveParams, "--save-params");
   if (!a.metrics.empty())
     checkWritableFile(a.metrics, "--metrics");
+  if (!a.tensorboard.empty())
+    checkWritableDir(a.tensorboard, "--tensorboard");
   // A LibTorch that cannot profile or write traces fails now, not at the
   // traced step (after which the run's checkpoint and export were lost).
   if (!a.trace.empty()) {

@@ -6,6 +6,7 @@
 #include "swift/Runtime/Kernels.h"
 #include "KernelCheck.h"
 #include "swift/Runtime/Model.h"
+#include "swift/Runtime/TensorBoard.h"
 
 #include <gtest/gtest.h>
 #include <cmath>
@@ -537,4 +538,12 @@ TEST(Engine, UpdateInBackwardEqualsUpdateAfterBackward) {
                                   at::ones({}, at::kBool)));
           }
         }
+}
+
+// CRC-32C's check value (RFC 3720, B.4: "123456789") and the iSCSI test
+// vector of 32 zero bytes: what TensorBoard's reader verifies records with.
+TEST(TensorBoard, Crc32cIsCastagnolis) {
+  EXPECT_EQ(crc32c("123456789", 9), 0xE3069283u);
+  const std::string zeros(32, '\0');
+  EXPECT_EQ(crc32c(zeros.data(), zeros.size()), 0x8A9136AAu);
 }

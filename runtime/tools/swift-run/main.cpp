@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "swift/Plan/Json.h"
+#include "swift/Plan/Overrides.h"
 #include "swift/Runtime/Data.h"
 #include "swift/Runtime/Launch.h"
 #include "swift/Runtime/PlanTypes.h"
@@ -23,6 +24,8 @@
 #include "swift/Runtime/Weights.h"
 
 #include <c10/util/Exception.h>
+
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -44,12 +47,23 @@ const char *kUsage =
     "                 [--eval-data FILE | --eval-split F] [--eval-every N]\n"
     "                 [--device cpu|cuda] [--metrics FILE] [--save-params "
     "FILE]\n"
+    "                 [--log-every N] [--tensorboard DIR] [--set KEY=VALUE]\n"
     "                 [--timeout SECONDS] [--emit-plan FILE] [--trace FILE]\n"
     "                 [--weights DIR] [--export-hf DIR [--export-dtype D]]\n"
     "                 [--save-dir DIR [--save-every N] [--keep K]\n"
     "                  [--overwrite-save-dir]]\n"
     "                 [--resume P [--ignore-data-mismatch]]\n"
     "                 [--adapter DIR] [--merge [--merge-base DIR]]\n"
+    "  --set KEY=VALUE   change a plan field that affects neither memory nor\n"
+    "                    time (training.optimizer.lr, .betas, .eps,\n"
+    "                    .weight_decay, training.lr_schedule.*,\n"
+    "                    training.max_grad_norm, training.seed,\n"
+    "                    training.loss_on, training.lora.alpha); repeatable\n"
+    "  --log-every N     a console line and metrics record every N steps\n"
+    "                    (loss: their mean; default: every max(1, steps/100))\n"
+    "  --tensorboard DIR TensorBoard event files (loss, lr, grad norm,\n"
+    "                    tokens/s, MFU, memory and step time against the\n"
+    "                    plan, eval loss)\n"
     "  --steps N         optimizer steps (default 10); with --resume the\n"
     "                    total to reach\n"
     "  --epochs E        JSONL data: ceil(E x windows / global batch) steps\n"
@@ -176,6 +190,12 @@ RunOptions parseArgs(int argc, char **argv, std::vector<std::string> &childArgs)
                   "\": expected cpu or cuda");
     } else if (s == "--metrics") {
       a.metrics = value();
+    } else if (s == "--tensorboard") {
+      a.tensorboard = value();
+    } else if (s == "--log-every") {
+      a.logEvery = parseIntFlag(s, value(), 1, int64_t(1) << 40);
+    } else if (s == "--set") {
+      a.overrides.push_back(value());
     } else if (s == "--emit-plan") {
       a.emitPlan = value();
     } else if (s == "--trace") {
@@ -269,6 +289,18 @@ RunOptions parseArgs(int argc, char **argv, std::vector<std::string> &childArgs)
 }
 
 
+/// The plan, with the command line's --set overrides (validated as a
+/// plan.json is).
+Plan readPlan(const RunOptions &a) {
+  if (a.overrides.empty())
+    return parsePlan(a.plan);
+  nlohmann::json j = swift::plan::readJsonFile(a.plan, "a plan file (plan.json)",
+                                               uint64_t(64) << 20);
+  for (const std::string &o : a.overrides)
+    swift::plan::applyRunOverride(j, o, a.plan);
+  return parsePlanText(j.dump(), a.plan);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -286,7 +318,7 @@ int main(int argc, char **argv) {
   try {
     std::vector<std::string> childArgs;
     RunOptions a = parseArgs(argc, argv, childArgs);
-    Plan plan = parsePlan(a.plan);
+    Plan plan = readPlan(a);
     oomHint = outOfMemoryHint(plan);
     // No weights, no device, no ranks: the samples as training reads them.
     if (a.inspectData > 0) {

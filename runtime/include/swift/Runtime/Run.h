@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace swift::rt {
 
@@ -36,6 +37,9 @@ struct RunOptions {
   std::string weights, exportHF, exportDtype = "bf16";
   std::string saveDir, resume, adapter, mergeBase;
   std::string evalData;
+  std::string tensorboard; // --tensorboard DIR
+  std::vector<std::string> overrides; // --set KEY=VALUE, in order
+  int64_t logEvery = 0; // --log-every N; 0: every max(1, steps / 100)
   std::string tokenizer, chatTemplate; // --tokenizer, --chat-template
   std::string dataCache = data::defaultCacheDir(); // "": off
   double epochs = 0;       // --epochs; 0: --steps
