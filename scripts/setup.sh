@@ -13,8 +13,8 @@ PACKAGES=(
   libtorch-dev libgloo-dev
   # The tokenizer's Unicode (regexes, NFC): ICU; its tests' gzipped ids: zlib.
   libicu-dev zlib1g-dev
-  # Unit tests.
-  libgtest-dev googletest
+  # Unit tests; the HTML reports are rendered in a real browser (headless).
+  libgtest-dev googletest chromium
   # Fuzzing the readers (scripts/fuzz.sh): clang with libFuzzer and sanitizers.
   clang-22 libclang-rt-22-dev
 )

@@ -8,6 +8,7 @@
 #include "swift/Runtime/TensorBoard.h"
 #include "swift/Runtime/Trace.h"
 #include "swift/Runtime/Weights.h"
+#include "swift/Html/Html.h"
 
 #include <nlohmann/json.hpp>
 
@@ -30,17 +31,10 @@ namespace {
 void drawProgress(int64_t done, int64_t total, double eta, const std::string &last) {
   const int width = 24;
   const int filled = int(width * done / total);
-  const int64_t e = int64_t(eta + 0.5);
-  char etaText[32];
-  if (e >= 3600)
-    std::snprintf(etaText, sizeof etaText, "%lldh%02lldm", (long long)(e / 3600),
-                  (long long)(e % 3600 / 60));
-  else
-    std::snprintf(etaText, sizeof etaText, "%lldm%02llds", (long long)(e / 60),
-                  (long long)(e % 60));
   std::fprintf(stderr, "\r\033[K[%.*s%*s] %lld/%lld eta %s | %s", filled,
                "########################", width - filled, "",
-               (long long)done, (long long)total, etaText, last.c_str());
+               (long long)done, (long long)total, html::duration(eta).c_str(),
+               last.c_str());
   std::fflush(stderr);
 }
 
@@ -182,6 +176,7 @@ void TrainLoop::evaluate(int64_t s) {
     std::cout << line;
   }
   std::cout << std::endl;
+  r_.history.evals.push_back({s + 1, loss});
   if (metrics_.is_open()) {
     nlohmann::json j = {
         {"step", s + 1}, {"eval_loss", loss}, {"eval_tokens", int64_t(v[1])}};
@@ -232,6 +227,7 @@ void TrainLoop::report(int64_t s, const Engine::StepResult &r,
                 (long long)(s + 1), (long long)a_.steps, loss, r.lr, r.gradNorm,
                 dt, tps, mfuText, memText, epochText);
   std::cout << line << std::endl;
+  r_.history.logged.push_back({s + 1, loss, r.lr, r.gradNorm, tps, dt, i.peakMem});
   const std::optional<double> epoch = epochAfter(s);
   if (metrics_.is_open()) {
     nlohmann::json j = {
@@ -313,10 +309,14 @@ void TrainLoop::save(int64_t s) {
   r_.replaceSaved = false;
   r_.comm.barrier();
   r_.watchdog.progress("a checkpoint");
-  if (lead_)
+  if (lead_) {
     std::cout << "swift-run: saved " << saved << " ("
               << transferReport(safetensorsBytes(saved), secondsSince(saveStart))
               << ")" << std::endl;
+    // The report as it stands, beside the checkpoint a killed run keeps.
+    r_.history.checkpoints.push_back({s + 1, saved});
+    writeRunReport(r_);
+  }
 }
 
 void TrainLoop::readStep(Launched &l) {
@@ -441,6 +441,8 @@ void TrainLoop::run() {
     evaluate(r_.data.firstStep - 1);
   if (tty_)
     std::fprintf(stderr, "\n");
+  if (rated_)
+    r_.history.meanTokensPerSecond = sumRate_ / double(rated_);
   if (lead_ && rated_)
     std::cout << "swift-run: mean " << int64_t(sumRate_ / rated_)
               << " tok/s over " << rated_ << " step(s)"
@@ -473,6 +475,7 @@ void exportResults(RunContext &run) {
       exportHF(run.engine, run.plan, a.exportHF, options);
     if (lead) // beside the weights or the adapter
       writeTokenizerFiles(a.exportHF, run.artifacts.tokenizer);
+    run.history.exported = a.exportHF;
     if (lead)
       std::cout << "swift-run: exported to " << a.exportHF << " ("
                 << transferReport(safetensorsBytes(a.exportHF),

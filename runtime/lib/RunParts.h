@@ -15,6 +15,8 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace swift::rt::run {
 
@@ -53,6 +55,22 @@ struct RunArtifacts {
   TokenizerFiles tokenizer;
 };
 
+/// What the run report (RunReport.cpp) shows: rank 0's logged steps,
+/// evaluations, checkpoints and export.
+struct RunHistory {
+  struct Logged {
+    int64_t step = 0;
+    double loss = 0, lr = 0, gradNorm = 0, tokensPerSecond = 0, stepSeconds = 0;
+    int64_t peakMem = 0; // device peak (CUDA) or host RSS (CPU)
+  };
+  std::vector<Logged> logged;
+  std::vector<std::pair<int64_t, double>> evals;          // step, eval_loss
+  std::vector<std::pair<int64_t, std::string>> checkpoints; // step, directory
+  std::string exported;
+  double meanTokensPerSecond = 0; // first step excluded (the console's)
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+};
+
 /// Everything the train loop and the export use.
 struct RunContext {
   const Plan &plan;
@@ -66,8 +84,16 @@ struct RunContext {
   RunData &data;
   const RunArtifacts &artifacts;
   bool replaceSaved = false; // --overwrite-save-dir: at the first save
+  RunHistory history;         // rank 0's
   bool lead() const { return env.rank == 0; }
 };
+
+/// Where the run report goes: --report FILE, else SAVE_DIR/report.html
+/// with --save-dir, else nowhere ("").
+std::string reportPath(const RunOptions &options);
+/// Rank 0: writes the run report (RunReport.cpp) as it stands; a report
+/// that cannot be written is a warning (the run's work is done).
+void writeRunReport(const RunContext &run);
 
 /// The steps, evaluations and checkpoints (RunLoop.cpp).
 void trainLoop(RunContext &run);

@@ -526,6 +526,8 @@ bool checkOutputs(const RunOptions &a, const InitialState &state,
     checkWritableFile(a.metrics, "--metrics");
   if (!a.tensorboard.empty())
     checkWritableDir(a.tensorboard, "--tensorboard");
+  if (!a.report.empty())
+    checkWritableFile(a.report, "--report");
   // A LibTorch that cannot profile or write traces fails now, not at the
   // traced step (after which the run's checkpoint and export were lost).
   if (!a.trace.empty()) {
@@ -637,6 +639,8 @@ int runRank(const Plan &plan, RunOptions a, const RankEnv &env) {
                  engine, state, data, artifacts, replaceSaved};
   trainLoop(run);
   exportResults(run);
+  if (env.rank == 0)
+    writeRunReport(run);
   comm->barrier();
   watchdog.progress("shutdown");
   return 0;

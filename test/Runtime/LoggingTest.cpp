@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 namespace {
 
@@ -205,6 +206,81 @@ TEST(Overrides, WhatChangesMemoryOrTimeIsRefusedNamingSwiftPlan) {
     EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
     EXPECT_EQ(r.output.find("step 1/"), std::string::npos) << r.output;
   }
+}
+
+/// report_dom.py's reading of `html` as headless Chromium renders it,
+/// with a screenshot beside it.
+json renderedDom(const std::string &html) {
+  const std::string out = html + ".dom.json";
+  const std::string cmd = std::string("python3 ") + SWIFT_REPORT_DOM + " " + html +
+                          " --screenshot " + html + ".png > " + out + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  const std::string text = slurp(out);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  return json::parse(text, nullptr, false);
+}
+
+TEST(Report, TheRunReportShowsTheRunsNumbersInABrowser) {
+  json p = tinyPlan(2, 2);
+  p["predicted"] = {{"peak_memory_bytes", int64_t(3) << 30},
+                    {"step_seconds", 0.25},
+                    {"tokens_per_second", 1024.0}};
+  std::vector<Sample> samples;
+  for (int i = 0; i < 12; ++i)
+    samples.push_back({{1 + i, 2 + i, 3 + i, 4 + i, 5 + i, 6 + i, 7 + i, 8 + i, 9, 10}, {}});
+  const std::string data = writeJsonl(samples);
+  const Result r = runPlan(p, "--steps 6 --nproc-per-node 2 --data " + data +
+                                  " --eval-split 0.25 --eval-every 3 --save-dir ck "
+                                  "--save-every 3");
+  ASSERT_EQ(r.exitCode, 0) << r.output;
+  // --save-dir's default place.
+  const json dom = renderedDom(r.dir + "/ck/report.html");
+  ASSERT_FALSE(dom.is_discarded());
+  // Self-contained: nothing fetched, no script.
+  EXPECT_TRUE(dom.at("external").empty()) << dom.dump();
+  EXPECT_EQ(dom.at("scripts"), 0);
+  std::map<std::string, json> charts;
+  for (const json &c : dom.at("charts"))
+    charts[c.at("title").get<std::string>()] = c;
+  ASSERT_TRUE(charts.count("loss and eval_loss")) << dom.dump();
+  // The curves hold the metrics' numbers.
+  std::vector<double> loss, evals, tps;
+  for (const json &m : r.metrics)
+    if (m.contains("eval_loss"))
+      evals.push_back(m.at("eval_loss").get<double>());
+    else {
+      loss.push_back(m.at("loss").get<double>());
+      tps.push_back(m.at("tokens_per_second").get<double>());
+    }
+  auto expectSeries = [&](const std::string &chart, const std::string &name,
+                          const std::vector<double> &want) {
+    const json &values = charts[chart].at("series").at(name).at("values");
+    ASSERT_EQ(values.size(), want.size()) << chart << " " << name;
+    for (size_t i = 0; i < want.size(); ++i)
+      EXPECT_NEAR(values[i].get<double>(), want[i], 1e-8 * std::max(1.0, std::abs(want[i])))
+          << chart << " " << name << " " << i;
+  };
+  expectSeries("loss and eval_loss", "loss", loss);
+  expectSeries("loss and eval_loss", "eval_loss", evals);
+  EXPECT_EQ(evals.size(), 2u);
+  expectSeries("tokens/s", "tokens/s", tps);
+  EXPECT_EQ(charts["tokens/s"].at("reference").get<double>(), 1024.0);
+  ASSERT_TRUE(charts.count("learning rate"));
+  ASSERT_TRUE(charts.count("host memory (RSS, rank 0)"));
+  // The checkpoints it wrote.
+  const std::string tables = dom.at("tables").dump();
+  EXPECT_NE(tables.find("step-00000003"), std::string::npos) << tables;
+  EXPECT_NE(tables.find("step-00000006"), std::string::npos) << tables;
+  EXPECT_NE(tables.find("finished"), std::string::npos) << tables;
+  EXPECT_GT(fs::file_size(r.dir + "/ck/report.html.png"), 10000u);
+}
+
+TEST(Report, AnUnwritableReportIsRefusedBeforeTheFirstStep) {
+  const Result r = runPlan(tinyPlan(0, 1), "--steps 2 --report /nonexistent/dir/r.html");
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("--report /nonexistent/dir/r.html: no directory"),
+            std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("step 1/"), std::string::npos) << r.output;
 }
 
 } // namespace

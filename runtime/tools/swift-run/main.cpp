@@ -47,7 +47,8 @@ const char *kUsage =
     "                 [--eval-data FILE | --eval-split F] [--eval-every N]\n"
     "                 [--device cpu|cuda] [--metrics FILE] [--save-params "
     "FILE]\n"
-    "                 [--log-every N] [--tensorboard DIR] [--set KEY=VALUE]\n"
+    "                 [--log-every N] [--tensorboard DIR] [--report FILE]\n"
+    "                 [--set KEY=VALUE]\n"
     "                 [--timeout SECONDS] [--emit-plan FILE] [--trace FILE]\n"
     "                 [--weights DIR] [--export-hf DIR [--export-dtype D]]\n"
     "                 [--save-dir DIR [--save-every N] [--keep K]\n"
@@ -64,6 +65,9 @@ const char *kUsage =
     "  --tensorboard DIR TensorBoard event files (loss, lr, grad norm,\n"
     "                    tokens/s, MFU, memory and step time against the\n"
     "                    plan, eval loss)\n"
+    "  --report FILE     an HTML page of the run (loss, eval loss, lr, tok/s and\n"
+    "                    memory against the plan, data, checkpoints); default\n"
+    "                    SAVE_DIR/report.html with --save-dir\n"
     "  --steps N         optimizer steps (default 10); with --resume the\n"
     "                    total to reach\n"
     "  --epochs E        JSONL data: ceil(E x windows / global batch) steps\n"
@@ -192,6 +196,8 @@ RunOptions parseArgs(int argc, char **argv, std::vector<std::string> &childArgs)
       a.metrics = value();
     } else if (s == "--tensorboard") {
       a.tensorboard = value();
+    } else if (s == "--report") {
+      a.report = value();
     } else if (s == "--log-every") {
       a.logEvery = parseIntFlag(s, value(), 1, int64_t(1) << 40);
     } else if (s == "--set") {

@@ -38,6 +38,7 @@ struct RunOptions {
   std::string saveDir, resume, adapter, mergeBase;
   std::string evalData;
   std::string tensorboard; // --tensorboard DIR
+  std::string report;      // --report FILE (HTML); default SAVE_DIR/report.html
   std::vector<std::string> overrides; // --set KEY=VALUE, in order
   int64_t logEvery = 0; // --log-every N; 0: every max(1, steps / 100)
   std::string tokenizer, chatTemplate; // --tokenizer, --chat-template
