@@ -992,7 +992,11 @@ int runRank(const Plan &plan, Args a, const RankEnv &env) {
           {"planned_peak_memory_bytes", plan.predicted.peakMemoryBytes},
           {"planned_step_seconds", plan.predicted.stepSeconds},
           {"planned_tokens_per_second", plan.predicted.tokensPerSecond},
-          {"world_size", env.world}};
+          {"world_size", env.world},
+          {"collectives",
+           {{"all_reduce", r.collectives.allReduce},
+            {"reduce_scatter", r.collectives.reduceScatter},
+            {"all_gather", r.collectives.allGather}}}};
       if (const std::optional<double> e = epochAfter(s))
         j["epoch"] = *e;
       if (device.is_cuda()) // what fragmentation adds to the allocated peak
