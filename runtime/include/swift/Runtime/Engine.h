@@ -167,8 +167,9 @@ public:
   /// Evaluation (swift-run --eval-data / --eval-split): the forward of
   /// `microBatches` (masked, Data.h) with the current weights, unit by
   /// unit, without autograd, LoRA dropout or any gradient or optimizer
-  /// state; ZeRO-3 gathers each unit for its forward and releases it
-  /// after. Returns this rank's sum of per-token cross-entropy over the
+  /// state; the schedule's forward program with its gathers and releases
+  /// (ZeRO-3), what it leaves gathered for the backward released after
+  /// the last batch. Returns this rank's sum of per-token cross-entropy over the
   /// batches' targets and their number. Collective at ZeRO-3: every rank
   /// passes the same number of micro-batches.
   struct EvalSums {
