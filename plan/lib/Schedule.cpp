@@ -46,6 +46,26 @@ std::vector<int> unitOwners(const ModelConfig &m, int unit) {
   return {unit};
 }
 
+StorageLayout storageLayout(const StrategyConfig &s) {
+  StorageLayout l;
+  l.paramsSharded = s.zero == 3;
+  l.optimizerSharded = s.zero >= 1;
+  l.gradsSharded = s.zero >= 2;
+  l.optimizerOnHost = s.offload != Offload::None;
+  l.paramsOnHost = s.offload == Offload::OptimizerAndParams;
+  return l;
+}
+
+namespace {
+
+/// Updated parameters are all-gathered where they are whole on every rank
+/// but updated in shards (ZeRO 1/2): the rule and the algorithm's choice.
+bool gathersUpdatedParams(const StorageLayout &l) {
+  return l.optimizerSharded && !l.paramsSharded;
+}
+
+} // namespace
+
 Checkpointing layerCheckpoint(const StrategyConfig &s, int64_t layer) {
   bool inRange = s.checkpointLayers < 0 || layer < s.checkpointLayers;
   return inRange ? s.checkpointing : Checkpointing::None;
@@ -79,13 +99,15 @@ BuiltSchedule buildSchedule(const ModelConfig &m, const StrategyConfig &st,
   // Buckets in backward order, so each closes as early as possible.
   Bucket current;
   int64_t currentBytes = 0;
-  const Collective coll =
-      st.zero == 0 ? Collective::AllReduce : Collective::ReduceScatter;
+  const StorageLayout storage = storageLayout(st);
+  const Collective coll = storage.optimizerSharded ? Collective::ReduceScatter
+                                                   : Collective::AllReduce;
   auto close = [&] {
     if (current.units.empty())
       return;
     current.collective = coll;
-    current.everyMicroBatch = st.zero >= 2;
+    // Where whole gradients are kept, accumulate them and reduce once.
+    current.everyMicroBatch = storage.gradsSharded;
     s.buckets.push_back(current);
     out.bucketBytes.push_back(currentBytes);
     current = Bucket{};
@@ -99,7 +121,7 @@ BuiltSchedule buildSchedule(const ModelConfig &m, const StrategyConfig &st,
   }
   close();
 
-  const bool z3 = st.zero == 3;
+  const bool z3 = storage.paramsSharded;
   const int depth = st.prefetchDepth;
   // Gathers the owners of the unit `ahead` steps after `step`'s own.
   auto gather = [&](ProgramStep &step, std::vector<int> &aheads, int unit,
@@ -161,10 +183,9 @@ BuiltSchedule buildSchedule(const ModelConfig &m, const StrategyConfig &st,
     s.backward.push_back(stp);
     out.backwardAhead.push_back(aheads);
   }
-  s.optimizer.device = st.offload == Offload::None
-                           ? OptimizerDevice::Accelerator
-                           : OptimizerDevice::Cpu;
-  s.optimizer.gatherParams = st.zero == 1 || st.zero == 2;
+  s.optimizer.device = storage.optimizerOnHost ? OptimizerDevice::Cpu
+                                               : OptimizerDevice::Accelerator;
+  s.optimizer.gatherParams = gathersUpdatedParams(storage);
   return out;
 }
 
@@ -295,13 +316,14 @@ void checkResidency(const ModelConfig &m, const StrategyConfig &st,
                     const Schedule &s) {
   const int numUnits = int(m.numLayers) + 2;
   const int zero = st.zero;
-  std::vector<bool> resident(numUnits, zero < 3);
+  const bool sharded = storageLayout(st).paramsSharded;
+  std::vector<bool> resident(numUnits, !sharded);
   for (Part part : {Part::Forward, Part::Backward}) {
     const std::vector<ProgramStep> &prog =
         part == Part::Forward ? s.forward : s.backward;
     for (size_t i = 0; i < prog.size(); ++i) {
       const ProgramStep &step = prog[i];
-      if (zero < 3 && (!step.gather.empty() || !step.release.empty()))
+      if (!sharded && (!step.gather.empty() || !step.release.empty()))
         fail(part, int(i), step.gather.empty() ? "release" : "gather", 0,
              "gather/release need zero 3 (parameters are replicated at "
              "zero " +
@@ -326,7 +348,7 @@ void checkResidency(const ModelConfig &m, const StrategyConfig &st,
       }
     }
   }
-  if (zero == 3)
+  if (sharded)
     for (int u = 0; u < numUnits; ++u)
       if (resident[u])
         fail(Part::Backward, -1,
@@ -335,13 +357,17 @@ void checkResidency(const ModelConfig &m, const StrategyConfig &st,
                  "reshards every unit each micro-batch)");
 }
 
-/// Buckets: a partition of the units, with the stage's collective and
-/// frequency; each reduced once in backward, after every unit that writes
-/// gradients into it has run.
+/// Buckets: a partition of the units; each reduced with the collective the
+/// gradients' storage needs, every micro-batch where no whole gradient is
+/// kept (at ZeRO 0/1 the frequency is the schedule's choice: every
+/// micro-batch reduces a micro-batch buffer and adds the result into the
+/// accumulator or the shard); each reduced once in backward, after every
+/// unit that writes gradients into it has run.
 void checkBuckets(const ModelConfig &m, const StrategyConfig &st,
                   const Schedule &s) {
   const int numUnits = int(m.numLayers) + 2, last = numUnits - 1;
   const int zero = st.zero;
+  const StorageLayout storage = storageLayout(st);
   std::vector<int> bucketOf(numUnits, -1);
   for (size_t b = 0; b < s.buckets.size(); ++b) {
     const Bucket &bk = s.buckets[b];
@@ -360,19 +386,18 @@ void checkBuckets(const ModelConfig &m, const StrategyConfig &st,
                  std::to_string(bucketOf[u]));
       bucketOf[u] = int(b);
     }
-    Collective want =
-        zero == 0 ? Collective::AllReduce : Collective::ReduceScatter;
+    // The optimizer reads the whole gradient (all-reduced) or its shard
+    // (reduce-scattered).
+    Collective want = storage.optimizerSharded ? Collective::ReduceScatter
+                                               : Collective::AllReduce;
     if (bk.collective != want)
       fail(Part::Buckets, int(b), "collective", -1,
            "zero " + std::to_string(zero) + " reduces gradients with " +
                toString(want));
-    bool wantEvery = zero >= 2;
-    if (bk.everyMicroBatch != wantEvery)
+    if (storage.gradsSharded && !bk.everyMicroBatch)
       fail(Part::Buckets, int(b), "every_micro_batch", -1,
-           wantEvery ? "zero >= 2 keeps only gradient shards, so it must "
-                       "reduce every micro-batch"
-                     : "zero 0/1 accumulate full gradients locally and "
-                       "reduce on the last micro-batch only");
+           "zero >= 2 keeps only gradient shards, so it must reduce every "
+           "micro-batch");
   }
   for (int u = 0; u < numUnits; ++u)
     if (bucketOf[u] < 0)
@@ -404,16 +429,18 @@ void checkBuckets(const ModelConfig &m, const StrategyConfig &st,
       fail(Part::Buckets, int(b), "never reduced by the backward program");
 }
 
+/// Storage facts, not choices: parameters whole on every rank but updated
+/// in shards must be all-gathered after the update (elsewhere there is
+/// nothing to gather), and the optimizer runs where its state lives.
 void checkOptimizer(const StrategyConfig &st, const Schedule &s) {
-  const int zero = st.zero;
-  if (s.optimizer.gatherParams != (zero == 1 || zero == 2))
+  const StorageLayout storage = storageLayout(st);
+  const bool gather = gathersUpdatedParams(storage);
+  if (s.optimizer.gatherParams != gather)
     fail(Part::Optimizer, -1, "gather_params", -1,
-         zero == 1 || zero == 2 ? "zero 1/2 must all-gather the updated "
-                                  "parameters"
-                                : "only zero 1/2 all-gather updated "
-                                  "parameters");
+         gather ? "zero 1/2 must all-gather the updated parameters"
+                : "only zero 1/2 all-gather updated parameters");
   bool cpu = s.optimizer.device == OptimizerDevice::Cpu;
-  if (cpu != (st.offload != Offload::None))
+  if (cpu != storage.optimizerOnHost)
     fail(Part::Optimizer, -1, "device", -1,
          "must be \"cpu\" exactly when strategy.offload is not \"none\"");
 }

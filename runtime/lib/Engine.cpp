@@ -219,12 +219,19 @@ bool useFusedAdamW() {
 Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
                const StateSource *initial, const StateSource *base)
     : plan_(plan), m_(plan.model), comm_(comm), device_(device),
+      storage_(plan::storageLayout(plan.strategy)),
       lora_(plan.training.method != Method::Full),
       qlora_(plan.training.method == Method::QLora) {
 
-  const StrategyConfig &st = plan.strategy;
+  // The storage layout: the only code of the Engine that reads the
+  // strategy (storage_, masterInCompute_, inBackwardAllowed_; Engine.h).
   const int W = comm.worldSize(), rank = comm.rank();
-  const bool offload = st.offload != Offload::None;
+  const bool offload = storage_.optimizerOnHost;
+  // The schedule rules (plan::checkSchedule) put the optimizer where its
+  // state lives.
+  SWIFT_ASSERT(offload == (plan.schedule.optimizer.device ==
+                           plan::OptimizerDevice::Cpu),
+               "the optimizer's placement disagrees with its state's");
   computeDtype_ = computeDtypeOf(plan.training.precision);
   // fp8-* stores as its bf16 twin (Enums.h storagePrecision).
   const Precision storage = plan::storagePrecision(plan.training.precision);
@@ -236,6 +243,10 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
   backwardIndex_.resize(numUnits);
   for (size_t i = 0; i < plan.schedule.backward.size(); ++i)
     backwardIndex_[plan.schedule.backward[i].unit] = int(i);
+  bucketOf_.assign(numUnits, -1);
+  for (size_t b = 0; b < plan.schedule.buckets.size(); ++b)
+    for (int u : plan.schedule.buckets[b].units)
+      bucketOf_[u] = int(b);
 
   for (int u = 0; u < numUnits; ++u) {
     auto U = std::make_unique<Unit>();
@@ -243,8 +254,8 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
     U->layout = trainableLayout(plan, u);
     U->shardLen = shardLength(U->layout.numel, W);
     U->padded = U->shardLen * W;
-    U->optOffset = st.zero == 0 ? 0 : rank * U->shardLen;
-    U->optLen = st.zero == 0 ? U->padded : U->shardLen;
+    U->optOffset = storage_.optimizerSharded ? rank * U->shardLen : 0;
+    U->optLen = storage_.optimizerSharded ? U->shardLen : U->padded;
     U->decayFrom =
         std::clamp<int64_t>(U->layout.decayBegin - U->optOffset, 0, U->optLen);
     const uint64_t seed = plan.training.seed * 1000003ull + uint64_t(u);
@@ -257,7 +268,8 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
       U->baseShardLen = shardLength(U->baseLayout.numel, W);
       U->basePadded = U->baseShardLen * W;
       // QLoRA decoder units quantize whole tensors: they read the unit.
-      const bool whole = st.zero < 3 || (qlora_ && u >= 1 && u <= m_.numLayers);
+      const bool whole =
+          !storage_.paramsSharded || (qlora_ && u >= 1 && u <= m_.numLayers);
       const int64_t begin = whole ? 0 : rank * U->baseShardLen;
       const int64_t len = whole ? U->basePadded : U->baseShardLen;
       at::Tensor b = initialRange(U->baseLayout, U->basePadded, begin, len,
@@ -274,11 +286,11 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
         U->nf4ShardLen = shardLength(U->nf4Len, W);
         U->nf4Padded = U->nf4ShardLen * W;
         bytes = at::constant_pad_nd(bytes, {0, U->nf4Padded - U->nf4Len});
-        if (st.zero < 3) {
+        if (!storage_.paramsSharded) {
           U->nf4Bytes = bytes;
         } else {
           U->nf4Shard = bytes.narrow(0, rank * U->nf4ShardLen, U->nf4ShardLen).clone();
-          if (st.offload == Offload::OptimizerAndParams) {
+          if (storage_.paramsOnHost) {
             at::Tensor h = hostEmpty(U->nf4ShardLen, at::kByte, device_);
             h.copy_(U->nf4Shard);
             U->nf4Shard = h;
@@ -288,11 +300,11 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
         }
         U->baseFull = at::empty({U->basePadded}, onDevice.dtype(computeDtype_));
         freeStorage(U->baseFull);
-      } else if (st.zero < 3) {
+      } else if (!storage_.paramsSharded) {
         U->baseFull = b;
       } else {
         U->baseShard = b;
-        if (st.offload == Offload::OptimizerAndParams) { // the shard on the host
+        if (storage_.paramsOnHost) { // the shard on the host
           at::Tensor h = hostEmpty(U->baseShardLen, computeDtype_, device_);
           h.copy_(b);
           U->baseShard = h;
@@ -304,8 +316,8 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
 
     // The range of the unit this rank keeps: its shard at ZeRO-3 (where
     // the optimizer partition is the same range), the whole unit otherwise.
-    const int64_t keepBegin = st.zero == 3 ? rank * U->shardLen : 0;
-    const int64_t keepLen = st.zero == 3 ? U->shardLen : U->padded;
+    const int64_t keepBegin = storage_.paramsSharded ? rank * U->shardLen : 0;
+    const int64_t keepLen = storage_.paramsSharded ? U->shardLen : U->padded;
     // Adapters start from their own stream of the seed (B = 0 anyway).
     at::Tensor init =
         initialRange(U->layout, U->padded, keepBegin, keepLen, initial,
@@ -320,14 +332,14 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
     } else {
       compute = init.to(computeDtype_);
     }
-    if (st.zero < 3) {
+    if (!storage_.paramsSharded) {
       U->full = compute;
       U->resident = true;
     } else {
       U->full = at::empty({U->padded}, onDevice.dtype(computeDtype_));
       freeStorage(U->full);
       U->shard = compute.clone();
-      if (st.offload == Offload::OptimizerAndParams) {
+      if (storage_.paramsOnHost) {
         at::Tensor h = hostEmpty(U->shardLen, computeDtype_, device_);
         h.copy_(U->shard);
         U->shard = h;
@@ -371,25 +383,28 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
       if (U->stepTensor.defined())
         U->stepTensor.fill_(double(initial->step()));
     }
-    // ZeRO 0/1: `grad` is allocated by the step's first gradient of the
-    // unit (gradTarget) and freed after the optimizer step.
-    if (st.zero >= 1)
+    // `grad` and `microGrad` are allocated by the step's gradients of the
+    // unit (gradTarget, reduceBucket) and freed after the optimizer step or
+    // the reduction.
+    if (storage_.optimizerSharded)
       U->gradShard = at::zeros({U->shardLen}, onDevice.dtype(gradDtype_));
     units_.push_back(std::move(U));
   }
   // Sinks: the decoder's GEMM weights (its 2-D leaves), the embedding
   // table (its backward adds rows into the buffer), and the head's lm_head
   // (or the tied table), whose gradient the loss computes during the
-  // forward. The head's only at ZeRO-0/1, whose step-long buffer holds it
-  // from the forward on: at ZeRO-2/3 it would allocate the micro-batch
-  // gradient at the forward.
+  // forward. The head's only where that gradient accumulates in the
+  // step-long buffer (its bucket is reduced on the last micro-batch only),
+  // which holds it from the forward on: a micro-batch buffer would be
+  // allocated at the forward.
   for (int u = 0; u < numUnits; ++u) {
     std::vector<bool> &sunk = units_[u]->sunk;
     for (int o : unitOwners(m_, u))
       for (const LeafDesc &d : units_[o]->layout.leaves)
         sunk.push_back(!lora_ && useGradSinks() && u <= m_.numLayers &&
                        d.shape.size() == 2);
-    if (!lora_ && u == m_.numLayers + 1 && useGradSinks() && st.zero <= 1)
+    if (!lora_ && u == m_.numLayers + 1 && useGradSinks() &&
+        !reducedEveryMicroBatch(unitOwners(m_, u).back()))
       sunk.back() = true;
   }
   rope_ =
@@ -408,6 +423,12 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
                   useFusedKernels(at::empty({0}, onDevice.dtype(at::kFloat)),
                                   "adamw");
   side_ = std::make_unique<SideStream>(device_);
+  // Where the storage lets a gradient be final without a reduction
+  // (plan::updatesInBackward; units reduced every micro-batch excepted:
+  // gradientFinal).
+  inBackwardAllowed_ =
+      plan::updatesInBackward(plan.strategy.zero, W, plan.strategy.offload,
+                              /*clipsGradients=*/false);
   setUpdateInBackward(kernelSwitchOn("overlap"));
 }
 
@@ -415,9 +436,7 @@ void Engine::setUpdateInBackward(bool on) {
   // On CUDA only with swift's AdamW kernels (one unit per launch): torch's
   // multi-tensor kernel, the fallback without them, updates all at once.
   const bool allowed =
-      on && (!device_.is_cuda() || adamwKernels_) &&
-      plan::updatesInBackward(plan_.strategy.zero, comm_.worldSize(),
-                              plan_.strategy.offload, /*clipsGradients=*/false);
+      on && (!device_.is_cuda() || adamwKernels_) && inBackwardAllowed_;
   // Clipping: the same units' squares, added up there.
   const bool clips = plan_.training.maxGradNorm.has_value();
   updateInBackward_ = allowed && !clips;
@@ -452,20 +471,20 @@ void Engine::gather(int u) {
     at::Tensor src = U.shard;
     if (src.device() != device_) // parameters offloaded: upload the shard
       src = src.to(device_, /*non_blocking=*/true);
-    U.gatherPending = comm_.allGather(src, U.full);
+    U.gatherPending = allGather(src, U.full);
   }
   if (U.quantized) {
     allocStorage(U.nf4Gathered);
     at::Tensor src = U.nf4Shard;
     if (src.device() != device_) // offloaded: upload the shard
       src = src.to(device_, /*non_blocking=*/true);
-    U.baseGatherPending = comm_.allGather(src, U.nf4Gathered);
+    U.baseGatherPending = allGather(src, U.nf4Gathered);
   } else if (U.hasBase) {
     allocStorage(U.baseFull);
     at::Tensor src = U.baseShard;
     if (src.device() != device_)
       src = src.to(device_, /*non_blocking=*/true);
-    U.baseGatherPending = comm_.allGather(src, U.baseFull);
+    U.baseGatherPending = allGather(src, U.baseFull);
   }
   U.resident = true;
 }
@@ -512,7 +531,7 @@ void Engine::materializeBase(int u) {
     if (!O.quantized || O.materialized)
       continue;
     const at::Tensor &bytes =
-        plan_.strategy.zero == 3 ? O.nf4Gathered : O.nf4Bytes;
+        storage_.paramsSharded ? O.nf4Gathered : O.nf4Bytes;
     allocStorage(O.baseFull);
     // Written through an alias of the storage: the tensors autograd saved
     // check baseFull's version counter, and these bytes are the same values.
@@ -555,15 +574,20 @@ std::vector<at::Tensor> Engine::baseLeaves(int u) {
   return leaves;
 }
 
+bool Engine::reducedEveryMicroBatch(int u) const {
+  return plan_.schedule.buckets[bucketOf_[u]].everyMicroBatch;
+}
+
 at::Tensor &Engine::gradTarget(int u, bool &fresh) {
   Unit &O = *units_[u];
   fresh = false;
-  if (plan_.strategy.zero >= 2) {
+  if (reducedEveryMicroBatch(u)) { // reduced after this micro-batch
     if (!O.microGrad.defined())
-      O.microGrad = at::zeros({O.padded}, O.gradShard.options());
+      O.microGrad = at::zeros(
+          {O.padded}, at::TensorOptions().device(device_).dtype(gradDtype_));
     return O.microGrad;
   }
-  // ZeRO 0/1: the buffer lives from the unit's first gradient of the step
+  // Accumulated until the last micro-batch: the buffer lives from the unit's first gradient of the step
   // (here) to the end of the step, as torch's gradients do with
   // zero_grad(set_to_none=True): between steps, and in the forward before
   // the head, no gradient memory is held. That gradient overwrites it (no
@@ -734,29 +758,57 @@ void Engine::accumulateGrads(int u, const std::vector<at::Tensor> &leafGrads) {
   SWIFT_ASSERT(i == leafGrads.size(), "gradient count mismatch");
 }
 
+Pending Engine::allReduceSum(at::Tensor t) {
+  ++collectives_.allReduce;
+  return comm_.allReduceSum(std::move(t));
+}
+
+Pending Engine::reduceScatterAdd(at::Tensor full, at::Tensor accum) {
+  ++collectives_.reduceScatter;
+  return comm_.reduceScatterAdd(std::move(full), std::move(accum));
+}
+
+Pending Engine::allGather(at::Tensor shard, at::Tensor full) {
+  ++collectives_.allGather;
+  return comm_.allGather(std::move(shard), std::move(full));
+}
+
 void Engine::reduceBucket(int b) {
-  for (int u : plan_.schedule.buckets[b].units) {
+  const plan::Bucket &bucket = plan_.schedule.buckets[b];
+  const bool allReduce = bucket.collective == plan::Collective::AllReduce;
+  for (int u : bucket.units) {
     Unit &U = *units_[u];
     if (U.padded == 0) { // trains nothing (LoRA's embedding and head)
       U.microGrad = at::Tensor();
       continue;
     }
-    switch (plan_.strategy.zero) {
-    case 0:
-      pending_.push_back(comm_.allReduceSum(U.grad));
-      break;
-    case 1:
-      pending_.push_back(comm_.reduceScatterAdd(U.grad, U.gradShard));
-      break;
-    default: {
-      SWIFT_ASSERT(U.microGrad.defined(), "unit ", u, " has no gradient");
-      // The Pending now holds the only reference: the buffer lives until
-      // the reduce-scatter is complete, then returns to the allocator.
-      at::Tensor micro = std::move(U.microGrad);
-      U.microGrad = at::Tensor();
-      pending_.push_back(comm_.reduceScatterAdd(std::move(micro), U.gradShard));
+    if (!bucket.everyMicroBatch) { // the step's accumulated gradient
+      pending_.push_back(allReduce ? allReduceSum(U.grad)
+                                   : reduceScatterAdd(U.grad, U.gradShard));
+      continue;
     }
+    SWIFT_ASSERT(U.microGrad.defined(), "unit ", u, " has no gradient");
+    // The Pending now holds the only reference: the buffer lives until the
+    // reduction is complete, then returns to the allocator.
+    at::Tensor micro = std::move(U.microGrad);
+    U.microGrad = at::Tensor();
+    if (!allReduce) {
+      pending_.push_back(reduceScatterAdd(std::move(micro), U.gradShard));
+      continue;
     }
+    // All-reduced in place, then added into the step's gradient (the first
+    // micro-batch's becomes it) once complete: in micro-batch order, as
+    // pending_ is waited for oldest first.
+    auto reduced = std::make_shared<Pending>(allReduceSum(micro));
+    pending_.push_back(Pending([this, u, reduced, micro]() mutable {
+      reduced->wait();
+      Unit &V = *units_[u];
+      if (V.grad.defined())
+        V.grad.add_(micro);
+      else
+        V.grad = std::move(micro);
+      micro = at::Tensor();
+    }));
   }
   // Bound the gradient buffers held by reductions in flight (ZeRO-2/3 keep
   // a full-size micro-batch gradient per unit until its reduce-scatter is
@@ -778,21 +830,20 @@ void Engine::finishPending() {
 }
 
 at::Tensor Engine::computePart(Unit &U) {
-  return plan_.strategy.zero == 3 ? U.shard
-                                  : U.full.narrow(0, U.optOffset, U.optLen);
+  return storage_.paramsSharded ? U.shard
+                                : U.full.narrow(0, U.optOffset, U.optLen);
 }
 
 void Engine::publish(Unit &U, bool written) {
   if (U.padded == 0)
     return;
   // The updated partition, in the compute dtype, to where forward reads it.
-  const int zero = plan_.strategy.zero;
   at::Tensor src = U.hostParamOut.defined() ? U.hostParamOut : U.master;
   at::Tensor dst = computePart(U);
   if (!written && !U.masterLow.defined() && src.data_ptr() != dst.data_ptr())
     dst.copy_(src, /*non_blocking=*/true);
-  if (zero == 1 || zero == 2)
-    pending_.push_back(comm_.allGather(dst, U.full));
+  if (plan_.schedule.optimizer.gatherParams)
+    pending_.push_back(allGather(dst, U.full));
 }
 
 void Engine::beginStep() {
@@ -816,7 +867,7 @@ void Engine::beginStep() {
 }
 
 at::Tensor &Engine::gradOf(Unit &U) {
-  return plan_.strategy.zero == 0 ? U.grad : U.gradShard;
+  return storage_.optimizerSharded ? U.gradShard : U.grad;
 }
 
 void Engine::addSquares(Unit &U) {
@@ -829,7 +880,10 @@ void Engine::addSquares(Unit &U) {
 
 void Engine::gradientFinal(int u) {
   Unit &U = *units_[u];
-  if (U.padded == 0 || !(updateInBackward_ || normInBackward_))
+  // A gradient reduced every micro-batch is final only once its last
+  // reduction is added in: it is updated after the backward.
+  if (U.padded == 0 || !(updateInBackward_ || normInBackward_) ||
+      reducedEveryMicroBatch(u))
     return;
   side_->run(
       [&] {
@@ -910,8 +964,10 @@ bool Engine::updateOnDevice(Unit &U, double scale, at::Tensor *sum,
 
 void Engine::optimizerStep() {
   const TrainingConfig &training = plan_.training;
-  const int zero = plan_.strategy.zero;
-  const bool offload = plan_.strategy.offload != Offload::None;
+  // The host AdamW (schedule.optimizer.device "cpu"): gradients copied down,
+  // parameters up.
+  const bool offload =
+      plan_.schedule.optimizer.device == plan::OptimizerDevice::Cpu;
   // The updates and norms queued during the backward, before anything
   // reads sumSq_ or the next forward reads their parameters.
   side_->join();
@@ -943,8 +999,8 @@ void Engine::optimizerStep() {
     for (auto &U : units_)
       if (!U->normed)
         addSquares(*U);
-    if (zero >= 1)
-      comm_.allReduceSum(sumSq_).wait();
+    if (storage_.optimizerSharded)
+      allReduceSum(sumSq_).wait();
   }
   if (training.maxGradNorm) {
     // torch.nn.utils.clip_grad_norm_: gradients * min(1, max/(norm + 1e-6)),
@@ -1039,8 +1095,8 @@ void Engine::optimizerStep() {
     for (auto &U : units_)
       if (!U->normed)
         addSquares(*U);
-    if (zero >= 1)
-      comm_.allReduceSum(sumSq_).wait();
+    if (storage_.optimizerSharded)
+      allReduceSum(sumSq_).wait();
   }
   if (!offload)
     for (auto &U : units_)
@@ -1075,6 +1131,7 @@ Engine::StepResult Engine::finishStep(PendingStep &p) {
   r.gradNorm = std::sqrt(v[1]) * p.normScale_;
   r.lr = p.lr_;
   r.sincePrevious = HostFence::secondsBetween(lastDone_, p.done_);
+  r.collectives = p.collectives_;
   lastDone_ = p.done_;
   p.readout_ = at::Tensor();
   lastLr_ = r.lr;
@@ -1110,32 +1167,35 @@ Engine::EvalSums Engine::evaluate(const std::vector<Batch> &microBatches) {
   evaluating_ = true;
   EvalSums sums;
   at::Tensor lossSum = at::zeros({}, at::TensorOptions().device(device_));
-  const int numUnits = int(units_.size());
+  std::vector<bool> residentBefore;
+  for (const auto &U : units_)
+    residentBefore.push_back(U->resident);
   for (const Batch &b : microBatches) {
     SWIFT_ASSERT(b.masked, "evaluation reads masked (JSONL) batches");
     sums.tokens += (b.targets != data::jsonl::kIgnore).sum().item<int64_t>();
     // Divisor 1: the head returns the sum over the batch's targets.
     MicroBatch mb = deviceMicroBatch(b, 0, 1.0);
     at::Tensor x;
-    for (int u = 0; u < numUnits; ++u) {
-      // Gathered here (ZeRO-3) only for this unit's forward: what the
-      // training schedule keeps resident stays so.
-      std::vector<int> gathered;
-      for (int o : unitOwners(m_, u))
-        if (!units_[o]->resident) {
-          gather(o);
-          gathered.push_back(o);
-        }
+    // The schedule's forward program, its gathers and releases included.
+    for (const ProgramStep &st : plan_.schedule.forward) {
+      for (int g : st.gather)
+        gather(g);
+      const int u = st.unit;
       for (int o : unitOwners(m_, u))
         waitGathered(o);
       materializeBase(u);
       x = computeUnit(u, x, makeLeaves(u, false), mb);
       dematerializeBase(u);
-      for (int o : gathered)
-        release(o);
+      for (int r : st.release)
+        release(r);
     }
     lossSum += x.to(at::kFloat);
   }
+  // What the forward program leaves gathered for the backward (ZeRO-3's
+  // head) is released, as the backward program would.
+  for (size_t u = 0; u < units_.size(); ++u)
+    if (units_[u]->resident && !residentBefore[u])
+      release(int(u));
   evaluating_ = false;
   sums.lossSum = lossSum.to(at::kDouble).item<double>();
   return sums;
@@ -1145,6 +1205,7 @@ Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
                                        int64_t stepTrainedTokens) {
   const int64_t G = plan_.training.gradientAccumulation,
                 S = plan_.training.sequenceLength;
+  collectives_ = CollectiveCounts();
   // The previous step's gradients freed during its backward (the side
   // stream's updates hold them) become reusable once that work is done.
   // The host waits for it before this step's first backward, where
@@ -1163,9 +1224,9 @@ Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
       double(stepTrainedTokens) / double(comm_.worldSize() * G);
   beginStep();
   for (auto &U : units_) {
-    // ZeRO 0/1: allocated and overwritten by the unit's first gradient
-    // (gradTarget, accumulateGrads).
-    U->gradFresh = plan_.strategy.zero <= 1;
+    // Accumulated until the last micro-batch: allocated and overwritten by
+    // the unit's first gradient (gradTarget, accumulateGrads).
+    U->gradFresh = !reducedEveryMicroBatch(U->id);
     if (U->gradShard.defined())
       U->gradShard.zero_();
   }
@@ -1193,14 +1254,20 @@ Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
     x.backward();
   }
   finishPending();
-  for (auto &U : units_)
+  for (auto &U : units_) {
     if (U->gradFresh) { // a unit no backward reached: its gradient is zero
       bool fresh;
       gradTarget(U->id, fresh).zero_();
       U->gradFresh = false;
     }
+    // All-reduced every micro-batch but never reduced (it trains nothing):
+    // the whole gradient the optimizer reads is zero.
+    if (!storage_.optimizerSharded && !U->updated && !U->grad.defined())
+      U->grad = at::zeros(
+          {U->padded}, at::TensorOptions().device(device_).dtype(gradDtype_));
+  }
   optimizerStep();
-  for (auto &U : units_) // ZeRO 0/1: the next step allocates them again
+  for (auto &U : units_) // the next step allocates them again
     U->grad = at::Tensor();
   ++steps_;
   // The loss and the norm's sum of squares, copied to the host behind the
@@ -1213,6 +1280,7 @@ Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
   p.lr_ = stepOpt_.lr;
   p.normScale_ = stepScale_;
   p.microBatches_ = G;
+  p.collectives_ = collectives_;
   return p;
 }
 
@@ -1229,14 +1297,15 @@ Engine::StateBytes Engine::stateBytes() const {
     (t.device() == device_ ? kind : b.host) += int64_t(t.storage().nbytes());
   };
   for (const auto &U : units_) {
-    add(b.parameters, plan_.strategy.zero == 3 ? U->shard : U->full);
+    const bool sharded = storage_.paramsSharded;
+    add(b.parameters, sharded ? U->shard : U->full);
     if (!U->quantized)
-      add(b.parameters, plan_.strategy.zero == 3 ? U->baseShard : U->baseFull);
+      add(b.parameters, sharded ? U->baseShard : U->baseFull);
     else
-      add(b.parameters, plan_.strategy.zero == 3 ? U->nf4Shard : U->nf4Bytes);
-    // ZeRO 0/1: the buffer each step allocates (gradTarget), counted
-    // whether or not a step is running.
-    if (plan_.strategy.zero <= 1)
+      add(b.parameters, sharded ? U->nf4Shard : U->nf4Bytes);
+    // The step's whole gradient each step allocates (gradTarget,
+    // reduceBucket), counted whether or not a step is running.
+    if (!reducedEveryMicroBatch(U->id) || !storage_.optimizerSharded)
       b.gradients += U->padded * int64_t(c10::elementSize(gradDtype_));
     add(b.gradients, U->gradShard);
     add(b.optimizer, U->master); // no-op where it is the parameters
@@ -1279,10 +1348,10 @@ at::Tensor Engine::stateUnit(int u, StateKind kind) {
   at::Tensor mine = state.device() == device_
                         ? state
                         : state.to(device_, /*non_blocking=*/false);
-  if (plan_.strategy.zero == 0 || U.padded == 0)
+  if (!storage_.optimizerSharded || U.padded == 0)
     return mine;
   at::Tensor full = at::empty({U.padded}, mine.options());
-  comm_.allGather(mine.contiguous(), full).wait();
+  allGather(mine.contiguous(), full).wait();
   return full;
 }
 
@@ -1290,8 +1359,8 @@ at::Tensor Engine::baseUnit(int u) {
   Unit &U = *units_[u];
   SWIFT_ASSERT(U.hasBase, "unit ", u, " has no frozen base (not a LoRA run)");
   if (U.quantized) { // QLoRA: the dequantized base, a copy
-    const bool wasResident = U.resident || plan_.strategy.zero < 3;
-    if (plan_.strategy.zero == 3) {
+    const bool wasResident = U.resident || !storage_.paramsSharded;
+    if (storage_.paramsSharded) {
       gather(u);
       waitGathered(u);
     }
@@ -1302,11 +1371,11 @@ at::Tensor Engine::baseUnit(int u) {
       release(u);
     return copy;
   }
-  if (plan_.strategy.zero < 3)
+  if (!storage_.paramsSharded)
     return U.baseFull;
   at::Tensor mine = U.baseShard.to(device_);
   at::Tensor full = at::empty({U.basePadded}, mine.options());
-  comm_.allGather(mine, full).wait();
+  allGather(mine, full).wait();
   return full;
 }
 

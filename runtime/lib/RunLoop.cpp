@@ -245,7 +245,12 @@ void TrainLoop::report(int64_t s, const Engine::StepResult &r,
         {"planned_peak_memory_bytes", plan.predicted.peakMemoryBytes},
         {"planned_step_seconds", plan.predicted.stepSeconds},
         {"planned_tokens_per_second", plan.predicted.tokensPerSecond},
-        {"world_size", r_.env.world}};
+        {"world_size", r_.env.world},
+        // The collectives the (last) step ran, as its schedule says.
+        {"collectives",
+         {{"all_reduce", r.collectives.allReduce},
+          {"reduce_scatter", r.collectives.reduceScatter},
+          {"all_gather", r.collectives.allGather}}}};
     if (i.steps > 1) // a --log-every interval: the steps it averages
       j["logged_steps"] = i.steps;
     if (epoch)

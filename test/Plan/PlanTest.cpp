@@ -500,6 +500,40 @@ TEST(Schedule, BucketCollectiveMustMatchTheStage) {
             std::string::npos);
 }
 
+// How often a bucket is reduced is the schedule's choice where whole
+// gradients are kept (ZeRO 0/1: every micro-batch reduces a micro-batch
+// buffer into the accumulator or the shard; the engine runs either); at
+// ZeRO 2/3 only shards are kept, so every micro-batch it is.
+TEST(Schedule, ReductionFrequencyIsFreeWhereWholeGradientsAreKept) {
+  auto explicitBuckets = [](int zero) { // one unit per bucket
+    json j = basePlan(zero, 2);
+    j["strategy"]["bucket_bytes"] = 1;
+    return json::parse(planToJson(parsePlanText(j.dump(), "p")));
+  };
+  for (int zero : {0, 1}) {
+    json j = explicitBuckets(zero);
+    ASSERT_GE(j["schedule"]["buckets"].size(), 2u);
+    for (const json &b : j["schedule"]["buckets"])
+      EXPECT_FALSE(b["every_micro_batch"].get<bool>()); // derived
+    j["schedule"]["buckets"][0]["every_micro_batch"] = true;
+    EXPECT_EQ(errorOf(j), "") << "zero " << zero;
+    Plan p = parsePlanText(j.dump(), "p.json");
+    EXPECT_TRUE(p.schedule.buckets[0].everyMicroBatch);
+    EXPECT_FALSE(p.schedule.buckets[1].everyMicroBatch);
+    for (json &b : j["schedule"]["buckets"])
+      b["every_micro_batch"] = true;
+    EXPECT_EQ(errorOf(j), "") << "zero " << zero;
+  }
+  for (int zero : {2, 3}) {
+    json j = explicitBuckets(zero);
+    j["schedule"]["buckets"][1]["every_micro_batch"] = false;
+    EXPECT_EQ(errorOf(j), "p.json: schedule.buckets[1].every_micro_batch: "
+                          "zero >= 2 keeps only gradient shards, so it must "
+                          "reduce every micro-batch")
+        << "zero " << zero;
+  }
+}
+
 TEST(Schedule, BackwardOrderIsAutogradOrder) {
   json j = explicitPlan(0, 1);
   std::swap(j["schedule"]["backward"][0], j["schedule"]["backward"][1]);

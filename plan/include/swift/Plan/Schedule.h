@@ -34,6 +34,30 @@ namespace swift::plan {
 /// sized for), so the grouping does not depend on the precision.
 inline constexpr int64_t kBucketBytesPerParameter = 4;
 
+/// What the strategy lays out in memory on each rank: which model-state
+/// buffers exist, their sizes and where they live. The schedule's rules
+/// check its decisions against these facts (checkSchedule) and the runtime
+/// allocates its buffers by them (Engine's constructor); everything else
+/// the runtime does, it reads from the schedule.
+struct StorageLayout {
+  /// ZeRO-3: each rank keeps a shard of every unit's parameters; the whole
+  /// unit exists only between a gather and a release.
+  bool paramsSharded = false;
+  /// ZeRO 1-3: each rank's optimizer partition (master, moments) is its
+  /// shard of every unit, and the gradient it reads is the reduced shard.
+  /// Otherwise the partition is the whole unit and the gradient the whole,
+  /// all-reduced one.
+  bool optimizerSharded = false;
+  /// ZeRO 2/3: no step-long whole gradient; each micro-batch's gradient
+  /// lives until its reduction.
+  bool gradsSharded = false;
+  /// Offload (any): the master and the moments live on the host.
+  bool optimizerOnHost = false;
+  /// Offload "optimizer+params": the parameter shards live on the host.
+  bool paramsOnHost = false;
+};
+StorageLayout storageLayout(const StrategyConfig &s);
+
 /// The checkpoint mode the strategy gives decoder `layer`: the strategy's
 /// `checkpointing` on the first `checkpoint_layers` decoders (all of them
 /// when -1), none on the others.
@@ -104,14 +128,17 @@ std::optional<std::string> offloadViolation(const StrategyConfig &s);
 
 /// The schedule rules, the only ones (docs/plan-schema.md lists them): the
 /// units are the model's, in order, checkpointed as the strategy says; each
-/// program computes every unit once in autograd's order; at ZeRO-3 every
-/// unit a step reads is gathered when it runs, a released unit was gathered
-/// and nothing stays gathered after backward, below ZeRO-3 nothing is
-/// gathered or released; the buckets partition the units, with the
-/// collective and frequency of the ZeRO stage; each bucket is reduced once
-/// in backward after every unit writing its gradients has run; the
-/// optimizer runs and gathers as the strategy says. Returns the first
-/// violation, or nullopt.
+/// program computes every unit once in autograd's order; with sharded
+/// parameters every unit a step reads is gathered when it runs, a released
+/// unit was gathered and nothing stays gathered after backward, with whole
+/// parameters nothing is gathered or released; the buckets partition the
+/// units, each all-reduced where the optimizer reads whole gradients and
+/// reduce-scattered where it reads shards, and reduced every micro-batch
+/// where no whole gradient is kept (ZeRO 2/3; below, the frequency is free);
+/// each bucket is reduced once in backward after every unit writing its
+/// gradients has run; the optimizer runs where its state lives and
+/// all-gathers updated parameters exactly where they are whole but updated
+/// in shards. Returns the first violation, or nullopt.
 std::optional<ScheduleViolation> checkSchedule(const ModelConfig &m,
                                                const StrategyConfig &s,
                                                const Schedule &schedule);

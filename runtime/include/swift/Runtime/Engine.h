@@ -13,19 +13,37 @@
 //                        master (the bf16 parameters are updated in place).
 //                        On the host (pinned) with any offload. N_opt = P
 //                        at ZeRO-0, P/W otherwise.
-//     grad      ZeRO 0/1: (P) accumulator over micro-batches, grad dtype;
-//                        allocated by the unit's first gradient of a step
-//                        (in backward; the head's in the loss's forward)
-//                        and freed after the optimizer step.
+//     grad      (P) the step's whole gradient, grad dtype: a unit whose
+//                        bucket is reduced on the last micro-batch only
+//                        accumulates it over the micro-batches (allocated
+//                        by the unit's first gradient of a step: in
+//                        backward, the head's in the loss's forward); at
+//                        ZeRO-0 a unit whose bucket is reduced every
+//                        micro-batch sums its all-reduced micro-batch
+//                        gradients in it. Freed after the optimizer step.
 //     gradShard ZeRO 1-3: (P/W) reduced gradient shard, grad dtype.
-//     microGrad ZeRO 2/3: (P) this micro-batch's gradient, alive from the
-//                        unit's backward until its reduce-scatter completes.
+//     microGrad (P) this micro-batch's gradient of a unit whose bucket is
+//                        reduced every micro-batch (always at ZeRO 2/3),
+//                        alive from the unit's backward until its
+//                        reduction completes.
 //   grad dtype: fp32, except bf16 for pure bf16.
 // The Engine borrows the Comm and the Plan; both must outlive it.
 //
+// Strategy and schedule. The plan's strategy decides only the storage
+// above (plan::StorageLayout, computed once in the constructor: which
+// buffers exist, their sizes, host or device, shard or whole). Everything
+// the Engine does with them it reads from plan.schedule: the units'
+// recomputation, each program entry's gathers, releases and bucket
+// reductions (forward, backward, and evaluate(), which runs the forward
+// program), each bucket's collective and whether it runs every
+// micro-batch, where the optimizer runs (schedule.optimizer.device: the
+// host AdamW, with the gradients copied down and the parameters up) and
+// whether updated parameters are all-gathered (gather_params).
+//
 // The update in backward. At ZeRO-0 on one rank without offload, a unit's
 // gradient is final once the last micro-batch's backward has passed every
-// unit that reads its parameters. Without clipping AdamW updates it then,
+// unit that reads its parameters (a unit of a bucket reduced every
+// micro-batch: once that reduction is added in, after the backward). Without clipping AdamW updates it then,
 // on a side stream (Device.h SideStream), beside the backward of the units
 // before it, and its gradient buffer is freed; with clipping the side
 // stream adds up its squares there (the norm must be known before any
@@ -44,6 +62,7 @@
 #include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/Model.h"
 #include "swift/Runtime/PlanTypes.h"
+#include "swift/Plan/Schedule.h"
 
 #include <ATen/ATen.h>
 
@@ -68,6 +87,11 @@ public:
   /// Optimizer steps already taken; 0: the moments start at zero and are
   /// not read.
   virtual int64_t step() const { return 0; }
+};
+
+/// Collectives issued through the Engine's Comm, by kind.
+struct CollectiveCounts {
+  int64_t allReduce = 0, reduceScatter = 0, allGather = 0;
 };
 
 class Engine {
@@ -110,6 +134,9 @@ public:
     /// one (nothing idles in between that this misses); negative on CPU
     /// and for the first step.
     double sincePrevious = -1;
+    /// The collectives this rank issued in the step, by kind (gradient
+    /// reductions, parameter gathers, the norm's sum; one per unit each).
+    CollectiveCounts collectives;
   };
   /// A step queued on the device whose numbers are not read yet.
   class PendingStep {
@@ -122,6 +149,7 @@ public:
     HostFence done_;     // after the readout's copy
     double lr_ = 0, normScale_ = 1;
     int64_t microBatches_ = 1;
+    CollectiveCounts collectives_;
   };
   /// step() in two halves: launchStep queues the whole step (forward,
   /// backward, update) and the copy of its loss and norm to the host, and
@@ -139,8 +167,9 @@ public:
   /// Evaluation (swift-run --eval-data / --eval-split): the forward of
   /// `microBatches` (masked, Data.h) with the current weights, unit by
   /// unit, without autograd, LoRA dropout or any gradient or optimizer
-  /// state; ZeRO-3 gathers each unit for its forward and releases it
-  /// after. Returns this rank's sum of per-token cross-entropy over the
+  /// state; the schedule's forward program with its gathers and releases
+  /// (ZeRO-3), what it leaves gathered for the backward released after
+  /// the last batch. Returns this rank's sum of per-token cross-entropy over the
   /// batches' targets and their number. Collective at ZeRO-3: every rank
   /// passes the same number of micro-batches.
   struct EvalSums {
@@ -234,6 +263,14 @@ private:
   void waitGathered(int u);
   void release(int u);
   void reduceBucket(int b);
+  /// Whether unit u's gradient is reduced every micro-batch (its bucket's
+  /// every_micro_batch): then it goes to a micro-batch buffer (microGrad),
+  /// else it accumulates in `grad` until the last micro-batch.
+  bool reducedEveryMicroBatch(int u) const;
+  /// The Comm's collectives, counted (collectives_).
+  Pending allReduceSum(at::Tensor t);
+  Pending reduceScatterAdd(at::Tensor full, at::Tensor accum);
+  Pending allGather(at::Tensor shard, at::Tensor full);
   /// The step's AdamW hyperparameters (the schedule's lr, bias
   /// corrections, the gradient scale before clipping); zeroes the norm.
   void beginStep();
@@ -261,6 +298,10 @@ private:
   const ModelConfig &m_;
   Comm &comm_;
   at::Device device_;
+  // What the strategy lays out (see above); the only reader of it.
+  plan::StorageLayout storage_;
+  std::vector<int> bucketOf_;  // unit -> its bucket in schedule.buckets
+  CollectiveCounts collectives_; // since the current step's launch
   // bf16-mixed keeps the fp32 master in the compute copy plus 16 low bits
   // (plan::masterInComputeCopy).
   bool masterInCompute_ = false;
@@ -282,6 +323,7 @@ private:
   // The update in backward (see above): what the plan allows, per unit the
   // units whose backward contributes to its gradient and how many of them
   // this micro-batch still has to run.
+  bool inBackwardAllowed_ = false; // by the storage (constructor)
   bool updateInBackward_ = false, normInBackward_ = false;
   bool adamwKernels_ = false; // swift's fused AdamW kernels run here
   std::vector<int> contributors_, contributorsLeft_;
