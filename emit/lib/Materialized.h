@@ -4,7 +4,6 @@
 #define SWIFT_PLANNER_LIB_EMIT_MATERIALIZED_H
 
 #include "swift/Dialect/SwiftOps.h"
-#include "swift/Passes/Profile.h"
 #include "swift/Plan/Plan.h"
 
 namespace swift::emit {

@@ -2,7 +2,6 @@
 
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Passes/Passes.h"
-#include "swift/Passes/Profile.h"
 #include "swift/Cost/Search.h"
 
 #include "mlir/IR/Builders.h"
@@ -63,8 +62,8 @@ struct ChooseStrategyPass
       options.memoryMargin = memoryMargin;
       options.alternatives = alternatives;
       cost::SearchResult result =
-          cost::search(buildModelProfile(model, job), trainingSetup(job),
-                       hardware(cluster), fixedDecisions(job), options);
+          cost::search(model.profile(job), job.trainingSetup(),
+                       cluster.hardware(), fixedDecisions(job), options);
       if (!result.error.empty()) {
         job.emitError(result.error);
         return WalkResult::interrupt();

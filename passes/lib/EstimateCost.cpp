@@ -2,7 +2,6 @@
 
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Passes/Passes.h"
-#include "swift/Passes/Profile.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -86,16 +85,15 @@ struct EstimateCostPass
         return WalkResult::interrupt();
       }
       std::string missing;
-      std::optional<cost::Strategy> strategy =
-          fixedStrategy(job, missing);
+      std::optional<cost::Strategy> strategy = job.fixedStrategy(missing);
       if (!strategy) {
         job.emitOpError("strategy is not complete (open: ")
             << missing << "); fix every decision before estimating";
         return WalkResult::interrupt();
       }
-      cost::ModelProfile profile = buildModelProfile(model, job);
-      cost::TrainingSetup setup = trainingSetup(job);
-      cost::Hardware hw = hardware(cluster);
+      cost::ModelProfile profile = model.profile(job);
+      cost::TrainingSetup setup = job.trainingSetup();
+      cost::Hardware hw = cluster.hardware();
       std::string why = cost::unsupportedReason(profile, setup, hw, *strategy);
       if (!why.empty()) {
         job.emitOpError("backend ")

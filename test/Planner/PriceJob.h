@@ -6,7 +6,6 @@
 #include "TestUtil.h"
 
 #include "swift/Dialect/SwiftOps.h"
-#include "swift/Passes/Profile.h"
 #include "swift/Passes/Pipelines.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -52,14 +51,14 @@ inline PricedJob priceJob(mlir::MLIRContext &context,
       cluster = c;
   });
   std::string missing;
-  auto strategy = mlir::swift::fixedStrategy(jobOp, missing);
+  auto strategy = jobOp.fixedStrategy(missing);
   EXPECT_TRUE(strategy) << missing;
   if (!strategy)
     return p;
   p.strategy = *strategy;
-  p.profile = mlir::swift::buildModelProfile(model, jobOp);
-  p.setup = mlir::swift::trainingSetup(jobOp);
-  p.hw = mlir::swift::hardware(cluster);
+  p.profile = model.profile(jobOp);
+  p.setup = jobOp.trainingSetup();
+  p.hw = cluster.hardware();
   EXPECT_EQ(cost::unsupportedReason(p.profile, p.setup, p.hw, p.strategy), "");
   p.estimate = cost::estimate(p.profile, p.setup, p.hw, p.strategy);
   return p;

@@ -4,7 +4,6 @@
 
 #include "swift/Cost/Search.h"
 #include "swift/Dialect/SwiftOps.h"
-#include "swift/Passes/Profile.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -207,9 +206,7 @@ void writeDecisions(llvm::json::OStream &j, CandidateAttr s) {
 
 /// The host memory per node the search let a strategy use.
 int64_t usableHostBytes(JobOp job, DecisionAttr decision) {
-  auto cluster = SymbolTable::lookupNearestSymbolFrom<mlir::swift::ClusterOp>(
-      job, job.getClusterAttr());
-  return cost::usableHostBytes(mlir::swift::hardware(cluster),
+  return cost::usableHostBytes(job.lookupCluster().hardware(),
                                real(decision.getMemoryMargin()));
 }
 

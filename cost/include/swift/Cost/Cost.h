@@ -4,7 +4,8 @@
 // ModelProfile is read off the IR once (every op's FLOPs, the tensors it saves
 // for backward, its weights, through CostOpInterface); estimate() then prices
 // one strategy on one cluster for one backend in microseconds, so the search
-// can try thousands. No MLIR here: the IR side lives in passes/.
+// can try thousands. No MLIR here: the IR side is the dialect's
+// (ModelOp::profile() and the other views in swift/Dialect/SwiftOps.h).
 //
 // Units: bytes, FLOPs, seconds. "Per sample" is one sequence of the
 // micro-batch.

@@ -49,6 +49,9 @@ def Swift_ClusterOp : Swift_Op<"cluster", [Symbol, HasParent<"ModuleOp">]> {
   }];
   let extraClassDeclaration = [{
     int64_t getNumGpus() { return getNodes() * getGpusPerNode(); }
+    /// The cluster in cost-model terms: the GPU's and links' numbers and
+    /// the measured rates.
+    ::swift::cost::Hardware hardware();
   }];
 }
 
@@ -108,6 +111,21 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
     int64_t getTokensPerStep() {
       return getSequenceLength() * getGlobalBatchSize();
     }
+    /// The swift.model and swift.cluster the job names, null when its
+    /// module has no such symbol.
+    ModelOp lookupModel();
+    ClusterOp lookupCluster();
+    /// The job's swift.schedule (the last one for it in its module), null
+    /// before swift-materialize-units ran.
+    ScheduleOp lookupSchedule();
+    /// The job's fixed setup (backend, precision, method, LoRA, global
+    /// batch, clipping) in cost-model terms.
+    ::swift::cost::TrainingSetup trainingSetup();
+    /// The job's strategy when every decision is made; otherwise nullopt
+    /// with `missing` naming the open ones ("strategy.zero,
+    /// training.micro_batch_size"); the micro-batch and gradient
+    /// accumulation are the job's (swift-choose-strategy records both).
+    std::optional<::swift::cost::Strategy> fixedStrategy(std::string &missing);
   }];
 }
 
@@ -150,6 +168,18 @@ def Swift_ModelOp : Swift_Op<"model", [Symbol, HasParent<"ModuleOp">,
     int64_t getNumTrainableParameters(Method method, LoraAttr lora);
     /// The op that ends the body and names the loss.
     LossOp getLossOp();
+    /// The cost model's compact view of the model: every op read through
+    /// CostOpInterface, before, inside and after the (single) decoder-layer
+    /// repeat, with FLOPs, saved tensors and parameters. `job` decides which
+    /// linears carry LoRA adapters.
+    ::swift::cost::ModelProfile profile(JobOp job);
+    /// plan.json's model section as the ops spell it: the embedding table's
+    /// and the projections' shapes, the attention and rotary attributes,
+    /// which optional parameters exist (a model without an lm_head linear
+    /// ties it to the embedding table), the layers of its repeats.
+    /// `mlpBias`, when given, is set to whether the MLP has biases, which
+    /// plan.json cannot express.
+    ::swift::plan::ModelConfig planModel(bool *mlpBias = nullptr);
   }];
 }
 
