@@ -289,21 +289,10 @@ cost::Hardware ClusterOp::hardware() {
   hw.intraNode = link(getIntraNode());
   hw.interNode = link(getInterNode());
   hw.hostMemoryBytes = getHostMemory();
-  if (DictionaryAttr m = getMeasuredAttr()) {
-    auto rate = [&](StringRef key, double &out) {
-      if (auto v = m.getAs<FloatAttr>(key))
-        out = v.getValueAsDouble();
-    };
-    cost::MeasuredRates &r = hw.measured;
-    rate("matmul_tflops", r.matmulTflops);
-    rate("attention_tflops", r.attentionTflops);
-    rate("elementwise_gbps", r.elementwiseGBps);
-    rate("host_link_gbps", r.hostLinkGBps);
-    rate("intra_node_bus_gbps", r.intraNodeBusGBps);
-    rate("inter_node_bus_gbps", r.interNodeBusGBps);
-    rate("collective_latency_us", r.collectiveLatencyUs);
-    rate("cpu_adam_ns_per_param", r.cpuAdamNsPerParam);
-  }
+  if (DictionaryAttr m = getMeasuredAttr())
+    for (const auto &rate : cost::MeasuredRates::kRates)
+      if (auto v = m.getAs<FloatAttr>(rate.key))
+        hw.measured.*rate.field = v.getValueAsDouble();
   return hw;
 }
 

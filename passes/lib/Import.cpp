@@ -150,10 +150,11 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
                          llvm::APFloat(l.latencyUs));
   };
   DictionaryAttr measured;
-  if (!c.measured.rates.empty()) {
+  if (c.measured.any()) {
     SmallVector<NamedAttribute> rates;
-    for (const auto &[key, value] : c.measured.rates)
-      rates.push_back(b.getNamedAttr(key, b.getF64FloatAttr(value)));
+    for (const auto &rate : ::swift::job::MeasuredRates::kRates)
+      if (double value = c.measured.*rate.field; value > 0)
+        rates.push_back(b.getNamedAttr(rate.key, b.getF64FloatAttr(value)));
     measured = b.getDictionaryAttr(rates);
   }
   ClusterOp::create(b, loc, b.getStringAttr("cluster"), b.getI64IntegerAttr(c.nodes),

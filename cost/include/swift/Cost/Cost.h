@@ -15,6 +15,7 @@
 #ifndef SWIFT_PLANNER_COST_H
 #define SWIFT_PLANNER_COST_H
 
+#include "swift/Job/MeasuredRates.h"
 #include "swift/Plan/Enums.h"
 
 #include <algorithm>
@@ -118,13 +119,11 @@ struct Link {
   double latencyUs = 0;
 };
 
-/// Rates measured on the machine; 0 means "not measured: use the
-/// datasheet number times a typical efficiency".
-struct MeasuredRates {
-  double matmulTflops = 0, attentionTflops = 0, elementwiseGBps = 0;
-  double hostLinkGBps = 0, intraNodeBusGBps = 0, interNodeBusGBps = 0;
-  double collectiveLatencyUs = 0, cpuAdamNsPerParam = 0;
-};
+/// Rates measured on the machine (a hardware profile); 0 means "not
+/// measured: use the datasheet number times a typical efficiency". The job
+/// layer's struct: the reader fills it, the IR carries it, the model prices
+/// with it.
+using job::MeasuredRates;
 
 /// The hardware, as datasheets or a measured profile give it.
 struct Hardware {
