@@ -17,9 +17,11 @@ namespace cost = ::swift::cost;
 
 namespace {
 
-cost::FixedDecisions fixedDecisions(JobOp job) {
+cost::FixedDecisions fixedDecisions(JobOp job, std::vector<int> allowedZero) {
   StrategyAttr s = job.getStrategy();
   cost::FixedDecisions fixed;
+  llvm::sort(allowedZero);
+  fixed.allowedZero = std::move(allowedZero);
   if (s.getZero())
     fixed.zero = static_cast<int>(*s.getZero());
   if (s.getOffload())
@@ -63,7 +65,8 @@ struct ChooseStrategyPass
       options.alternatives = alternatives;
       cost::SearchResult result =
           cost::search(model.profile(job), job.trainingSetup(),
-                       cluster.hardware(), fixedDecisions(job), options);
+                       cluster.hardware(), fixedDecisions(job, {allowedZero.begin(), allowedZero.end()}),
+                       options);
       if (!result.error.empty()) {
         job.emitError(result.error);
         return WalkResult::interrupt();

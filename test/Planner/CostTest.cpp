@@ -2,6 +2,8 @@
 
 #include "PriceJob.h"
 
+#include "swift/Cost/Search.h"
+
 using namespace swift::job;
 using namespace swift::job::testing;
 namespace cost = swift::cost;
@@ -514,3 +516,51 @@ TEST(Cost, Fp8IsPricedOnlyWhereItRuns) {
 }
 
 } // namespace
+
+// A stack that runs some ZeRO stages only narrows the search to them
+// (FixedDecisions::allowedZero; ms-swift's QLoRA: 0-2). The 70B QLoRA on
+// two A10s fits under DeepSpeed at ZeRO-3 only: allowed 0-2, nothing fits,
+// and the closest is the best outcome over the stages searched one by one
+// (the one needing least, ties to the lower stage). A fixed stage outside
+// the allowed ones is an error naming strategy.zero.
+TEST(Search, AllowedZeroStagesNarrowTheChoice) {
+  auto p = price({"model=llama3.1-70b", "backend=deepspeed",
+                  "training.method=qlora", "cluster.gpu=a10",
+                  "cluster.gpus_per_node=2", "cluster.host.memory_gib=128",
+                  "training.micro_batch_size=1", "strategy.zero=3",
+                  "strategy.offload=optimizer+params",
+                  "strategy.checkpointing=full"});
+  cost::FixedDecisions open;
+  cost::SearchResult any = cost::search(p.profile, p.setup, p.hw, open);
+  ASSERT_TRUE(any.best);
+  EXPECT_EQ(any.best->strategy.zero, 3);
+
+  cost::FixedDecisions narrowed;
+  narrowed.allowedZero = {0, 1, 2};
+  cost::SearchResult r = cost::search(p.profile, p.setup, p.hw, narrowed);
+  EXPECT_EQ(r.error, "");
+  EXPECT_FALSE(r.best);
+  ASSERT_TRUE(r.closest);
+  EXPECT_LE(r.closest->strategy.zero, 2);
+  int64_t least = INT64_MAX;
+  int leastZero = -1;
+  for (int zero : {0, 1, 2}) {
+    cost::FixedDecisions one;
+    one.zero = zero;
+    cost::SearchResult s = cost::search(p.profile, p.setup, p.hw, one);
+    ASSERT_TRUE(s.closest) << "zero " << zero;
+    if (s.closest->estimate.memory.peakBytes < least) {
+      least = s.closest->estimate.memory.peakBytes;
+      leastZero = zero;
+    }
+  }
+  EXPECT_EQ(r.closest->strategy.zero, leastZero);
+  EXPECT_EQ(r.closest->estimate.memory.peakBytes, least);
+
+  cost::FixedDecisions fixed3 = narrowed;
+  fixed3.zero = 3;
+  cost::SearchResult refused = cost::search(p.profile, p.setup, p.hw, fixed3);
+  EXPECT_FALSE(refused.best || refused.closest);
+  EXPECT_EQ(refused.error,
+            "strategy.zero: 3 is not among the stages allowed here (0-2)");
+}

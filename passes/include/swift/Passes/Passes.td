@@ -42,7 +42,11 @@ def ChooseStrategyPass : Pass<"swift-choose-strategy", "::mlir::ModuleOp"> {
            "Fraction of GPU capacity kept free for allocator "
            "fragmentation, and of host memory (default 0.10)">,
     Option<"alternatives", "alternatives", "unsigned", /*default=*/"5",
-           "Runners-up recorded in swift.decision (default 5)">
+           "Runners-up recorded in swift.decision (default 5)">,
+    ListOption<"allowedZero", "allowed-zero", "int",
+               "The ZeRO stages to choose among when the job leaves "
+               "strategy.zero open (default: 0-3); a fixed stage must be "
+               "one of them">
   ];
 }
 
