@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SWIFT_PLANNER_COST_H
-#define SWIFT_PLANNER_COST_H
+#ifndef SWIFT_COST_COST_H
+#define SWIFT_COST_COST_H
 
 #include "swift/Job/MeasuredRates.h"
 #include "swift/Plan/Enums.h"
@@ -242,4 +242,4 @@ double modelFlopsPerStep(const ModelProfile &model, int64_t globalBatchSize,
 
 } // namespace swift::cost
 
-#endif // SWIFT_PLANNER_COST_H
+#endif // SWIFT_COST_COST_H

@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SWIFT_PLANNER_SEARCH_H
-#define SWIFT_PLANNER_SEARCH_H
+#ifndef SWIFT_COST_SEARCH_H
+#define SWIFT_COST_SEARCH_H
 
 #include "swift/Cost/Cost.h"
 
@@ -87,4 +87,4 @@ std::string describe(const Strategy &s);
 
 } // namespace swift::cost
 
-#endif // SWIFT_PLANNER_SEARCH_H
+#endif // SWIFT_COST_SEARCH_H

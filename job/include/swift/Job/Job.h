@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SWIFT_PLANNER_JOB_H
-#define SWIFT_PLANNER_JOB_H
+#ifndef SWIFT_JOB_JOB_H
+#define SWIFT_JOB_JOB_H
 
 #include "swift/Job/MeasuredRates.h"
 #include "swift/Plan/Enums.h"
@@ -202,4 +202,4 @@ closestMatch(const std::string &word, const std::vector<std::string> &candidates
 
 } // namespace swift::job
 
-#endif // SWIFT_PLANNER_JOB_H
+#endif // SWIFT_JOB_JOB_H

@@ -25,8 +25,13 @@ std::vector<std::string> deepspeed(int zero, const char *offload) {
           "strategy.checkpointing=full"};
 }
 
-// DeepSpeed's estimators (ANCHORS.md): ZeRO-2 2P + 18P/N, with optimizer
-// offload 2P; ZeRO-3 4L + 18P/N, 4L + 2P/N, 4L (L: the largest layer).
+// DeepSpeed's own model-state estimators (estimate_zero2_model_states_mem_needs
+// in deepspeed/runtime/zero/stage_1_and_2.py, estimate_zero3_model_states_mem_needs
+// in stage3.py; its docs' "Memory Requirements"), per GPU in bytes: ZeRO-2
+// 2P + 18P/N, with optimizer offload 2P; ZeRO-3 4L + 18P/N, 4L + 2P/N with
+// optimizer offload, 4L with parameters offloaded too (P: parameters, N:
+// GPUs, L: the largest layer's parameters). docs/cost-model.md, "Model
+// states per backend and strategy".
 TEST(DeepSpeed, ModelStatesEqualClosedForms) {
   Priced z2 = price(deepspeed(2, "none"));
   double P = z2.profile.parameters, N = 8;

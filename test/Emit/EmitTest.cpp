@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TestUtil.h"
+#include "../Job/TestUtil.h"
 
 #include "swift/Passes/Pipelines.h"
 #include "swift/Emit/Emit.h"

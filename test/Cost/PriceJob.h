@@ -1,9 +1,9 @@
 //===- PriceJob.h - import a job and price its fixed strategy -*- C++ -*-===//
 
-#ifndef SWIFT_TEST_PLANNER_PRICEJOB_H
-#define SWIFT_TEST_PLANNER_PRICEJOB_H
+#ifndef SWIFT_TEST_COST_PRICEJOB_H
+#define SWIFT_TEST_COST_PRICEJOB_H
 
-#include "TestUtil.h"
+#include "../Job/TestUtil.h"
 
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Passes/Pipelines.h"
@@ -66,4 +66,4 @@ inline PricedJob priceJob(mlir::MLIRContext &context,
 
 } // namespace swift::job::testing
 
-#endif // SWIFT_TEST_PLANNER_PRICEJOB_H
+#endif // SWIFT_TEST_COST_PRICEJOB_H
