@@ -289,10 +289,8 @@ cost::Hardware ClusterOp::hardware() {
   hw.intraNode = link(getIntraNode());
   hw.interNode = link(getInterNode());
   hw.hostMemoryBytes = getHostMemory();
-  if (DictionaryAttr m = getMeasuredAttr())
-    for (const auto &rate : cost::MeasuredRates::kRates)
-      if (auto v = m.getAs<FloatAttr>(rate.key))
-        hw.measured.*rate.field = v.getValueAsDouble();
+  if (MeasuredRatesAttr m = getMeasuredAttr())
+    hw.measured = m.getRates();
   return hw;
 }
 

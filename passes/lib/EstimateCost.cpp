@@ -19,7 +19,6 @@ namespace {
 /// Per-op FLOPs and saved bytes of one micro-batch, so the IR shows where
 /// the work and the memory are.
 void annotateOps(ModelOp model, const cost::Strategy &s, bool frozen) {
-  Builder b(model);
   model.walk([&](Operation *op) {
     auto costOp = dyn_cast<CostOpInterface>(op);
     if (!costOp)
@@ -38,18 +37,11 @@ void annotateOps(ModelOp model, const cost::Strategy &s, bool frozen) {
       savedBytes = std::min(cost::kSaturatedCount,
                             savedBytes + cost::saturatingProduct(
                                              B, t.bytesPerSample()));
-    op->setAttr("swift.cost",
-                b.getDictionaryAttr({
-                    b.getNamedAttr("forward_flops", b.getI64IntegerAttr(forward)),
-                    b.getNamedAttr("backward_flops",
-                                   b.getI64IntegerAttr(
-                                       cost::saturatingProduct(
-                                           B, costOp.getBackwardFlopsPerSample(
-                                                  !frozen)))),
-                    b.getNamedAttr("recompute_flops",
-                                   b.getI64IntegerAttr(recomputed ? forward : 0)),
-                    b.getNamedAttr("saved_bytes", b.getI64IntegerAttr(savedBytes)),
-                }));
+    setOpCost(op, OpCostAttr::get(
+                      model.getContext(), forward,
+                      cost::saturatingProduct(
+                          B, costOp.getBackwardFlopsPerSample(!frozen)),
+                      recomputed ? forward : 0, savedBytes));
   });
 }
 

@@ -149,14 +149,7 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
     return LinkAttr::get(&context, l.name, llvm::APFloat(l.bandwidthGBps),
                          llvm::APFloat(l.latencyUs));
   };
-  DictionaryAttr measured;
-  if (c.measured.any()) {
-    SmallVector<NamedAttribute> rates;
-    for (const auto &rate : ::swift::job::MeasuredRates::kRates)
-      if (double value = c.measured.*rate.field; value > 0)
-        rates.push_back(b.getNamedAttr(rate.key, b.getF64FloatAttr(value)));
-    measured = b.getDictionaryAttr(rates);
-  }
+  auto measured = MeasuredRatesAttr::get(&context, c.measured);
   ClusterOp::create(b, loc, b.getStringAttr("cluster"), b.getI64IntegerAttr(c.nodes),
                     b.getI64IntegerAttr(c.gpusPerNode), gpu, link(c.intraNode),
                     link(c.interNode),
@@ -246,7 +239,8 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
           ? TruncationAttr::get(&context, t.truncation)
           : TruncationAttr(),
       t.lossOn != LossOn::Assistant ? LossOnAttr::get(&context, t.lossOn)
-                                    : LossOnAttr());
+                                    : LossOnAttr(),
+      /*counts=*/CountsAttr());
   return module;
 }
 

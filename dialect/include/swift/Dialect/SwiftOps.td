@@ -21,11 +21,9 @@ def Swift_ClusterOp : Swift_Op<"cluster", [Symbol, HasParent<"ModuleOp">]> {
   let description = [{
     A module-level symbol naming the hardware: `nodes` machines of
     `gpus_per_node` GPUs each, the links inside and between nodes, and the
-    host memory of one node. `measured` holds rates measured on the real
-    machine (a hardware profile), which replace the datasheet numbers times
-    typical efficiencies: `matmul_tflops`, `attention_tflops`,
-    `elementwise_gbps`, `host_link_gbps`, `intra_node_bus_gbps`,
-    `inter_node_bus_gbps`, `collective_latency_us`, `cpu_adam_ns_per_param`.
+    host memory of one node. `measured` (`#swift.measured<...>`) holds rates
+    measured on the real machine (a hardware profile), which replace the
+    datasheet numbers times typical efficiencies.
 
     ```mlir
     swift.cluster @cluster nodes 2 x 8 gpu #swift.gpu<...>
@@ -41,7 +39,7 @@ def Swift_ClusterOp : Swift_Op<"cluster", [Symbol, HasParent<"ModuleOp">]> {
     Swift_LinkAttr:$intra_node,
     Swift_LinkAttr:$inter_node,
     ConfinedAttr<I64Attr, [IntPositive]>:$host_memory,
-    OptionalAttr<DictionaryAttr>:$measured);
+    OptionalAttr<Swift_MeasuredRatesAttr>:$measured);
   let assemblyFormat = [{
     $sym_name `nodes` $nodes `x` $gpus_per_node `gpu` $gpu
     `intra_node` $intra_node `inter_node` $inter_node
@@ -75,7 +73,8 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
     trained on (training.truncation / training.loss_on).
     `optimizer_settings` (`#swift.adamw<...>`): the AdamW hyper-parameters,
     lr schedule, gradient clipping and seed; absent means plan.json's
-    defaults.
+    defaults. `counts` (`#swift.counts<...>`): the parameters and tokens
+    per step swift-annotate-model counted.
 
     ```mlir
     swift.job @job trains @llama on @cluster {
@@ -104,7 +103,8 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
     DefaultValuedAttr<BoolAttr, "true">:$packing,
     OptionalAttr<Swift_OptimizerSettingsAttr>:$optimizer_settings,
     OptionalAttr<Swift_TruncationAttr>:$truncation,
-    OptionalAttr<Swift_LossOnAttr>:$loss_on);
+    OptionalAttr<Swift_LossOnAttr>:$loss_on,
+    OptionalAttr<Swift_CountsAttr>:$counts);
   let assemblyFormat = "$sym_name `trains` $model `on` $cluster attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
