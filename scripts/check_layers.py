@@ -9,7 +9,10 @@ gives every file and every include a layer, and prints one line per violation,
 
 Layers, bottom to top:  plan < html < data < job < cost < dialect < passes <
 emit < tools. A layer may include its own headers and those of any layer below
-it. runtime stands aside: it may include runtime, plan, html and data headers
+it, except that the dialect owns the IR's views: emit includes nothing of
+passes, and tools only the pipelines and the pass registration of passes
+(swift/Passes/Pipelines.h, swift/Passes/Passes.h).
+runtime stands aside: it may include runtime, plan, html and data headers
 only, and
 no layer includes runtime. test/ and benchmarks/ are exempt. A source file in any other
 top-level folder is a violation: a new folder must be classified here.
@@ -31,6 +34,14 @@ ORDER = ["plan", "html", "data", "job", "cost", "dialect", "passes", "emit", "to
 LAYERS = {name: name for name in ORDER + ["runtime"]}
 # Top-level folders whose sources may include anything.
 EXEMPT = {"test", "benchmarks"}
+
+# (layer, lower layer) -> the only headers of the lower layer it may include,
+# narrowing may_include(): emitters read the IR through the dialect's views,
+# and tools run pipelines (and register passes) but never reach into a pass.
+ONLY_HEADERS = {
+    ("emit", "passes"): (),
+    ("tools", "passes"): ("swift/Passes/Pipelines.h", "swift/Passes/Passes.h"),
+}
 
 # swift/<Dir>/... -> the layer that owns that header directory.
 HEADER_DIRS = {
@@ -80,6 +91,18 @@ def may_include(src, dst):
     if dst == "runtime":
         return False
     return ORDER.index(dst) < ORDER.index(src)
+
+
+def narrowed(src, dst, header):
+    """Why `header` of `dst` is off limits to `src` despite the layer order,
+    or None. `header` is the swift/<Dir>/... spelling, or None for a quoted
+    path that does not spell it."""
+    only = ONLY_HEADERS.get((src, dst))
+    if only is None or header in only:
+        return None
+    if not only:
+        return "%s may include nothing of %s" % (src, dst)
+    return "%s may include only %s of %s" % (src, " and ".join(only), dst)
 
 
 def allowed_text(src):
@@ -213,6 +236,14 @@ def check(root):
                         "%s:%d: layer %s includes layer %s header %s (%s)" %
                         (rel, number, layer, target, header,
                          allowed_text(layer)))
+                else:
+                    why = narrowed(layer, target,
+                                   header if header.startswith("swift/")
+                                   else None)
+                    if why:
+                        problems.append(
+                            "%s:%d: layer %s includes layer %s header %s (%s)"
+                            % (rel, number, layer, target, header, why))
                 continue
             group = external_group(header)
             if group and group in FORBIDDEN_EXTERNAL.get(layer, ()):

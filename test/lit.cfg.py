@@ -10,7 +10,7 @@ config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.swift_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
-                   "Inputs", "Planner", "Runtime", "data"]
+                   "Inputs", "Runtime", "data"]
 
 llvm_config.use_default_substitutions()
 # Debian installs FileCheck, not and count only under the LLVM tools dir.

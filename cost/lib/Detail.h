@@ -1,7 +1,7 @@
 //===- Detail.h - shared pieces of the cost model ---------------*- C++ -*-===//
 
-#ifndef SWIFT_PLANNER_COST_DETAIL_H
-#define SWIFT_PLANNER_COST_DETAIL_H
+#ifndef SWIFT_COST_LIB_DETAIL_H
+#define SWIFT_COST_LIB_DETAIL_H
 
 #include "swift/Cost/Cost.h"
 
@@ -101,4 +101,4 @@ constexpr double kMiB = 1 << 20;
 
 } // namespace swift::cost::detail
 
-#endif // SWIFT_PLANNER_COST_DETAIL_H
+#endif // SWIFT_COST_LIB_DETAIL_H

@@ -209,9 +209,12 @@ int64_t usableHostBytes(const Hardware &hw, double memoryMargin) {
   return static_cast<int64_t>(hw.hostMemoryBytes * (1 - memoryMargin));
 }
 
-SearchResult search(const ModelProfile &m, const TrainingSetup &setup,
-                    const Hardware &hw, const FixedDecisions &fixed,
-                    const SearchOptions &options) {
+namespace {
+
+/// The search over the space `fixed` leaves (allowedZero aside).
+SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
+                         const Hardware &hw, const FixedDecisions &fixed,
+                         const SearchOptions &options) {
   SearchResult result;
   int64_t W = hw.worldSize();
   int64_t L = m.numLayers;
@@ -336,6 +339,49 @@ SearchResult search(const ModelProfile &m, const TrainingSetup &setup,
   if (result.closest)
     result.closest->verdict = verdict(*result.closest, *result.closest, result);
   return result;
+}
+
+/// How a search's outcome ranks against another's: one that fits by its
+/// throughput, above one where nothing fits, by how little its closest
+/// needs, above one that found no strategy at all.
+std::pair<int, double> outcomeRank(const SearchResult &r) {
+  if (r.best)
+    return {2, r.best->estimate.time.tokensPerSecond};
+  if (r.closest)
+    return {1, -double(r.closest->estimate.memory.peakBytes)};
+  return {0, 0.0};
+}
+
+} // namespace
+
+SearchResult search(const ModelProfile &m, const TrainingSetup &setup,
+                    const Hardware &hw, const FixedDecisions &fixed,
+                    const SearchOptions &options) {
+  const std::vector<int> &allowed = fixed.allowedZero;
+  if (allowed.empty())
+    return searchSpace(m, setup, hw, fixed, options);
+  if (fixed.zero) {
+    if (std::find(allowed.begin(), allowed.end(), *fixed.zero) != allowed.end())
+      return searchSpace(m, setup, hw, fixed, options);
+    SearchResult result;
+    result.error = "strategy.zero: " + std::to_string(*fixed.zero) +
+                   " is not among the stages allowed here (" +
+                   std::to_string(allowed.front()) + "-" +
+                   std::to_string(allowed.back()) + ")";
+    return result;
+  }
+  // Each allowed stage searched as if the job fixed it; the best outcome
+  // wins (outcomeRank(); ties: the lower stage), with its runners-up.
+  std::optional<SearchResult> best;
+  for (int zero : allowed) {
+    FixedDecisions stage = fixed;
+    stage.zero = zero;
+    stage.allowedZero.clear();
+    SearchResult r = searchSpace(m, setup, hw, stage, options);
+    if (!best || outcomeRank(r) > outcomeRank(*best))
+      best = std::move(r);
+  }
+  return *best;
 }
 
 } // namespace swift::cost

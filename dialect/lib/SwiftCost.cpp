@@ -8,19 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PerSample.h"
+
 #include "swift/Dialect/SwiftOps.h"
 
 using namespace mlir;
 using namespace mlir::swift;
-
-/// Elements of one sample of an activation [batch, seq, ...].
-static int64_t perSample(Value v) {
-  auto type = cast<RankedTensorType>(v.getType());
-  int64_t elements = 1;
-  for (int64_t dim : type.getShape().drop_front())
-    elements *= dim;
-  return elements;
-}
 
 static unsigned bits(Value v) {
   return cast<RankedTensorType>(v.getType()).getElementTypeBitWidth();

@@ -313,3 +313,89 @@ LogicalResult EstimateAttr::verify(
        {"tokens_per_second", tokensPerSecond},
        {"mfu", mfu}});
 }
+
+LogicalResult
+MeasuredRatesAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          APFloat matmulTflops, APFloat attentionTflops,
+                          APFloat elementwiseGbps, APFloat hostLinkGbps,
+                          APFloat intraNodeBusGbps, APFloat interNodeBusGbps,
+                          APFloat collectiveLatencyUs,
+                          APFloat cpuAdamNsPerParam) {
+  return verifyCounts(emitError, "measured", {},
+                      {{"matmul_tflops", matmulTflops},
+                       {"attention_tflops", attentionTflops},
+                       {"elementwise_gbps", elementwiseGbps},
+                       {"host_link_gbps", hostLinkGbps},
+                       {"intra_node_bus_gbps", intraNodeBusGbps},
+                       {"inter_node_bus_gbps", interNodeBusGbps},
+                       {"collective_latency_us", collectiveLatencyUs},
+                       {"cpu_adam_ns_per_param", cpuAdamNsPerParam}});
+}
+
+MeasuredRatesAttr MeasuredRatesAttr::get(MLIRContext *context,
+                                         const ::swift::job::MeasuredRates &r) {
+  if (!r.any())
+    return nullptr;
+  auto real = [](double x) { return APFloat(x); };
+  return get(context, real(r.matmulTflops), real(r.attentionTflops),
+             real(r.elementwiseGBps), real(r.hostLinkGBps),
+             real(r.intraNodeBusGBps), real(r.interNodeBusGBps),
+             real(r.collectiveLatencyUs), real(r.cpuAdamNsPerParam));
+}
+
+::swift::job::MeasuredRates MeasuredRatesAttr::getRates() const {
+  ::swift::job::MeasuredRates r;
+  r.matmulTflops = getMatmulTflops().convertToDouble();
+  r.attentionTflops = getAttentionTflops().convertToDouble();
+  r.elementwiseGBps = getElementwiseGbps().convertToDouble();
+  r.hostLinkGBps = getHostLinkGbps().convertToDouble();
+  r.intraNodeBusGBps = getIntraNodeBusGbps().convertToDouble();
+  r.interNodeBusGBps = getInterNodeBusGbps().convertToDouble();
+  r.collectiveLatencyUs = getCollectiveLatencyUs().convertToDouble();
+  r.cpuAdamNsPerParam = getCpuAdamNsPerParam().convertToDouble();
+  return r;
+}
+
+LogicalResult CountsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t parameters,
+                                 int64_t trainableParameters,
+                                 int64_t tokensPerStep) {
+  if (failed(verifyCounts(emitError, "counts",
+                          {{"parameters", parameters},
+                           {"trainable_parameters", trainableParameters},
+                           {"tokens_per_step", tokensPerStep}},
+                          {})))
+    return failure();
+  if (trainableParameters > parameters)
+    return emitError() << "counts: trainable_parameters (" << trainableParameters
+                       << ") exceed parameters (" << parameters << ")";
+  return success();
+}
+
+LogicalResult OpCostAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t forwardFlops, int64_t backwardFlops,
+                                 int64_t recomputeFlops, int64_t savedBytes) {
+  return verifyCounts(emitError, "op_cost",
+                      {{"forward_flops", forwardFlops},
+                       {"backward_flops", backwardFlops},
+                       {"recompute_flops", recomputeFlops},
+                       {"saved_bytes", savedBytes}},
+                      {});
+}
+
+LogicalResult SwiftDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  if (attr.getName() != kOpCostAttrName)
+    return op->emitError("unknown attribute '")
+           << attr.getName().getValue()
+           << "' of the swift dialect (its only discardable attribute is '"
+           << kOpCostAttrName << "')";
+  if (!isa<OpCostAttr>(attr.getValue()))
+    return op->emitError("'") << kOpCostAttrName
+                              << "' must be a #swift.op_cost, not "
+                              << attr.getValue();
+  if (!isa<CostOpInterface>(op))
+    return op->emitError("'")
+           << kOpCostAttrName << "' belongs on an op with CostOpInterface";
+  return success();
+}

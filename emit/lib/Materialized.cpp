@@ -4,10 +4,6 @@
 
 #include "Materialized.h"
 
-#include "swift/Passes/Passes.h"
-
-#include "mlir/Pass/PassManager.h"
-
 #include <cstdio>
 #include <cstdlib>
 
@@ -22,24 +18,20 @@ FailureOr<Materialized> findMaterialized(ModuleOp module) {
            << jobs.size();
   Materialized m;
   m.job = jobs.front();
-  m.cluster = dyn_cast_or_null<ClusterOp>(
-      SymbolTable::lookupSymbolIn(module, m.job.getClusterAttr()));
+  m.cluster = m.job.lookupCluster();
   if (!m.cluster)
     return m.job.emitOpError("needs its cluster to emit");
-  m.model = dyn_cast_or_null<ModelOp>(
-      SymbolTable::lookupSymbolIn(module, m.job.getModelAttr()));
+  m.model = m.job.lookupModel();
   if (!m.model)
     return m.job.emitOpError("needs its model to emit");
   m.worldSize = m.cluster.getNumGpus();
   std::string missing;
-  std::optional<cost::Strategy> s = fixedStrategy(m.job, missing);
+  std::optional<cost::Strategy> s = m.job.fixedStrategy(missing);
   if (!s)
     return m.job.emitOpError("strategy is not complete (open: ")
            << missing << "); nothing to emit";
   m.strategy = *s;
-  for (ScheduleOp schedule : module.getOps<ScheduleOp>())
-    if (schedule.getJob() == m.job.getSymName())
-      m.schedule = schedule;
+  m.schedule = m.job.lookupSchedule();
   if (!m.schedule || !m.schedule.getOptimizerStep() ||
       !m.schedule.getProgram(ProgramPhase::forward) ||
       !m.schedule.getProgram(ProgramPhase::backward) ||
@@ -47,10 +39,9 @@ FailureOr<Materialized> findMaterialized(ModuleOp module) {
     return m.job.emitOpError("has no materialized swift.schedule; run the "
                              "materialize pipeline before emitting");
   // Emitters translate step by step and trust the schedule's structure:
-  // check it here too, so a hand-edited module cannot slip through.
-  PassManager verify(module.getContext());
-  verify.addPass(createVerifySchedulePass());
-  if (failed(verify.run(module)))
+  // check it here too (as swift-verify-schedule does), so a hand-edited
+  // module cannot slip through.
+  if (failed(m.schedule.checkFinished(m.model.planModel(), m.strategy)))
     return failure();
   return m;
 }

@@ -1,10 +1,9 @@
 //===- Materialized.h - the module the emitters read -----------*- C++ -*-===//
 
-#ifndef SWIFT_PLANNER_LIB_EMIT_MATERIALIZED_H
-#define SWIFT_PLANNER_LIB_EMIT_MATERIALIZED_H
+#ifndef SWIFT_EMIT_LIB_MATERIALIZED_H
+#define SWIFT_EMIT_LIB_MATERIALIZED_H
 
 #include "swift/Dialect/SwiftOps.h"
-#include "swift/Passes/Profile.h"
 #include "swift/Plan/Plan.h"
 
 namespace swift::emit {
@@ -33,4 +32,4 @@ void readOptimizerSettings(mlir::swift::JobOp job, ::swift::plan::TrainingConfig
 
 } // namespace swift::emit
 
-#endif // SWIFT_PLANNER_LIB_EMIT_MATERIALIZED_H
+#endif // SWIFT_EMIT_LIB_MATERIALIZED_H

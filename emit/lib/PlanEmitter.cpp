@@ -3,7 +3,7 @@
 // Fills the schema's Plan (swift/Plan/Plan.h) from a materialized module:
 // the model from its ops, the training step and world from the job and the
 // cluster, the strategy and schedule the passes built (through
-// translateSchedule() and planStrategy(), swift/Passes/PlanSchedule.h, the
+// ScheduleOp::translate() and planStrategy(), swift/Dialect/SwiftOps.h, the
 // translation swift-verify-schedule checks), the estimate as `predicted`;
 // the plan layer writes it with planToJson() and validates the text before
 // it is printed. No plan.json field name is spelled here.
@@ -13,8 +13,6 @@
 #include "swift/Emit/Emit.h"
 
 #include "Materialized.h"
-
-#include "swift/Passes/PlanSchedule.h"
 
 namespace swift::emit {
 using namespace mlir;
@@ -32,14 +30,14 @@ LogicalResult emitPlan(ModuleOp module, llvm::raw_ostream &os) {
               "backend=swift-run";
   ModelOp model = m->model;
   bool mlpBias = false;
-  plan::ModelConfig config = modelConfig(model, &mlpBias);
+  plan::ModelConfig config = model.planModel(&mlpBias);
   if (mlpBias)
     return job.emitError("swift-run has no MLP biases (model mlp_bias: true)");
   EstimateAttr estimate = job.getEstimateAttr();
   if (!estimate)
     return job.emitOpError("has no estimate; run swift-estimate-cost before "
                            "emitting a plan");
-  FailureOr<TranslatedSchedule> schedule = translateSchedule(m->schedule);
+  FailureOr<TranslatedSchedule> schedule = m->schedule.translate();
   if (failed(schedule))
     return failure();
 

@@ -87,14 +87,6 @@ static std::string joinList(const std::vector<std::string> &items) {
   return out;
 }
 
-const std::vector<std::string> &profileKeys() {
-  static const std::vector<std::string> v = {
-      "matmul_tflops",       "attention_tflops",    "elementwise_gbps",
-      "host_link_gbps",      "intra_node_bus_gbps", "inter_node_bus_gbps",
-      "collective_latency_us", "cpu_adam_ns_per_param"};
-  return v;
-}
-
 namespace {
 
 //===----------------------------------------------------------------------===//
@@ -1018,22 +1010,21 @@ MeasuredRates readProfile(const Reader &r, const YAML::Node &node,
   Reader pr(path.string(), {});
   if (!profile.IsMap())
     pr.fail(profile, "", "expected a mapping of measured rates");
-  std::vector<std::string> allowed = profileKeys();
+  std::vector<std::string> allowed;
+  for (const MeasuredRates::Rate &rate : MeasuredRates::kRates)
+    allowed.push_back(rate.key);
   pr.checkKeys(profile, "", allowed, {"gpu", "source", "date"},
                /*jobKeys=*/false);
   if (YAML::Node g = profile["gpu"]; g && pr.scalar(g, "gpu") != gpu.name)
     pr.fail(g, "gpu",
             "profile measured on '" + g.Scalar() + "' but the cluster's gpu is '" +
                 gpu.name + "'");
-  for (const std::string &key : allowed)
-    if (YAML::Node v = profile[key])
+  for (const MeasuredRates::Rate &rate : MeasuredRates::kRates)
+    if (YAML::Node v = profile[rate.key])
       // Rates (TFLOPS, GB/s) are hardware quantities; times (latency_us,
       // ns_per_param) only need to be finite and at most 1e6.
-      measured.rates[key] = key == "collective_latency_us" ||
-                                    key == "cpu_adam_ns_per_param"
-                                ? pr.real(v, key)
-                                : pr.hardware(v, key);
-  measured.path = path.string();
+      measured.*rate.field =
+          rate.isTime ? pr.real(v, rate.key) : pr.hardware(v, rate.key);
   return measured;
 }
 

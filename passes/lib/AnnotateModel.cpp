@@ -30,11 +30,8 @@ struct AnnotateModelPass
           job.getMethod(), job.getLoraAttr());
       numParameters = all;
       numTrainable = trainable;
-      Builder b(job);
-      job->setAttr("swift.parameters", b.getI64IntegerAttr(all));
-      job->setAttr("swift.trainable_parameters", b.getI64IntegerAttr(trainable));
-      job->setAttr("swift.tokens_per_step",
-                   b.getI64IntegerAttr(job.getTokensPerStep()));
+      job.setCountsAttr(CountsAttr::get(job.getContext(), all, trainable,
+                                        job.getTokensPerStep()));
     });
     if (failedAny)
       signalPassFailure();

@@ -2,7 +2,6 @@
 
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Passes/Passes.h"
-#include "swift/Passes/Profile.h"
 #include "swift/Cost/Search.h"
 
 #include "mlir/IR/Builders.h"
@@ -18,9 +17,11 @@ namespace cost = ::swift::cost;
 
 namespace {
 
-cost::FixedDecisions fixedDecisions(JobOp job) {
+cost::FixedDecisions fixedDecisions(JobOp job, std::vector<int> allowedZero) {
   StrategyAttr s = job.getStrategy();
   cost::FixedDecisions fixed;
+  llvm::sort(allowedZero);
+  fixed.allowedZero = std::move(allowedZero);
   if (s.getZero())
     fixed.zero = static_cast<int>(*s.getZero());
   if (s.getOffload())
@@ -63,8 +64,9 @@ struct ChooseStrategyPass
       options.memoryMargin = memoryMargin;
       options.alternatives = alternatives;
       cost::SearchResult result =
-          cost::search(buildModelProfile(model, job), trainingSetup(job),
-                       hardware(cluster), fixedDecisions(job), options);
+          cost::search(model.profile(job), job.trainingSetup(),
+                       cluster.hardware(), fixedDecisions(job, {allowedZero.begin(), allowedZero.end()}),
+                       options);
       if (!result.error.empty()) {
         job.emitError(result.error);
         return WalkResult::interrupt();

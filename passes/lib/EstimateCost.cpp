@@ -2,7 +2,6 @@
 
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Passes/Passes.h"
-#include "swift/Passes/Profile.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -20,7 +19,6 @@ namespace {
 /// Per-op FLOPs and saved bytes of one micro-batch, so the IR shows where
 /// the work and the memory are.
 void annotateOps(ModelOp model, const cost::Strategy &s, bool frozen) {
-  Builder b(model);
   model.walk([&](Operation *op) {
     auto costOp = dyn_cast<CostOpInterface>(op);
     if (!costOp)
@@ -39,18 +37,11 @@ void annotateOps(ModelOp model, const cost::Strategy &s, bool frozen) {
       savedBytes = std::min(cost::kSaturatedCount,
                             savedBytes + cost::saturatingProduct(
                                              B, t.bytesPerSample()));
-    op->setAttr("swift.cost",
-                b.getDictionaryAttr({
-                    b.getNamedAttr("forward_flops", b.getI64IntegerAttr(forward)),
-                    b.getNamedAttr("backward_flops",
-                                   b.getI64IntegerAttr(
-                                       cost::saturatingProduct(
-                                           B, costOp.getBackwardFlopsPerSample(
-                                                  !frozen)))),
-                    b.getNamedAttr("recompute_flops",
-                                   b.getI64IntegerAttr(recomputed ? forward : 0)),
-                    b.getNamedAttr("saved_bytes", b.getI64IntegerAttr(savedBytes)),
-                }));
+    setOpCost(op, OpCostAttr::get(
+                      model.getContext(), forward,
+                      cost::saturatingProduct(
+                          B, costOp.getBackwardFlopsPerSample(!frozen)),
+                      recomputed ? forward : 0, savedBytes));
   });
 }
 
@@ -86,16 +77,15 @@ struct EstimateCostPass
         return WalkResult::interrupt();
       }
       std::string missing;
-      std::optional<cost::Strategy> strategy =
-          fixedStrategy(job, missing);
+      std::optional<cost::Strategy> strategy = job.fixedStrategy(missing);
       if (!strategy) {
         job.emitOpError("strategy is not complete (open: ")
             << missing << "); fix every decision before estimating";
         return WalkResult::interrupt();
       }
-      cost::ModelProfile profile = buildModelProfile(model, job);
-      cost::TrainingSetup setup = trainingSetup(job);
-      cost::Hardware hw = hardware(cluster);
+      cost::ModelProfile profile = model.profile(job);
+      cost::TrainingSetup setup = job.trainingSetup();
+      cost::Hardware hw = cluster.hardware();
       std::string why = cost::unsupportedReason(profile, setup, hw, *strategy);
       if (!why.empty()) {
         job.emitOpError("backend ")

@@ -149,13 +149,7 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
     return LinkAttr::get(&context, l.name, llvm::APFloat(l.bandwidthGBps),
                          llvm::APFloat(l.latencyUs));
   };
-  DictionaryAttr measured;
-  if (!c.measured.rates.empty()) {
-    SmallVector<NamedAttribute> rates;
-    for (const auto &[key, value] : c.measured.rates)
-      rates.push_back(b.getNamedAttr(key, b.getF64FloatAttr(value)));
-    measured = b.getDictionaryAttr(rates);
-  }
+  auto measured = MeasuredRatesAttr::get(&context, c.measured);
   ClusterOp::create(b, loc, b.getStringAttr("cluster"), b.getI64IntegerAttr(c.nodes),
                     b.getI64IntegerAttr(c.gpusPerNode), gpu, link(c.intraNode),
                     link(c.interNode),
@@ -245,7 +239,8 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
           ? TruncationAttr::get(&context, t.truncation)
           : TruncationAttr(),
       t.lossOn != LossOn::Assistant ? LossOnAttr::get(&context, t.lossOn)
-                                    : LossOnAttr());
+                                    : LossOnAttr(),
+      /*counts=*/CountsAttr());
   return module;
 }
 

@@ -56,6 +56,8 @@ void addPhase(OpPassManager &pm, Phase phase, const PlanningOptions &options) {
   case Phase::Strategy: {
     ChooseStrategyPassOptions choose;
     choose.memoryMargin = options.memoryMargin;
+    choose.allowedZero.assign(options.allowedZero.begin(),
+                              options.allowedZero.end());
     pm.addPass(createChooseStrategyPass(choose));
     break;
   }

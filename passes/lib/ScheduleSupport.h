@@ -11,8 +11,6 @@
 #define SWIFT_PASSES_LIB_SCHEDULESUPPORT_H
 
 #include "swift/Dialect/SwiftOps.h"
-#include "swift/Passes/PlanSchedule.h"
-#include "swift/Passes/Profile.h"
 #include "swift/Plan/Schedule.h"
 
 #include "mlir/IR/Builders.h"
@@ -34,26 +32,20 @@ struct ScheduleTarget {
 /// schedule yet.
 inline FailureOr<ScheduleTarget>
 resolveScheduleTarget(JobOp job, StringRef pass, bool needSchedule) {
-  auto module = job->getParentOfType<ModuleOp>();
   ScheduleTarget t;
   t.job = job;
-  t.model = dyn_cast_or_null<ModelOp>(
-      SymbolTable::lookupSymbolIn(module, job.getModelAttr()));
-  t.cluster = dyn_cast_or_null<ClusterOp>(
-      SymbolTable::lookupSymbolIn(module, job.getClusterAttr()));
+  t.model = job.lookupModel();
+  t.cluster = job.lookupCluster();
   if (!t.model || !t.cluster)
     return job.emitOpError("needs its model and cluster for ") << pass;
   std::string missing;
-  std::optional<::swift::cost::Strategy> s =
-      fixedStrategy(job, missing);
+  std::optional<::swift::cost::Strategy> s = job.fixedStrategy(missing);
   if (!s)
     return job.emitOpError("strategy is not complete (open: ")
            << missing << "); " << pass << " materializes a fixed strategy only";
   t.strategy = *s;
-  t.config = modelConfig(t.model);
-  for (auto schedule : module.getOps<ScheduleOp>())
-    if (schedule.getJob() == job.getSymName())
-      t.schedule = schedule;
+  t.config = t.model.planModel();
+  t.schedule = job.lookupSchedule();
   if (needSchedule && !t.schedule)
     return job.emitOpError("has no swift.schedule; run "
                            "swift-materialize-units before ")

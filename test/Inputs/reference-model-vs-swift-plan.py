@@ -1,7 +1,7 @@
 """reference-model-vs-swift-plan.py SRC_DIR OUT_DIR: the peak memory that
 benchmarks/calibration/reference_model.py predicts for every measured row of
 test/data/calibration/h200_hf_*.jsonl against swift-plan's (backend hf) for
-the same job, built as test/Planner/CalibrationTest.cpp builds it. The two
+the same job, built as test/Cost/CalibrationTest.cpp builds it. The two
 implement the same formulas (docs/cost-model-hf.md); a difference beyond
 TOLERANCE_BYTES means one of them changed without the other. Fails listing
 every row that differs."""
@@ -25,7 +25,7 @@ TOLERANCE_BYTES = 1024
 
 
 def job_settings(r):
-    """test/Planner/CalibrationTest.cpp's jobSettings, as --set arguments."""
+    """test/Cost/CalibrationTest.cpp's jobSettings, as --set arguments."""
     name = models.preset(r["model"])
     sets = [f"model={name}"]
     # hf_baseline.py builds HF Llama; its attention_bias stands for Qwen2's biases.

@@ -5,9 +5,7 @@
 // 2 layers x (16 norm + 16x16 q + 8x16 k + 8 k-bias) + 32x16 tied table = 1328.
 // LoRA rank 2 on q_proj only: 2 x (16 + 16) x 2 layers = 128.
 // CHECK: swift.job @job trains @tiny on @cluster
-// CHECK-SAME: swift.parameters = 1328 : i64
-// CHECK-SAME: swift.tokens_per_step = 32 : i64
-// CHECK-SAME: swift.trainable_parameters = 128 : i64
+// CHECK-SAME: counts = #swift.counts<parameters = 1328, trainable_parameters = 128, tokens_per_step = 32>
 
 swift.cluster @cluster nodes 1 x 1
     gpu #swift.gpu<name = "a10", memory_bytes = 25769803776, bf16_tflops = 125.0, hbm_gbps = 600.0, host_link_gbps = 32.0, nvlink_gbps = 0.0>

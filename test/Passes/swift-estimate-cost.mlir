@@ -9,7 +9,7 @@
 // Every op of the model gets its FLOPs and saved bytes per micro-batch
 // (recompute under full checkpointing), the job its estimate.
 // CHECK: swift.linear
-// CHECK-SAME: swift.cost = {backward_flops = {{[1-9][0-9]*}} : i64, forward_flops = [[FWD:[1-9][0-9]*]] : i64, recompute_flops = [[FWD]] : i64, saved_bytes = {{[0-9]+}} : i64}
+// CHECK-SAME: swift.cost = #swift.op_cost<forward_flops = [[FWD:[1-9][0-9]*]], backward_flops = {{[1-9][0-9]*}}, recompute_flops = [[FWD]], saved_bytes = {{[0-9]+}}>
 // CHECK: swift.job @job
 // CHECK-SAME: estimate = #swift.estimate<peak_bytes = [[PEAK:[1-9][0-9]*]], capacity_bytes = {{[1-9][0-9]*}}, peak_phase = "{{forward|backward|optimizer}}", peak_layer = {{-?[0-9]+}},
 // CHECK-SAME: breakdown = {

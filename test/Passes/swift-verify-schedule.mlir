@@ -110,7 +110,7 @@
 // RUN:   | swift-opt --swift-materialize-units | not swift-opt --swift-verify-schedule 2>&1 | FileCheck %s --check-prefix=UNFINISHED
 // UNFINISHED: error: 'swift.schedule' op has no forward program
 
-// Each program op belongs to a compute (translateSchedule(), the
+// Each program op belongs to a compute (ScheduleOp::translate(), the
 // translation plan.json is written with): a release before the first one
 // follows none, a gather after the last one serves none. A schedule whose
 // programs are complete needs its optimizer step.

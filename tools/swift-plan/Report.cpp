@@ -4,7 +4,6 @@
 
 #include "swift/Cost/Search.h"
 #include "swift/Dialect/SwiftOps.h"
-#include "swift/Passes/Profile.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -21,24 +20,17 @@ using mlir::swift::WhatIf;
 namespace swift::report {
 namespace {
 
-int64_t getInt(DictionaryAttr d, StringRef key) {
-  auto a = d ? d.getAs<IntegerAttr>(key) : IntegerAttr();
-  return a ? a.getInt() : 0;
-}
-
 double real(const llvm::APFloat &x) { return x.convertToDouble(); }
 
-/// What the annotate pass counted on the job.
+/// What the annotate pass counted on the job (0s before it).
 struct Counts {
   int64_t parameters = 0, trainableParameters = 0, tokensPerStep = 0;
 };
 Counts counts(JobOp job) {
-  auto get = [&](StringRef name) {
-    auto attr = job->getAttrOfType<IntegerAttr>(name);
-    return attr ? attr.getInt() : 0;
-  };
-  return {get("swift.parameters"), get("swift.trainable_parameters"),
-          get("swift.tokens_per_step")};
+  mlir::swift::CountsAttr c = job.getCountsAttr();
+  if (!c)
+    return {};
+  return {c.getParameters(), c.getTrainableParameters(), c.getTokensPerStep()};
 }
 
 /// "zero 3, offload none, checkpointing full, micro-batch 2 x 8 accumulation".
@@ -207,9 +199,7 @@ void writeDecisions(llvm::json::OStream &j, CandidateAttr s) {
 
 /// The host memory per node the search let a strategy use.
 int64_t usableHostBytes(JobOp job, DecisionAttr decision) {
-  auto cluster = SymbolTable::lookupNearestSymbolFrom<mlir::swift::ClusterOp>(
-      job, job.getClusterAttr());
-  return cost::usableHostBytes(mlir::swift::hardware(cluster),
+  return cost::usableHostBytes(job.lookupCluster().hardware(),
                                real(decision.getMemoryMargin()));
 }
 
@@ -220,17 +210,17 @@ void printLayerOps(raw_ostream &os, ModuleOp module) {
                      "bwd GFLOP", "recompute", "saved MiB");
   module.walk([&](mlir::swift::RepeatOp repeat) {
     for (Operation &op : repeat.getBody().front()) {
-      auto cost = op.getAttrOfType<DictionaryAttr>("swift.cost");
+      mlir::swift::OpCostAttr cost = mlir::swift::getOpCost(&op);
       if (!cost)
         continue;
       std::string name = op.getName().stripDialect().str();
       if (auto linear = dyn_cast<mlir::swift::LinearOp>(op))
         name += " " + linear.getWeightName().str();
       os << llvm::format("    %-30s %14.1f %14.1f %14.1f %12.1f\n", name.c_str(),
-                         getInt(cost, "forward_flops") / 1e9,
-                         getInt(cost, "backward_flops") / 1e9,
-                         getInt(cost, "recompute_flops") / 1e9,
-                         getInt(cost, "saved_bytes") / double(1 << 20));
+                         cost.getForwardFlops() / 1e9,
+                         cost.getBackwardFlops() / 1e9,
+                         cost.getRecomputeFlops() / 1e9,
+                         cost.getSavedBytes() / double(1 << 20));
     }
   });
 }

@@ -1,8 +1,8 @@
 //===- Report.h - what swift-plan prints ------------------------*- C++ -*-===//
 //
 // Everything printed about the plan is read from the job's typed attributes
-// (#swift.decision, #swift.estimate, `swift.parameters`, per-op
-// `swift.cost`) and from what re-planning found, so the report and an IR
+// (#swift.decision, #swift.estimate, #swift.counts, per-op
+// `swift.cost` #swift.op_cost) and from what re-planning found, so the report and an IR
 // dump never disagree; the job file is echoed from its JobSpec.
 //
 //===----------------------------------------------------------------------===//

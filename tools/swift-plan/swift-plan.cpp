@@ -220,9 +220,12 @@ int main(int argc, char **argv) {
            << swift::plan::toString(job->backend) << ", can run it)\n";
     return kExitNothingFits;
   }
+  // The job's own backend, checked when the artifact's stack cannot run
+  // it: no dumps, no narrowing.
+  mlir::swift::PlanningOptions probe = options;
+  probe.dumpDir.clear();
   // ms-swift runs some methods at low ZeRO stages only
-  // (swift::emit::msSwiftMaxZero): choose among those.
-  std::vector<int> zeroStages;
+  // (swift::emit::msSwiftMaxZero): the search chooses among those.
   if (emit == Emit::MsSwift) {
     const int maxZero = swift::emit::msSwiftMaxZero(job->training.method);
     if (job->strategy.zero && *job->strategy.zero > maxZero) {
@@ -231,47 +234,12 @@ int main(int argc, char **argv) {
              << "; leave it open or set 0-" << maxZero << "\n";
       return kExitNothingFits;
     }
-    if (!job->strategy.zero && maxZero < 3) {
+    if (!job->strategy.zero && maxZero < 3)
       for (int zero = 0; zero <= maxZero; ++zero)
-        zeroStages.push_back(zero);
-    }
+        options.allowedZero.push_back(zero);
   }
-  // Probes (the stages tried, the job's own backend) dump no phases.
-  mlir::swift::PlanningOptions probe = options;
-  probe.dumpDir.clear();
-  mlir::swift::PlannedJob planned;
-  if (zeroStages.empty()) {
-    planned = mlir::swift::planJob(priced, context, options);
-  } else {
-    // The best over the stages allowed, ordered as the search orders
-    // strategies: fitting first, faster; else the one needing least.
-    auto rank = [](mlir::swift::PlannedJob &p) {
-      mlir::swift::EstimateAttr e = p.job ? p.job.getEstimateAttr() : nullptr;
-      if (!p.error.empty() || !e)
-        return std::make_pair(0, 0.0);
-      return p.fits() ? std::make_pair(2, e.getTokensPerSecond().convertToDouble())
-                      : std::make_pair(1, -double(e.getPeakBytes()));
-    };
-    std::optional<int> best;
-    for (int zero : zeroStages) {
-      swift::job::JobSpec stage = priced;
-      stage.strategy.zero = zero;
-      stage.origins["strategy.zero"] = swift::job::Diagnostic{
-          "--emit ms-swift (QLoRA at ZeRO " + std::to_string(zero) +
-          "; " + swift::emit::msSwiftZeroLimit(priced.training.method) +
-          ")"};
-      mlir::swift::PlannedJob p = mlir::swift::planJob(stage, context, probe);
-      if (!planned.module || rank(p) > rank(planned)) {
-        planned = std::move(p);
-        best = zero;
-      }
-    }
-    if (!options.dumpDir.empty() && best) { // the chosen one, dumped
-      swift::job::JobSpec stage = priced;
-      stage.strategy.zero = *best;
-      planned = mlir::swift::planJob(stage, context, options);
-    }
-  }
+  mlir::swift::PlannedJob planned =
+      mlir::swift::planJob(priced, context, options);
   if (!planned.error.empty()) {
     if (repriced && !planned.internal &&
         mlir::swift::planJob(*job, context, probe).error.empty()) {
@@ -303,9 +271,9 @@ int main(int argc, char **argv) {
     errs() << job->path << ": error: nothing fits on backend " << backendName
            << ", so there is nothing to emit: the closest strategy, "
            << swift::report::pricedSummary(planned.job)
-           << (zeroStages.empty()
+           << (options.allowedZero.empty()
                    ? ""
-                   : "; ZeRO 0-" + std::to_string(zeroStages.back()) +
+                   : "; ZeRO 0-" + std::to_string(options.allowedZero.back()) +
                          " only: " +
                          swift::emit::msSwiftZeroLimit(priced.training.method))
            << "; run without --emit"

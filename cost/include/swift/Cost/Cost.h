@@ -4,16 +4,18 @@
 // ModelProfile is read off the IR once (every op's FLOPs, the tensors it saves
 // for backward, its weights, through CostOpInterface); estimate() then prices
 // one strategy on one cluster for one backend in microseconds, so the search
-// can try thousands. No MLIR here: the IR side lives in passes/.
+// can try thousands. No MLIR here: the IR side is the dialect's
+// (ModelOp::profile() and the other views in swift/Dialect/SwiftOps.h).
 //
 // Units: bytes, FLOPs, seconds. "Per sample" is one sequence of the
 // micro-batch.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SWIFT_PLANNER_COST_H
-#define SWIFT_PLANNER_COST_H
+#ifndef SWIFT_COST_COST_H
+#define SWIFT_COST_COST_H
 
+#include "swift/Job/MeasuredRates.h"
 #include "swift/Plan/Enums.h"
 
 #include <algorithm>
@@ -117,13 +119,11 @@ struct Link {
   double latencyUs = 0;
 };
 
-/// Rates measured on the machine; 0 means "not measured: use the
-/// datasheet number times a typical efficiency".
-struct MeasuredRates {
-  double matmulTflops = 0, attentionTflops = 0, elementwiseGBps = 0;
-  double hostLinkGBps = 0, intraNodeBusGBps = 0, interNodeBusGBps = 0;
-  double collectiveLatencyUs = 0, cpuAdamNsPerParam = 0;
-};
+/// Rates measured on the machine (a hardware profile); 0 means "not
+/// measured: use the datasheet number times a typical efficiency". The job
+/// layer's struct: the reader fills it, the IR carries it, the model prices
+/// with it.
+using job::MeasuredRates;
 
 /// The hardware, as datasheets or a measured profile give it.
 struct Hardware {
@@ -242,4 +242,4 @@ double modelFlopsPerStep(const ModelProfile &model, int64_t globalBatchSize,
 
 } // namespace swift::cost
 
-#endif // SWIFT_PLANNER_COST_H
+#endif // SWIFT_COST_COST_H

@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SWIFT_PLANNER_SEARCH_H
-#define SWIFT_PLANNER_SEARCH_H
+#ifndef SWIFT_COST_SEARCH_H
+#define SWIFT_COST_SEARCH_H
 
 #include "swift/Cost/Cost.h"
 
@@ -32,6 +32,14 @@ struct FixedDecisions {
   std::optional<int64_t> microBatchSize;
   std::optional<int64_t> bucketBytes;
   std::optional<int> prefetchDepth;
+  /// The ZeRO stages the search chooses among when `zero` is open, in
+  /// increasing order; empty: any (0-3). A stack that runs some stages only
+  /// (ms-swift: QLoRA not under ZeRO-3, swift::emit::msSwiftMaxZero())
+  /// narrows it. Each allowed stage is searched as if the job fixed it, and
+  /// the best outcome wins: one that fits by throughput, else the closest
+  /// by its peak, ties to the lower stage. `zero`, when fixed, must be one
+  /// of them (else SearchResult::error).
+  std::vector<int> allowedZero;
 };
 
 struct SearchOptions {
@@ -79,4 +87,4 @@ std::string describe(const Strategy &s);
 
 } // namespace swift::cost
 
-#endif // SWIFT_PLANNER_SEARCH_H
+#endif // SWIFT_COST_SEARCH_H

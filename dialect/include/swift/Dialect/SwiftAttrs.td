@@ -114,6 +114,86 @@ def Swift_LinkAttr : Swift_Attr<"Link", "link"> {
   let genVerifyDecl = 1;
 }
 
+def Swift_MeasuredRatesAttr : Swift_Attr<"MeasuredRates", "measured"> {
+  let summary = "rates measured on the real machine (a hardware profile)";
+  let description = [{
+    A `swift.cluster`'s `cluster.profile` (`swift::job::MeasuredRates`,
+    `swift/Job/MeasuredRates.h`): each rate replaces the datasheet number
+    times a typical efficiency in the cost model; 0 (left out of the
+    printed struct) means not measured. TFLOP/s, GB/s, microseconds per
+    collective step, nanoseconds per parameter of the host AdamW.
+
+    ```mlir
+    #swift.measured<matmul_tflops = 650.0, attention_tflops = 400.0,
+      elementwise_gbps = 3000.0, cpu_adam_ns_per_param = 1.5>
+    ```
+  }];
+  let parameters = (ins
+    Swift_ZeroDefaultDoubleParameter:$matmul_tflops,
+    Swift_ZeroDefaultDoubleParameter:$attention_tflops,
+    Swift_ZeroDefaultDoubleParameter:$elementwise_gbps,
+    Swift_ZeroDefaultDoubleParameter:$host_link_gbps,
+    Swift_ZeroDefaultDoubleParameter:$intra_node_bus_gbps,
+    Swift_ZeroDefaultDoubleParameter:$inter_node_bus_gbps,
+    Swift_ZeroDefaultDoubleParameter:$collective_latency_us,
+    Swift_ZeroDefaultDoubleParameter:$cpu_adam_ns_per_param);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The attribute of `rates`, null when none was measured.
+    static MeasuredRatesAttr get(::mlir::MLIRContext *context,
+                                 const ::swift::job::MeasuredRates &rates);
+    /// The rates, 0 where not measured.
+    ::swift::job::MeasuredRates getRates() const;
+  }];
+}
+
+def Swift_CountsAttr : Swift_Attr<"Counts", "counts"> {
+  let summary = "the model's parameters and the job's tokens per step";
+  let description = [{
+    What swift-annotate-model counts on a job: the model's parameters
+    (each repeated layer once per repeat, a tied embedding once), those
+    that receive gradients under the job's method (the adapters' for
+    LoRA/QLoRA), and the tokens of one optimizer step (sequence length x
+    global batch).
+
+    ```mlir
+    #swift.counts<parameters = 1235814400, trainable_parameters = 1235814400,
+      tokens_per_step = 16384>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$parameters,
+    "int64_t":$trainable_parameters,
+    "int64_t":$tokens_per_step);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Swift_OpCostAttr : Swift_Attr<"OpCost", "op_cost"> {
+  let summary = "one op's work and saved memory for one micro-batch";
+  let description = [{
+    What swift-estimate-cost records on each op with `CostOpInterface`, as
+    the discardable attribute `swift.cost` (getOpCost()): FLOPs of the
+    forward, of the backward (with weight gradients where the weights
+    train), of the recompute under checkpointing (0 when none), and the
+    bytes the op saves for its backward, all for one micro-batch of the
+    job's strategy.
+
+    ```mlir
+    {swift.cost = #swift.op_cost<forward_flops = 1024, backward_flops = 2048,
+      recompute_flops = 0, saved_bytes = 256>}
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$forward_flops,
+    "int64_t":$backward_flops,
+    "int64_t":$recompute_flops,
+    "int64_t":$saved_bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Swift_RopeScalingAttr : Swift_Attr<"RopeScaling", "rope_scaling"> {
   let summary = "how rotary frequencies are rescaled (HF rope_scaling)";
   let description = [{

@@ -3,6 +3,7 @@
 #ifndef SWIFT_DIALECT_SWIFTDIALECT_H
 #define SWIFT_DIALECT_SWIFTDIALECT_H
 
+#include "swift/Job/MeasuredRates.h"
 #include "swift/Plan/Enums.h"
 
 #include "llvm/ADT/APFloat.h"
@@ -91,6 +92,20 @@ struct FieldParser<std::optional<E>,
 
 #define GET_ATTRDEF_CLASSES
 #include "swift/Dialect/SwiftAttrs.h.inc"
+
+namespace mlir::swift {
+/// The discardable attribute swift-estimate-cost records on each op with
+/// CostOpInterface (#swift.op_cost); the dialect refuses it anywhere else,
+/// and any other `swift.` discardable attribute.
+inline constexpr llvm::StringLiteral kOpCostAttrName = "swift.cost";
+/// `op`'s recorded cost, null before swift-estimate-cost.
+inline OpCostAttr getOpCost(Operation *op) {
+  return op->getAttrOfType<OpCostAttr>(kOpCostAttrName);
+}
+inline void setOpCost(Operation *op, OpCostAttr cost) {
+  op->setAttr(kOpCostAttrName, cost);
+}
+} // namespace mlir::swift
 
 namespace mlir::swift {
 

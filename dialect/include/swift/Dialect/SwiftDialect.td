@@ -25,6 +25,8 @@ def Swift_Dialect : Dialect {
     the tensors it saves for backward.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // Discardable `swift.*` attributes: only `swift.cost` (#swift.op_cost).
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
   }];

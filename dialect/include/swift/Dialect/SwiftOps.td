@@ -21,11 +21,9 @@ def Swift_ClusterOp : Swift_Op<"cluster", [Symbol, HasParent<"ModuleOp">]> {
   let description = [{
     A module-level symbol naming the hardware: `nodes` machines of
     `gpus_per_node` GPUs each, the links inside and between nodes, and the
-    host memory of one node. `measured` holds rates measured on the real
-    machine (a hardware profile), which replace the datasheet numbers times
-    typical efficiencies: `matmul_tflops`, `attention_tflops`,
-    `elementwise_gbps`, `host_link_gbps`, `intra_node_bus_gbps`,
-    `inter_node_bus_gbps`, `collective_latency_us`, `cpu_adam_ns_per_param`.
+    host memory of one node. `measured` (`#swift.measured<...>`) holds rates
+    measured on the real machine (a hardware profile), which replace the
+    datasheet numbers times typical efficiencies.
 
     ```mlir
     swift.cluster @cluster nodes 2 x 8 gpu #swift.gpu<...>
@@ -41,7 +39,7 @@ def Swift_ClusterOp : Swift_Op<"cluster", [Symbol, HasParent<"ModuleOp">]> {
     Swift_LinkAttr:$intra_node,
     Swift_LinkAttr:$inter_node,
     ConfinedAttr<I64Attr, [IntPositive]>:$host_memory,
-    OptionalAttr<DictionaryAttr>:$measured);
+    OptionalAttr<Swift_MeasuredRatesAttr>:$measured);
   let assemblyFormat = [{
     $sym_name `nodes` $nodes `x` $gpus_per_node `gpu` $gpu
     `intra_node` $intra_node `inter_node` $inter_node
@@ -49,6 +47,9 @@ def Swift_ClusterOp : Swift_Op<"cluster", [Symbol, HasParent<"ModuleOp">]> {
   }];
   let extraClassDeclaration = [{
     int64_t getNumGpus() { return getNodes() * getGpusPerNode(); }
+    /// The cluster in cost-model terms: the GPU's and links' numbers and
+    /// the measured rates.
+    ::swift::cost::Hardware hardware();
   }];
 }
 
@@ -72,7 +73,8 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
     trained on (training.truncation / training.loss_on).
     `optimizer_settings` (`#swift.adamw<...>`): the AdamW hyper-parameters,
     lr schedule, gradient clipping and seed; absent means plan.json's
-    defaults.
+    defaults. `counts` (`#swift.counts<...>`): the parameters and tokens
+    per step swift-annotate-model counted.
 
     ```mlir
     swift.job @job trains @llama on @cluster {
@@ -101,13 +103,29 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
     DefaultValuedAttr<BoolAttr, "true">:$packing,
     OptionalAttr<Swift_OptimizerSettingsAttr>:$optimizer_settings,
     OptionalAttr<Swift_TruncationAttr>:$truncation,
-    OptionalAttr<Swift_LossOnAttr>:$loss_on);
+    OptionalAttr<Swift_LossOnAttr>:$loss_on,
+    OptionalAttr<Swift_CountsAttr>:$counts);
   let assemblyFormat = "$sym_name `trains` $model `on` $cluster attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     int64_t getTokensPerStep() {
       return getSequenceLength() * getGlobalBatchSize();
     }
+    /// The swift.model and swift.cluster the job names, null when its
+    /// module has no such symbol.
+    ModelOp lookupModel();
+    ClusterOp lookupCluster();
+    /// The job's swift.schedule (the last one for it in its module), null
+    /// before swift-materialize-units ran.
+    ScheduleOp lookupSchedule();
+    /// The job's fixed setup (backend, precision, method, LoRA, global
+    /// batch, clipping) in cost-model terms.
+    ::swift::cost::TrainingSetup trainingSetup();
+    /// The job's strategy when every decision is made; otherwise nullopt
+    /// with `missing` naming the open ones ("strategy.zero,
+    /// training.micro_batch_size"); the micro-batch and gradient
+    /// accumulation are the job's (swift-choose-strategy records both).
+    std::optional<::swift::cost::Strategy> fixedStrategy(std::string &missing);
   }];
 }
 
@@ -150,6 +168,18 @@ def Swift_ModelOp : Swift_Op<"model", [Symbol, HasParent<"ModuleOp">,
     int64_t getNumTrainableParameters(Method method, LoraAttr lora);
     /// The op that ends the body and names the loss.
     LossOp getLossOp();
+    /// The cost model's compact view of the model: every op read through
+    /// CostOpInterface, before, inside and after the (single) decoder-layer
+    /// repeat, with FLOPs, saved tensors and parameters. `job` decides which
+    /// linears carry LoRA adapters.
+    ::swift::cost::ModelProfile profile(JobOp job);
+    /// plan.json's model section as the ops spell it: the embedding table's
+    /// and the projections' shapes, the attention and rotary attributes,
+    /// which optional parameters exist (a model without an lm_head linear
+    /// ties it to the embedding table), the layers of its repeats.
+    /// `mlpBias`, when given, is set to whether the MLP has biases, which
+    /// plan.json cannot express.
+    ::swift::plan::ModelConfig planModel(bool *mlpBias = nullptr);
   }];
 }
 

@@ -58,6 +58,27 @@ def Swift_ScheduleOp : Swift_Op<"schedule", [Symbol, HasParent<"ModuleOp">,
     ProgramOp getProgram(ProgramPhase phase);
     /// The optimizer step, or null when not placed yet.
     OptimizerStepOp getOptimizerStep();
+    /// The schedule as plan.json spells it, with the ops behind each entry
+    /// (TranslatedSchedule, swift/Dialect/SwiftOps.h): a step opens at each
+    /// swift.compute; the gathers (and the parameter copies before them)
+    /// since the previous compute belong to it, the releases, reductions
+    /// and gradient copies after it too. Emits an error at the offending op
+    /// and fails when there is no forward or backward program or no
+    /// optimizer step, or a program op belongs to no compute (a release,
+    /// reduction or gradient copy before the first one, a gather or
+    /// parameter copy after the last one). The one translation:
+    /// checkFinished() checks it, the plan.json emitter writes it.
+    ::mlir::FailureOr<TranslatedSchedule> translate();
+    /// Checks the finished schedule against the job's `model` (as
+    /// ModelOp::planModel() spells it) and fixed `strategy`: plan/'s
+    /// checkSchedule() on translate()'s result (the rules swift-run
+    /// enforces on plan.json), then what plan.json does not carry (the
+    /// recompute marks, streams, prefetch positions, bucket sizes,
+    /// reductions matching their bucket's collective, the offload copies).
+    /// Reports a violation at its op. swift-verify-schedule runs it; the
+    /// emitters run it again before they trust the schedule.
+    ::mlir::LogicalResult checkFinished(const ::swift::plan::ModelConfig &model,
+                                        const ::swift::cost::Strategy &strategy);
   }];
 }
 

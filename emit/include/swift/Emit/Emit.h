@@ -37,8 +37,8 @@ namespace swift::emit {
 
 /// plan.json (swift/Plan/Plan.h's schema) for swift-run: the model as its
 /// ops spell it, the training step and world from the job and cluster, the
-/// strategy and schedule the passes built (translateSchedule() and
-/// planStrategy(), swift/Passes/PlanSchedule.h), and swift.estimate as
+/// strategy and schedule the passes built (ScheduleOp::translate() and
+/// planStrategy(), swift/Dialect/SwiftOps.h), and swift.estimate as
 /// `predicted`, written by plan::planToJson() and validated by the plan
 /// layer's parser before anything is written (plan::checkedPlanJson()).
 /// Fails on a job whose backend is not swift-run.

@@ -9,9 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SWIFT_PLANNER_JOB_H
-#define SWIFT_PLANNER_JOB_H
+#ifndef SWIFT_JOB_JOB_H
+#define SWIFT_JOB_JOB_H
 
+#include "swift/Job/MeasuredRates.h"
 #include "swift/Plan/Enums.h"
 #include "swift/Plan/Plan.h"
 
@@ -129,16 +130,9 @@ struct LinkSpec {
   double latencyUs = 0;
 };
 
-/// Rates measured on the real machine (a hardware profile file); each one
-/// present replaces the datasheet number times a typical efficiency.
-struct MeasuredRates {
-  std::string path; // the profile file, "" when none
-  std::map<std::string, double> rates; // key -> value, keys in profileKeys()
-};
-
 struct ClusterSpec {
   GpuSpec gpu;
-  MeasuredRates measured;
+  MeasuredRates measured; // cluster.profile's rates (none: all 0)
   int64_t gpusPerNode = 1;
   int64_t nodes = 1;
   LinkSpec intraNode;
@@ -202,13 +196,10 @@ std::string unsupportedPrecision(const JobSpec &job);
 std::optional<ModelSpec> loadHFConfig(const std::string &path,
                                       Diagnostic &error);
 
-/// The rates a hardware profile may give, with their units in the name.
-const std::vector<std::string> &profileKeys();
-
 /// The closest of `candidates` to `word` if it is close enough to be a typo.
 std::optional<std::string>
 closestMatch(const std::string &word, const std::vector<std::string> &candidates);
 
 } // namespace swift::job
 
-#endif // SWIFT_PLANNER_JOB_H
+#endif // SWIFT_JOB_JOB_H

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef SWIFT_PLANNER_PRESETS_H
-#define SWIFT_PLANNER_PRESETS_H
+#ifndef SWIFT_JOB_PRESETS_H
+#define SWIFT_JOB_PRESETS_H
 
 #include "swift/Plan/Plan.h"
 
@@ -72,4 +72,4 @@ const ModelPreset *findModelPreset(const std::string &name);
 
 } // namespace swift::job
 
-#endif // SWIFT_PLANNER_PRESETS_H
+#endif // SWIFT_JOB_PRESETS_H

@@ -11,9 +11,9 @@ def AnnotateModelPass : Pass<"swift-annotate-model", "::mlir::ModuleOp"> {
     Counts the model's parameters from its `swift.param` ops (a repeated
     layer's once per repeat, a tied weight once), the parameters trained under
     the job's method, and the tokens of one optimizer step, and records them as
-    `swift.parameters`, `swift.trainable_parameters` and
-    `swift.tokens_per_step` on the `swift.job`. Reports and later passes read
-    these instead of recounting.
+    the `swift.job`'s `counts = #swift.counts<parameters = ...,
+    trainable_parameters = ..., tokens_per_step = ...>`. Reports and later
+    passes read these instead of recounting.
   }];
   let statistics = [
     Statistic<"numParameters", "parameters", "Parameters of the model">,
@@ -42,7 +42,11 @@ def ChooseStrategyPass : Pass<"swift-choose-strategy", "::mlir::ModuleOp"> {
            "Fraction of GPU capacity kept free for allocator "
            "fragmentation, and of host memory (default 0.10)">,
     Option<"alternatives", "alternatives", "unsigned", /*default=*/"5",
-           "Runners-up recorded in swift.decision (default 5)">
+           "Runners-up recorded in swift.decision (default 5)">,
+    ListOption<"allowedZero", "allowed-zero", "int",
+               "The ZeRO stages to choose among when the job leaves "
+               "strategy.zero open (default: 0-3); a fixed stage must be "
+               "one of them">
   ];
 }
 
@@ -52,8 +56,9 @@ def EstimateCostPass : Pass<"swift-estimate-cost", "::mlir::ModuleOp"> {
     Needs a job whose strategy is complete (ZeRO stage, offload,
     checkpointing, micro-batch). Reads every op through CostOpInterface into
     the cost model's compact view, prices the strategy for the job's backend
-    and records, per op, `swift.cost` (FLOPs of forward, backward and
-    recompute, and bytes kept for backward, per micro-batch), per decoder
+    and records, per op, `swift.cost = #swift.op_cost<...>` (FLOPs of
+    forward, backward and recompute, and bytes kept for backward, per
+    micro-batch), per decoder
     layer the bytes it keeps, and on the job `swift.estimate`: the peak per
     GPU and where it happens, its breakdown, the capacity, and the step time
     with its parts.

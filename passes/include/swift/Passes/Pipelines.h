@@ -54,6 +54,9 @@ struct PlanningOptions {
   Phase last = Phase::Schedule;
   /// When set, the IR after each phase is written to DIR/NN-<phase>.mlir.
   std::string dumpDir;
+  /// The ZeRO stages the strategy phase chooses among when the job leaves
+  /// strategy.zero open (cost::FixedDecisions::allowedZero); empty: 0-3.
+  std::vector<int> allowedZero;
 };
 
 /// A job after the phases up to `options.last`.

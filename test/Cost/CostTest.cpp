@@ -2,6 +2,8 @@
 
 #include "PriceJob.h"
 
+#include "swift/Cost/Search.h"
+
 using namespace swift::job;
 using namespace swift::job::testing;
 namespace cost = swift::cost;
@@ -23,8 +25,13 @@ std::vector<std::string> deepspeed(int zero, const char *offload) {
           "strategy.checkpointing=full"};
 }
 
-// DeepSpeed's estimators (ANCHORS.md): ZeRO-2 2P + 18P/N, with optimizer
-// offload 2P; ZeRO-3 4L + 18P/N, 4L + 2P/N, 4L (L: the largest layer).
+// DeepSpeed's own model-state estimators (estimate_zero2_model_states_mem_needs
+// in deepspeed/runtime/zero/stage_1_and_2.py, estimate_zero3_model_states_mem_needs
+// in stage3.py; its docs' "Memory Requirements"), per GPU in bytes: ZeRO-2
+// 2P + 18P/N, with optimizer offload 2P; ZeRO-3 4L + 18P/N, 4L + 2P/N with
+// optimizer offload, 4L with parameters offloaded too (P: parameters, N:
+// GPUs, L: the largest layer's parameters). docs/cost-model.md, "Model
+// states per backend and strategy".
 TEST(DeepSpeed, ModelStatesEqualClosedForms) {
   Priced z2 = price(deepspeed(2, "none"));
   double P = z2.profile.parameters, N = 8;
@@ -514,3 +521,51 @@ TEST(Cost, Fp8IsPricedOnlyWhereItRuns) {
 }
 
 } // namespace
+
+// A stack that runs some ZeRO stages only narrows the search to them
+// (FixedDecisions::allowedZero; ms-swift's QLoRA: 0-2). The 70B QLoRA on
+// two A10s fits under DeepSpeed at ZeRO-3 only: allowed 0-2, nothing fits,
+// and the closest is the best outcome over the stages searched one by one
+// (the one needing least, ties to the lower stage). A fixed stage outside
+// the allowed ones is an error naming strategy.zero.
+TEST(Search, AllowedZeroStagesNarrowTheChoice) {
+  auto p = price({"model=llama3.1-70b", "backend=deepspeed",
+                  "training.method=qlora", "cluster.gpu=a10",
+                  "cluster.gpus_per_node=2", "cluster.host.memory_gib=128",
+                  "training.micro_batch_size=1", "strategy.zero=3",
+                  "strategy.offload=optimizer+params",
+                  "strategy.checkpointing=full"});
+  cost::FixedDecisions open;
+  cost::SearchResult any = cost::search(p.profile, p.setup, p.hw, open);
+  ASSERT_TRUE(any.best);
+  EXPECT_EQ(any.best->strategy.zero, 3);
+
+  cost::FixedDecisions narrowed;
+  narrowed.allowedZero = {0, 1, 2};
+  cost::SearchResult r = cost::search(p.profile, p.setup, p.hw, narrowed);
+  EXPECT_EQ(r.error, "");
+  EXPECT_FALSE(r.best);
+  ASSERT_TRUE(r.closest);
+  EXPECT_LE(r.closest->strategy.zero, 2);
+  int64_t least = INT64_MAX;
+  int leastZero = -1;
+  for (int zero : {0, 1, 2}) {
+    cost::FixedDecisions one;
+    one.zero = zero;
+    cost::SearchResult s = cost::search(p.profile, p.setup, p.hw, one);
+    ASSERT_TRUE(s.closest) << "zero " << zero;
+    if (s.closest->estimate.memory.peakBytes < least) {
+      least = s.closest->estimate.memory.peakBytes;
+      leastZero = zero;
+    }
+  }
+  EXPECT_EQ(r.closest->strategy.zero, leastZero);
+  EXPECT_EQ(r.closest->estimate.memory.peakBytes, least);
+
+  cost::FixedDecisions fixed3 = narrowed;
+  fixed3.zero = 3;
+  cost::SearchResult refused = cost::search(p.profile, p.setup, p.hw, fixed3);
+  EXPECT_FALSE(refused.best || refused.closest);
+  EXPECT_EQ(refused.error,
+            "strategy.zero: 3 is not among the stages allowed here (0-2)");
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How long the full strategy search takes, and how it grows with layers and
 # GPU count. Runs on the build machine (no GPU):
-#   bash benchmarks/planner/scale.sh [build-dir]
+#   bash benchmarks/cost/scale.sh [build-dir]
 # The headline row is Llama-3.1-405B on 128 nodes x 8 H100; the target is
 # under 1 s of wall time for the whole swift-plan run (import, search over
 # every strategy, estimate, report).

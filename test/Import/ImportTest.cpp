@@ -1,6 +1,6 @@
 //===- ImportTest.cpp - every preset and enum value imports and verifies --===//
 
-#include "TestUtil.h"
+#include "../Job/TestUtil.h"
 
 #include "swift/Dialect/SwiftOps.h"
 #include "swift/Passes/Import.h"

@@ -9,11 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TestUtil.h"
+#include "../Job/TestUtil.h"
 
 #include "swift/Passes/Pipelines.h"
 #include "swift/Emit/Emit.h"
-#include "swift/Passes/Profile.h"
 #include "swift/Plan/Plan.h"
 #include "swift/Plan/Schedule.h"
 
@@ -109,12 +108,12 @@ rt::Plan planFromJob(const JobSpec &job, const rt::StrategyConfig &strategy) {
 }
 
 // The passes translate buildSchedule()'s result into ops and emitPlan()
-// translates the ops back (translateSchedule()): what plan.json gets is
+// translates the ops back (ScheduleOp::translate()): what plan.json gets is
 // buildSchedule()'s schedule for the job as the plan layer sees it, entry
 // for entry, and the plan layer's validation accepts it. So the
 // translations lose nothing, the IR's parameter counts size the buckets as
 // plan.json's model does, and the model the emitter reads from the IR
-// (modelConfig) is the job's.
+// (ModelOp::planModel()) is the job's.
 TEST(Emit, ScheduleIsBuildScheduleOfTheJob) {
   const std::vector<std::vector<std::string>> cases = {
       {"strategy.zero=0", "strategy.offload=none",

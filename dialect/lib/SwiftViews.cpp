@@ -1,6 +1,14 @@
-//===- Profile.cpp - IR to the cost model's compact view ------------------===//
+//===- SwiftViews.cpp - the job, model and cluster as other layers read them ===//
+//
+// The cost model's compact view of the IR (ModelOp::profile(),
+// JobOp::trainingSetup(), ClusterOp::hardware(), JobOp::fixedStrategy())
+// and plan.json's model section (ModelOp::planModel()).
+//
+//===----------------------------------------------------------------------===//
 
-#include "swift/Passes/Profile.h"
+#include "PerSample.h"
+
+#include "swift/Dialect/SwiftOps.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -10,14 +18,6 @@ using namespace mlir::swift;
 namespace cost = ::swift::cost;
 
 namespace {
-
-int64_t perSample(Value v) {
-  auto type = cast<RankedTensorType>(v.getType());
-  int64_t n = 1;
-  for (int64_t d : type.getShape().drop_front())
-    n *= d;
-  return n;
-}
 
 /// "self_attn.q_proj.weight" -> "self_attn.q_proj".
 std::string moduleName(Value weight) {
@@ -148,10 +148,29 @@ int64_t params(const std::vector<cost::OpProfile> &ops) {
 
 } // namespace
 
-cost::ModelProfile mlir::swift::buildModelProfile(ModelOp model, JobOp job) {
+ModelOp JobOp::lookupModel() {
+  return dyn_cast_or_null<ModelOp>(SymbolTable::lookupSymbolIn(
+      (*this)->getParentOfType<ModuleOp>(), getModelAttr()));
+}
+
+ClusterOp JobOp::lookupCluster() {
+  return dyn_cast_or_null<ClusterOp>(SymbolTable::lookupSymbolIn(
+      (*this)->getParentOfType<ModuleOp>(), getClusterAttr()));
+}
+
+ScheduleOp JobOp::lookupSchedule() {
+  ScheduleOp found;
+  for (auto schedule :
+       (*this)->getParentOfType<ModuleOp>().getOps<ScheduleOp>())
+    if (schedule.getJob() == getSymName())
+      found = schedule;
+  return found;
+}
+
+cost::ModelProfile ModelOp::profile(JobOp job) {
   cost::ModelProfile profile;
-  profile.name = model.getSymName().str();
-  Block &body = model.getBody().front();
+  profile.name = getSymName().str();
+  Block &body = getBody().front();
   profile.sequenceLength =
       cast<RankedTensorType>(body.getArgument(0).getType()).getDimSize(1);
   ProfileBuilder builder(job);
@@ -187,8 +206,7 @@ cost::ModelProfile mlir::swift::buildModelProfile(ModelOp model, JobOp job) {
   return profile;
 }
 
-::swift::plan::ModelConfig mlir::swift::modelConfig(ModelOp model,
-                                                    bool *mlpBias) {
+::swift::plan::ModelConfig ModelOp::planModel(bool *mlpBias) {
   // The parameter a linear's weight or bias comes from ("" when computed).
   auto paramName = [](Value v) {
     auto param = v ? v.getDefiningOp<ParamOp>() : ParamOp();
@@ -196,7 +214,7 @@ cost::ModelProfile mlir::swift::buildModelProfile(ModelOp model, JobOp job) {
   };
   ::swift::plan::ModelConfig m;
   bool lmHead = false, mlp = false;
-  model.walk([&](Operation *op) {
+  walk([&](Operation *op) {
     if (auto repeat = dyn_cast<RepeatOp>(op)) {
       m.numLayers += repeat.getCount();
     } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
@@ -237,61 +255,47 @@ cost::ModelProfile mlir::swift::buildModelProfile(ModelOp model, JobOp job) {
   return m;
 }
 
-cost::TrainingSetup mlir::swift::trainingSetup(JobOp job) {
+cost::TrainingSetup JobOp::trainingSetup() {
   cost::TrainingSetup s;
-  s.backend = job.getBackend();
-  s.precision = job.getPrecision();
-  s.method = job.getMethod();
-  if (auto lora = job.getLoraAttr()) {
+  s.backend = getBackend();
+  s.precision = getPrecision();
+  s.method = getMethod();
+  if (auto lora = getLoraAttr()) {
     s.loraRank = lora.getRank();
     s.loraDropout = lora.getDropout().convertToDouble();
   }
-  s.globalBatchSize = job.getGlobalBatchSize();
-  if (OptimizerSettingsAttr o = job.getOptimizerSettingsAttr())
+  s.globalBatchSize = getGlobalBatchSize();
+  if (OptimizerSettingsAttr o = getOptimizerSettingsAttr())
     if (std::optional<llvm::APFloat> norm = o.getMaxGradNorm())
       s.clipsGradients = norm->convertToDouble() > 0; // 0: no clipping
   return s;
 }
 
-cost::Hardware mlir::swift::hardware(ClusterOp cluster) {
+cost::Hardware ClusterOp::hardware() {
   cost::Hardware hw;
-  GpuAttr gpu = cluster.getGpu();
+  GpuAttr gpu = getGpu();
   hw.gpu = gpu.getName().str();
   hw.memoryBytes = gpu.getMemoryBytes();
   hw.bf16Tflops = gpu.getBf16Tflops().convertToDouble();
   hw.fp8Tflops = gpu.getFp8Tflops().convertToDouble();
   hw.hbmGBps = gpu.getHbmGbps().convertToDouble();
   hw.hostLinkGBps = gpu.getHostLinkGbps().convertToDouble();
-  hw.gpusPerNode = cluster.getGpusPerNode();
-  hw.nodes = cluster.getNodes();
+  hw.gpusPerNode = getGpusPerNode();
+  hw.nodes = getNodes();
   auto link = [](LinkAttr l) {
     return cost::Link{l.getName().str(), l.getBandwidthGbps().convertToDouble(),
                       l.getLatencyUs().convertToDouble()};
   };
-  hw.intraNode = link(cluster.getIntraNode());
-  hw.interNode = link(cluster.getInterNode());
-  hw.hostMemoryBytes = cluster.getHostMemory();
-  if (DictionaryAttr m = cluster.getMeasuredAttr()) {
-    auto rate = [&](StringRef key, double &out) {
-      if (auto v = m.getAs<FloatAttr>(key))
-        out = v.getValueAsDouble();
-    };
-    cost::MeasuredRates &r = hw.measured;
-    rate("matmul_tflops", r.matmulTflops);
-    rate("attention_tflops", r.attentionTflops);
-    rate("elementwise_gbps", r.elementwiseGBps);
-    rate("host_link_gbps", r.hostLinkGBps);
-    rate("intra_node_bus_gbps", r.intraNodeBusGBps);
-    rate("inter_node_bus_gbps", r.interNodeBusGBps);
-    rate("collective_latency_us", r.collectiveLatencyUs);
-    rate("cpu_adam_ns_per_param", r.cpuAdamNsPerParam);
-  }
+  hw.intraNode = link(getIntraNode());
+  hw.interNode = link(getInterNode());
+  hw.hostMemoryBytes = getHostMemory();
+  if (MeasuredRatesAttr m = getMeasuredAttr())
+    hw.measured = m.getRates();
   return hw;
 }
 
-std::optional<cost::Strategy>
-mlir::swift::fixedStrategy(JobOp job, std::string &missing) {
-  StrategyAttr attr = job.getStrategy();
+std::optional<cost::Strategy> JobOp::fixedStrategy(std::string &missing) {
+  StrategyAttr attr = getStrategy();
   std::vector<std::string> open;
   if (!attr.getZero())
     open.push_back("strategy.zero");
@@ -299,9 +303,9 @@ mlir::swift::fixedStrategy(JobOp job, std::string &missing) {
     open.push_back("strategy.offload");
   if (!attr.getCheckpointing())
     open.push_back("strategy.checkpointing");
-  if (!job.getMicroBatchSize())
+  if (!getMicroBatchSize())
     open.push_back("training.micro_batch_size");
-  if (!job.getGradientAccumulation())
+  if (!getGradientAccumulation())
     open.push_back("training.gradient_accumulation");
   missing.clear();
   for (const std::string &key : open)
@@ -317,7 +321,7 @@ mlir::swift::fixedStrategy(JobOp job, std::string &missing) {
     s.bucketBytes = *attr.getBucketBytes();
   if (attr.getPrefetchDepth())
     s.prefetchDepth = static_cast<int>(*attr.getPrefetchDepth());
-  s.microBatchSize = *job.getMicroBatchSize();
-  s.gradientAccumulation = *job.getGradientAccumulation();
+  s.microBatchSize = *getMicroBatchSize();
+  s.gradientAccumulation = *getGradientAccumulation();
   return s;
 }

@@ -1,7 +1,7 @@
-//===- TestUtil.h - temporary job files for planner tests -----*- C++ -*-===//
+//===- TestUtil.h - temporary job files for the compiler's tests -*- C++ -*-===//
 
-#ifndef SWIFT_TEST_PLANNER_TESTUTIL_H
-#define SWIFT_TEST_PLANNER_TESTUTIL_H
+#ifndef SWIFT_TEST_JOB_TESTUTIL_H
+#define SWIFT_TEST_JOB_TESTUTIL_H
 
 #include "swift/Job/Job.h"
 
@@ -17,7 +17,7 @@ namespace swift::job::testing {
 inline std::string writeTemp(const std::string &text,
                              const std::string &suffix = ".yaml") {
   const auto *info = ::testing::UnitTest::GetInstance()->current_test_info();
-  auto dir = std::filesystem::temp_directory_path() / "swift-planner-tests";
+  auto dir = std::filesystem::temp_directory_path() / "swift-compiler-tests";
   std::filesystem::create_directories(dir);
   auto path = dir / (std::string(info->test_suite_name()) + "." +
                      info->name() + suffix);
@@ -33,4 +33,4 @@ cluster: {gpu: h100, gpus_per_node: 8}
 
 } // namespace swift::job::testing
 
-#endif // SWIFT_TEST_PLANNER_TESTUTIL_H
+#endif // SWIFT_TEST_JOB_TESTUTIL_H

@@ -1,12 +1,11 @@
 //===- PriceJob.h - import a job and price its fixed strategy -*- C++ -*-===//
 
-#ifndef SWIFT_TEST_PLANNER_PRICEJOB_H
-#define SWIFT_TEST_PLANNER_PRICEJOB_H
+#ifndef SWIFT_TEST_COST_PRICEJOB_H
+#define SWIFT_TEST_COST_PRICEJOB_H
 
-#include "TestUtil.h"
+#include "../Job/TestUtil.h"
 
 #include "swift/Dialect/SwiftOps.h"
-#include "swift/Passes/Profile.h"
 #include "swift/Passes/Pipelines.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -52,14 +51,14 @@ inline PricedJob priceJob(mlir::MLIRContext &context,
       cluster = c;
   });
   std::string missing;
-  auto strategy = mlir::swift::fixedStrategy(jobOp, missing);
+  auto strategy = jobOp.fixedStrategy(missing);
   EXPECT_TRUE(strategy) << missing;
   if (!strategy)
     return p;
   p.strategy = *strategy;
-  p.profile = mlir::swift::buildModelProfile(model, jobOp);
-  p.setup = mlir::swift::trainingSetup(jobOp);
-  p.hw = mlir::swift::hardware(cluster);
+  p.profile = model.profile(jobOp);
+  p.setup = jobOp.trainingSetup();
+  p.hw = cluster.hardware();
   EXPECT_EQ(cost::unsupportedReason(p.profile, p.setup, p.hw, p.strategy), "");
   p.estimate = cost::estimate(p.profile, p.setup, p.hw, p.strategy);
   return p;
@@ -67,4 +66,4 @@ inline PricedJob priceJob(mlir::MLIRContext &context,
 
 } // namespace swift::job::testing
 
-#endif // SWIFT_TEST_PLANNER_PRICEJOB_H
+#endif // SWIFT_TEST_COST_PRICEJOB_H

@@ -1,0 +1,2 @@
+#include "swift/Dialect/FakeOps.h"
+#include "swift/Passes/FakeProfile.h"
