@@ -270,9 +270,29 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
        {"gathered_parameters", sharded.forward}});
   candidates.push_back(fwd);
 
+  // The forward, layer by layer, for the timeline: the saved tensors of
+  // the layers done (the average layer's share of a.layers), with QLoRA's
+  // or FP8's per-layer copies. Below the loss's forward, except the last
+  // layer's with those copies, which is a candidate of its own (below).
+  const bool layerCopies = a.dequantized > 0 || a.fp8Copies > 0;
+  std::vector<Candidate> forwardLayers;
+  for (int64_t i = 0; i < L; ++i) {
+    Candidate layer{{"forward", i, "decoder layer"}, base};
+    layer.parts.insert(layer.parts.end(),
+                       {{"previous_outputs", outHeld + a.lateExtra},
+                        {"activations", a.layers * double(i + 1) / double(L)},
+                        {"gathered_parameters", sharded.forward}});
+    if (layerCopies)
+      layer.parts.insert(layer.parts.end(),
+                         {{"dequantized_weights", a.dequantized},
+                          {"fp8_copies", a.fp8Copies},
+                          {"workspace", a.workspace}});
+    forwardLayers.push_back(layer);
+  }
+
   // QLoRA, FP8 GEMMs: the last layer's forward, with its dequantized
   // weights or FP8 copies, before the head's temporaries exist.
-  if (a.dequantized > 0 || a.fp8Copies > 0) {
+  if (layerCopies) {
     Candidate layer{{"forward", L - 1, "decoder layer"}, base};
     layer.parts.insert(layer.parts.end(),
                        {{"previous_outputs", outHeld + a.lateExtra},
@@ -303,6 +323,7 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   double mlpBackward = 3 * 2 * T * a.ffnWidth;
   Candidate worst;
   double worstTotal = -1;
+  std::vector<Candidate> backwardLayers;
   auto gradientsAt = [&](int64_t done) {
     return st.layerGradients ? st.layerGradients(done)
                              : headGrad + (done + 1) * layerGrad;
@@ -324,6 +345,7 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
       worstTotal = c.total();
       worst = c;
     }
+    backwardLayers.push_back(c);
   }
   candidates.push_back(worst);
 
@@ -370,6 +392,20 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   mem.forwardPeakBytes = toBytes(forward);
   mem.backwardPeakBytes = toBytes(backward);
   mem.optimizerPeakBytes = toBytes(candidates.back().total());
+  // The timeline: the candidates in step order, every layer's included.
+  auto point = [&](const Candidate &c) { mem.timeline.push_back({c.at, toBytes(c.total())}); };
+  for (const Candidate &c : forwardLayers)
+    point(c);
+  for (const Candidate &c : candidates) {
+    if (c.at.phase == "forward" && c.at.op == "decoder layer")
+      continue; // forwardLayers' last
+    if (c.at.phase == "backward" && c.at.op == "decoder layer") {
+      for (const Candidate &b : backwardLayers)
+        point(b);
+      continue;
+    }
+    point(c);
+  }
   mem.layerActivationBytes = toBytes(a.perLayer);
   mem.checkpointedLayerBytes = toBytes(a.perCheckpointedLayer);
   mem.headActivationBytes = toBytes(a.head);

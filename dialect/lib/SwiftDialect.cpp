@@ -228,7 +228,14 @@ CandidateAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       Checkpointing checkpointing, int64_t checkpointLayers,
                       int64_t microBatchSize, int64_t gradientAccumulation,
                       bool fits, int64_t peakBytes, APFloat stepSeconds,
-                      APFloat tokensPerSecond, StringRef verdict) {
+                      APFloat tokensPerSecond, StringRef verdict,
+                      DictionaryAttr breakdown) {
+  for (NamedAttribute part : breakdown) {
+    auto bytes = dyn_cast<IntegerAttr>(part.getValue());
+    if (!bytes || bytes.getInt() < 0)
+      return emitError() << "candidate: breakdown." << part.getName().getValue()
+                         << " must be a byte count >= 0";
+  }
   if (zero < 0 || zero > 3)
     return emitError() << "candidate: zero must be 0..3, not " << zero;
   if (checkpointLayers < -1)
@@ -275,6 +282,19 @@ SmallVector<CandidateAttr> DecisionAttr::getAlternativeCandidates() const {
       getAlternatives(), [](Attribute a) { return cast<CandidateAttr>(a); }));
 }
 
+LogicalResult MemoryPointAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                     StringRef phase, int64_t layer, StringRef op,
+                                     int64_t bytes) {
+  if (phase != "forward" && phase != "backward" && phase != "optimizer")
+    return emitError() << "memory_point: phase must be forward, backward or "
+                          "optimizer, not \"" << phase << "\"";
+  if (layer < -1)
+    return emitError() << "memory_point: layer must be >= -1";
+  if (bytes < 0)
+    return emitError() << "memory_point: bytes must be >= 0";
+  return success();
+}
+
 LogicalResult EstimateAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, int64_t peakBytes,
     int64_t capacityBytes, StringRef peakPhase, int64_t peakLayer,
@@ -285,7 +305,18 @@ LogicalResult EstimateAttr::verify(
     APFloat computeSeconds, APFloat recomputeSeconds,
     APFloat communicationSeconds, APFloat exposedCommunicationSeconds,
     APFloat offloadSeconds, APFloat optimizerSeconds, APFloat tokensPerSecond,
-    APFloat mfu) {
+    APFloat mfu, ArrayAttr timeline) {
+  int64_t highest = -1;
+  for (Attribute a : timeline) {
+    auto point = dyn_cast<MemoryPointAttr>(a);
+    if (!point)
+      return emitError() << "estimate: timeline holds " << a
+                         << ", not a #swift.memory_point";
+    highest = std::max(highest, point.getBytes());
+  }
+  if (!timeline.empty() && highest != peakBytes)
+    return emitError() << "estimate: the timeline's largest point (" << highest
+                       << " bytes) is not the peak (" << peakBytes << ")";
   for (NamedAttribute part : breakdown)
     if (!isa<IntegerAttr>(part.getValue()))
       return emitError() << "estimate: breakdown." << part.getName().getValue()

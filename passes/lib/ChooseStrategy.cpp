@@ -39,11 +39,16 @@ cost::FixedDecisions fixedDecisions(JobOp job, std::vector<int> allowedZero) {
 
 CandidateAttr candidateAttr(MLIRContext *context, const cost::Candidate &c) {
   const cost::Strategy &s = c.strategy;
+  Builder b(context);
+  SmallVector<NamedAttribute> breakdown;
+  for (const auto &[name, bytes] : c.estimate.memory.breakdown)
+    breakdown.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(bytes)));
   return CandidateAttr::get(
       context, s.zero, s.offload, s.checkpointing, s.checkpointLayers,
       s.microBatchSize, s.gradientAccumulation, c.fits,
       c.estimate.memory.peakBytes, llvm::APFloat(c.estimate.time.stepSeconds),
-      llvm::APFloat(c.estimate.time.tokensPerSecond), c.verdict);
+      llvm::APFloat(c.estimate.time.tokensPerSecond), c.verdict,
+      b.getDictionaryAttr(breakdown));
 }
 
 struct ChooseStrategyPass

@@ -52,6 +52,10 @@ EstimateAttr estimateAttr(MLIRContext *context, const cost::Estimate &e) {
     breakdown.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(bytes)));
   const cost::MemoryEstimate &m = e.memory;
   const cost::TimeEstimate &t = e.time;
+  SmallVector<Attribute> timeline;
+  for (const cost::MemoryPoint &p : m.timeline)
+    timeline.push_back(MemoryPointAttr::get(context, p.at.phase, p.at.layer,
+                                            p.at.op, p.bytes));
   auto real = [](double x) { return llvm::APFloat(x); };
   return EstimateAttr::get(
       context, m.peakBytes, m.capacityBytes, m.peak.phase, m.peak.layer,
@@ -61,7 +65,7 @@ EstimateAttr estimateAttr(MLIRContext *context, const cost::Estimate &e) {
       real(t.stepSeconds), real(t.computeSeconds), real(t.recomputeSeconds),
       real(t.communicationSeconds), real(t.exposedCommunicationSeconds),
       real(t.offloadSeconds), real(t.optimizerSeconds),
-      real(t.tokensPerSecond), real(t.mfu));
+      real(t.tokensPerSecond), real(t.mfu), b.getArrayAttr(timeline));
 }
 
 struct EstimateCostPass

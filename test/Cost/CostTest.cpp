@@ -101,6 +101,48 @@ TEST(Cost, BreakdownSumsToPeak) {
   EXPECT_FALSE(p.estimate.memory.peak.phase.empty());
 }
 
+// The timeline walks the step in order, every decoder layer forward and
+// backward, and its largest point is the peak, where the peak is said to be:
+// for each backend, with and without checkpointing, LoRA/QLoRA and FP8.
+TEST(Cost, TimelineWalksTheStepAndPeaksAtThePeak) {
+  const std::vector<std::vector<std::string>> jobs = {
+      {"model=qwen2.5-7b", "backend=hf", "cluster.gpus_per_node=8",
+       "training.global_batch_size=16", "training.micro_batch_size=2",
+       "strategy.zero=3", "strategy.offload=none", "strategy.checkpointing=full"},
+      deepspeed(2, "optimizer"),
+      {"model=llama3.1-8b", "backend=swift-run", "cluster.gpus_per_node=8",
+       "training.global_batch_size=32", "training.micro_batch_size=4",
+       "strategy.zero=1", "strategy.offload=none", "strategy.checkpointing=none"},
+      {"model=llama3.1-8b", "backend=swift-run", "cluster.gpus_per_node=1",
+       "training.global_batch_size=8", "training.micro_batch_size=1",
+       "training.method=qlora", "strategy.zero=0", "strategy.offload=none",
+       "strategy.checkpointing=full"},
+      {"model=llama3.1-8b", "backend=swift-run", "cluster.gpu=h100",
+       "cluster.gpus_per_node=8", "training.global_batch_size=32",
+       "training.micro_batch_size=2", "training.precision=fp8-mixed",
+       "strategy.zero=3", "strategy.offload=none", "strategy.checkpointing=selective"}};
+  for (const auto &sets : jobs) {
+    const Priced p = price(sets);
+    const cost::MemoryEstimate &m = p.estimate.memory;
+    ASSERT_FALSE(m.timeline.empty()) << sets[1];
+    const int64_t L = 32 - (sets[0] == "model=qwen2.5-7b" ? 4 : 0); // 28 in Qwen2.5-7B
+    int forward = 0, backward = 0;
+    const cost::MemoryPoint *top = &m.timeline[0];
+    for (const cost::MemoryPoint &q : m.timeline) {
+      forward += q.at.phase == "forward" && q.at.op == "decoder layer";
+      backward += q.at.phase == "backward" && q.at.op == "decoder layer";
+      if (q.bytes > top->bytes)
+        top = &q;
+    }
+    EXPECT_EQ(forward, L) << sets[1];
+    EXPECT_EQ(backward, L) << sets[1];
+    EXPECT_EQ(top->bytes, m.peakBytes) << sets[1];
+    EXPECT_EQ(top->at.str(), m.peak.str()) << sets[1];
+    EXPECT_EQ(m.timeline.front().at.str(), "forward, layer 0, decoder layer");
+    EXPECT_EQ(m.timeline.back().at.phase, "optimizer");
+  }
+}
+
 // A multi-node ZeRO-3 job pays for its collectives over the slower link.
 TEST(Cost, InterNodeCommunicationCosts) {
   std::vector<std::string> base = {"model=llama3.1-8b", "backend=swift-run",

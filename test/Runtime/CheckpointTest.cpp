@@ -174,7 +174,7 @@ TEST(Checkpoint, KeepsTheNewestAndRefusesAnotherModel) {
   for (const auto &e : fs::directory_iterator(r.dir + "/ckpt"))
     kept.push_back(e.path().filename().string());
   std::sort(kept.begin(), kept.end());
-  EXPECT_EQ(kept, (std::vector<std::string>{"latest", "step-00000004",
+  EXPECT_EQ(kept, (std::vector<std::string>{"latest", "report.html", "step-00000004",
                                             "step-00000005"}));
   // Resuming from r's checkpoints is refused (exit 2) with `message`.
   auto expectRefused = [&](const json &plan, const std::string &from,
@@ -359,7 +359,7 @@ TEST(Checkpoint, KeepOrdersByTheManifestsStepsAndNeverDeletesTheNewestWrite) {
                                   ckpt + " --resume " + ckpt + "/step-00000004");
   ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
   EXPECT_EQ(listing(ckpt),
-            (std::vector<std::string>{"latest", "step-00000001",
+            (std::vector<std::string>{"latest", "report.html", "step-00000001",
                                       "step-00000005", "step-00000006"}));
   EXPECT_EQ(slurp(ckpt + "/latest"), "step-00000006\n");
   // Said once, though both saves found it.
@@ -385,14 +385,14 @@ TEST(Checkpoint, ASaveDirOfAnotherRunIsRefusedUnlessOverwritten) {
             std::string::npos)
       << refused.output;
   EXPECT_EQ(refused.output.find("step 1/"), std::string::npos);
-  EXPECT_EQ(listing(ckpt), (std::vector<std::string>{"latest", "step-00000006"}));
+  EXPECT_EQ(listing(ckpt), (std::vector<std::string>{"latest", "report.html", "step-00000006"}));
   // --overwrite-save-dir: this run's first checkpoint replaces them.
   Result overwrote =
       runPlan(p, "--steps 2 --keep 1 --overwrite-save-dir --save-dir " + ckpt);
   ASSERT_EQ(overwrote.exitCode, 0) << overwrote.output;
   EXPECT_NE(overwrote.output.find("this run's first checkpoint replaces them"),
             std::string::npos);
-  EXPECT_EQ(listing(ckpt), (std::vector<std::string>{"latest", "step-00000002"}));
+  EXPECT_EQ(listing(ckpt), (std::vector<std::string>{"latest", "report.html", "step-00000002"}));
   EXPECT_EQ(slurp(ckpt + "/latest"), "step-00000002\n");
   // A killed save's leftover is another run's too (it may still be saving).
   const std::string leftover = freshDir();

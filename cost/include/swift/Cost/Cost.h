@@ -180,6 +180,12 @@ struct PeakLocation {
   std::string str() const;
 };
 
+/// The allocated bytes at one point of a step.
+struct MemoryPoint {
+  PeakLocation at;
+  int64_t bytes = 0;
+};
+
 struct MemoryEstimate {
   int64_t peakBytes = 0;     // allocator-allocated bytes, per GPU
   int64_t capacityBytes = 0; // what the allocator can use
@@ -197,6 +203,12 @@ struct MemoryEstimate {
   int64_t layerActivationBytes = 0;
   int64_t checkpointedLayerBytes = 0;
   int64_t headActivationBytes = 0;
+  // The step as the model walks it, in order: each decoder layer's forward
+  // (its saved tensors added up; with QLoRA's or FP8's per-layer copies),
+  // the loss's forward and backward, each decoder layer's backward (L-1 ..
+  // 0), the embedding's backward where a tied head's gradient meets it, the
+  // optimizer. The peak is its largest point.
+  std::vector<MemoryPoint> timeline;
 };
 
 struct TimeEstimate {

@@ -312,14 +312,17 @@ def Swift_CandidateAttr : Swift_Attr<"Candidate", "candidate"> {
   let description = [{
     Every decision of a strategy (`checkpoint_layers` -1: all layers) with
     the micro-batch and the gradient accumulation it implies, its peak
-    memory per GPU, step time and throughput, whether it fits, and the
-    search's verdict (`chosen`, or why it lost).
+    memory per GPU, step time and throughput, whether it fits, the
+    search's verdict (`chosen`, or why it lost) and the parts alive at its
+    peak (`breakdown`, name -> bytes, summing to the peak: what
+    swift-plan --html draws for every strategy it priced).
 
     ```mlir
     #swift.candidate<zero = 3, offload = none, checkpointing = full,
       checkpoint_layers = -1, micro_batch_size = 2, gradient_accumulation = 8,
       fits = true, peak_bytes = 20401094656, step_seconds = 9.81,
-      tokens_per_second = 53444.3, verdict = "chosen">
+      tokens_per_second = 53444.3, verdict = "chosen",
+      breakdown = {activations = 6578896896 : i64, ...}>
     ```
   }];
   let parameters = (ins
@@ -333,7 +336,8 @@ def Swift_CandidateAttr : Swift_Attr<"Candidate", "candidate"> {
     "int64_t":$peak_bytes,
     Swift_DoubleParameter:$step_seconds,
     Swift_DoubleParameter:$tokens_per_second,
-    StringRefParameter<"why it lost, or chosen">:$verdict);
+    StringRefParameter<"why it lost, or chosen">:$verdict,
+    AttrParameter<"::mlir::DictionaryAttr", "name -> bytes at its peak">:$breakdown);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
@@ -375,6 +379,27 @@ def Swift_DecisionAttr : Swift_Attr<"Decision", "decision"> {
   }];
 }
 
+def Swift_MemoryPointAttr : Swift_Attr<"MemoryPoint", "memory_point"> {
+  let summary = "the allocated bytes per GPU at one point of a step";
+  let description = [{
+    A point of #swift.estimate's `timeline`: the phase (forward, backward
+    or optimizer), the decoder layer (-1 outside the layers), the op, and
+    the bytes the cost model has allocated there.
+
+    ```mlir
+    #swift.memory_point<phase = "backward", layer = 31, op = "decoder layer",
+      bytes = 20924729344>
+    ```
+  }];
+  let parameters = (ins
+    StringRefParameter<"forward, backward or optimizer">:$phase,
+    "int64_t":$layer,
+    StringRefParameter<"the op">:$op,
+    "int64_t":$bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Swift_EstimateAttr : Swift_Attr<"Estimate", "estimate"> {
   let summary = "memory and time of the job's strategy, per GPU";
   let description = [{
@@ -383,7 +408,10 @@ def Swift_EstimateAttr : Swift_Attr<"Estimate", "estimate"> {
     `peak_op`), the parts alive then (`breakdown`, name -> bytes, summing to
     the peak), each phase's peak, activation bytes per layer, the host
     memory per node; the step time and its parts (seconds), throughput over
-    all GPUs and MFU against the datasheet bf16 peak.
+    all GPUs and MFU against the datasheet bf16 peak; and the `timeline` of
+    the step (#swift.memory_point, in step order: each decoder layer's
+    forward, the loss, each layer's backward, the optimizer), whose largest
+    point is the peak (the verifier checks it).
   }];
   let parameters = (ins
     "int64_t":$peak_bytes,
@@ -407,7 +435,8 @@ def Swift_EstimateAttr : Swift_Attr<"Estimate", "estimate"> {
     Swift_DoubleParameter:$offload_seconds,
     Swift_DoubleParameter:$optimizer_seconds,
     Swift_DoubleParameter:$tokens_per_second,
-    Swift_DoubleParameter:$mfu);
+    Swift_DoubleParameter:$mfu,
+    AttrParameter<"::mlir::ArrayAttr", "#swift.memory_point list, in step order">:$timeline);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
