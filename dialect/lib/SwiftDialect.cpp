@@ -230,12 +230,13 @@ CandidateAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       bool fits, int64_t peakBytes, APFloat stepSeconds,
                       APFloat tokensPerSecond, StringRef verdict,
                       DictionaryAttr breakdown) {
-  for (NamedAttribute part : breakdown) {
-    auto bytes = dyn_cast<IntegerAttr>(part.getValue());
-    if (!bytes || bytes.getInt() < 0)
-      return emitError() << "candidate: breakdown." << part.getName().getValue()
-                         << " must be a byte count >= 0";
-  }
+  if (breakdown)
+    for (NamedAttribute part : breakdown) {
+      auto bytes = dyn_cast<IntegerAttr>(part.getValue());
+      if (!bytes || bytes.getInt() < 0)
+        return emitError() << "candidate: breakdown." << part.getName().getValue()
+                           << " must be a byte count >= 0";
+    }
   if (zero < 0 || zero > 3)
     return emitError() << "candidate: zero must be 0..3, not " << zero;
   if (checkpointLayers < -1)
@@ -307,14 +308,14 @@ LogicalResult EstimateAttr::verify(
     APFloat offloadSeconds, APFloat optimizerSeconds, APFloat tokensPerSecond,
     APFloat mfu, ArrayAttr timeline) {
   int64_t highest = -1;
-  for (Attribute a : timeline) {
+  for (Attribute a : timeline ? timeline.getValue() : ArrayRef<Attribute>()) {
     auto point = dyn_cast<MemoryPointAttr>(a);
     if (!point)
       return emitError() << "estimate: timeline holds " << a
                          << ", not a #swift.memory_point";
     highest = std::max(highest, point.getBytes());
   }
-  if (!timeline.empty() && highest != peakBytes)
+  if (timeline && !timeline.empty() && highest != peakBytes)
     return emitError() << "estimate: the timeline's largest point (" << highest
                        << " bytes) is not the peak (" << peakBytes << ")";
   for (NamedAttribute part : breakdown)

@@ -85,3 +85,30 @@ swift.job @job trains @m on @c {
   precision = #swift.precision<bf16_mixed>, optimizer = #swift.optimizer<adamw>,
   method = #swift.method<full>, backend = #swift.backend<swift_run>,
   strategy = #swift.strategy<>}
+
+// -----
+
+// The timeline's largest point is the peak.
+// expected-error @+1 {{estimate: the timeline's largest point (900 bytes) is not the peak (1000)}}
+func.func private @f() attributes {e = #swift.estimate<peak_bytes = 1000,
+  capacity_bytes = 2000, peak_phase = "backward", peak_layer = 0,
+  peak_op = "decoder layer", breakdown = {parameters = 1000 : i64},
+  forward_peak_bytes = 900, backward_peak_bytes = 1000, optimizer_peak_bytes = 800,
+  layer_activation_bytes = 0, checkpointed_layer_bytes = 0, head_activation_bytes = 0,
+  host_bytes = 0, step_seconds = 1.0, compute_seconds = 1.0, recompute_seconds = 0.0,
+  communication_seconds = 0.0, exposed_communication_seconds = 0.0,
+  offload_seconds = 0.0, optimizer_seconds = 0.0, tokens_per_second = 1.0, mfu = 0.5,
+  timeline = [#swift.memory_point<phase = "forward", layer = 0, op = "decoder layer", bytes = 900>]>}
+
+// -----
+
+// expected-error @+1 {{memory_point: phase must be forward, backward or optimizer, not "sideways"}}
+func.func private @f() attributes {p = #swift.memory_point<phase = "sideways", layer = 0, op = "x", bytes = 1>}
+
+// -----
+
+// expected-error @+1 {{candidate: breakdown.parameters must be a byte count >= 0}}
+func.func private @f() attributes {c = #swift.candidate<zero = 1, offload = none,
+  checkpointing = none, checkpoint_layers = -1, micro_batch_size = 1,
+  gradient_accumulation = 1, fits = true, peak_bytes = 1, step_seconds = 1.0,
+  tokens_per_second = 1.0, verdict = "chosen", breakdown = {parameters = -1 : i64}>}

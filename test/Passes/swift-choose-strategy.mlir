@@ -20,7 +20,7 @@
 // CHECK: swift.job @job
 // CHECK-SAME: decision = #swift.decision<fits = true, usable_bytes = {{[0-9]+}}, memory_margin = 0.1, evaluated = {{[1-9][0-9]*}}, considered = {{[1-9][0-9]*}},
 // CHECK-SAME: chosen = <zero = [[ZERO:[0-3]]], offload = [[OFF:[a-z_]+]], checkpointing = [[CKPT:[a-z]+]], checkpoint_layers = -1, micro_batch_size = [[MICRO:[0-9]+]], gradient_accumulation = [[ACC:[0-9]+]], fits = true,
-// CHECK-SAME: verdict = "chosen">
+// CHECK-SAME: verdict = "chosen", breakdown = {activations = {{[0-9]+}} : i64, {{[^}]*}}parameters = {{[0-9]+}} : i64}>
 // CHECK-SAME: alternatives = [#swift.candidate<
 // CHECK-SAME: gradient_accumulation = [[ACC]] : i64
 // CHECK-SAME: micro_batch_size = [[MICRO]] : i64

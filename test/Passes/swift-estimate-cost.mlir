@@ -14,7 +14,12 @@
 // CHECK-SAME: estimate = #swift.estimate<peak_bytes = [[PEAK:[1-9][0-9]*]], capacity_bytes = {{[1-9][0-9]*}}, peak_phase = "{{forward|backward|optimizer}}", peak_layer = {{-?[0-9]+}},
 // CHECK-SAME: breakdown = {
 // CHECK-SAME: step_seconds = {{[0-9.e+-]+}}, compute_seconds =
-// CHECK-SAME: tokens_per_second = {{[0-9.e+-]+}}, mfu = {{[0-9.e+-]+}}>
+// CHECK-SAME: tokens_per_second = {{[0-9.e+-]+}}, mfu = {{[0-9.e+-]+}},
+// The step's timeline, in order, its largest point the peak (the verifier
+// checks it): the first layer's forward first, the optimizer last.
+// CHECK-SAME: timeline = [#swift.memory_point<phase = "forward", layer = 0, op = "decoder layer", bytes = {{[0-9]+}}>,
+// CHECK-SAME: #swift.memory_point<phase = "backward", layer = 0, op = "decoder layer", bytes = {{[0-9]+}}>
+// CHECK-SAME: #swift.memory_point<phase = "optimizer", layer = -1, op = "step", bytes = {{[0-9]+}}>]>
 
 // OPEN: error: 'swift.job' op strategy is not complete (open: training.micro_batch_size, training.gradient_accumulation); fix every decision before estimating
 

@@ -337,7 +337,7 @@ def Swift_CandidateAttr : Swift_Attr<"Candidate", "candidate"> {
     Swift_DoubleParameter:$step_seconds,
     Swift_DoubleParameter:$tokens_per_second,
     StringRefParameter<"why it lost, or chosen">:$verdict,
-    AttrParameter<"::mlir::DictionaryAttr", "name -> bytes at its peak">:$breakdown);
+    OptionalParameter<"::mlir::DictionaryAttr", "name -> bytes at its peak">:$breakdown);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
@@ -436,7 +436,7 @@ def Swift_EstimateAttr : Swift_Attr<"Estimate", "estimate"> {
     Swift_DoubleParameter:$optimizer_seconds,
     Swift_DoubleParameter:$tokens_per_second,
     Swift_DoubleParameter:$mfu,
-    AttrParameter<"::mlir::ArrayAttr", "#swift.memory_point list, in step order">:$timeline);
+    OptionalParameter<"::mlir::ArrayAttr", "#swift.memory_point list, in step order">:$timeline);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
