@@ -236,8 +236,10 @@ std::string stackedBarsSvg(const BarChart &c) {
       total += p.value;
     const double x = f.left + slot * double(i) + 18, w = slot - 36;
     out += "<g class=\"bar" + std::string(b.highlighted ? " chosen" : "") +
-           "\" data-label=\"" + escape(b.label) + "\" data-total=\"" + exact(total) +
-           "\">\n";
+           "\" data-label=\"" + escape(b.label) + "\" data-title=\"" +
+           escape(b.title) + "\" data-total=\"" + exact(total) + "\">\n";
+    if (!b.title.empty())
+      out += "<title>" + escape(b.title) + "</title>\n";
     double base = 0;
     for (const BarPart &p : b.parts) {
       const size_t k = size_t(std::find(names.begin(), names.end(), p.name) - names.begin());

@@ -64,13 +64,13 @@ TEST(Html, ALineChartStatesEverySeriesValue) {
 
 TEST(Html, StackedBarsStateTheirPartsTotalsAndLimit) {
   BarChart c{"memory", "GiB", {}, {}};
-  c.bars.push_back({"zero-1", {{"weights", 2}, {"optimizer", 12}}, false});
-  c.bars.push_back({"zero-3", {{"weights", 0.5}, {"optimizer", 3}, {"activations", 20}}, true});
+  c.bars.push_back({"zero-1", "ZeRO-1", {{"weights", 2}, {"optimizer", 12}}, false});
+  c.bars.push_back({"zero-3", "ZeRO-3", {{"weights", 0.5}, {"optimizer", 3}, {"activations", 20}}, true});
   c.limit = {{"usable", 74.5}};
   const std::string svg = stackedBarsSvg(c);
-  EXPECT_NE(svg.find("class=\"bar\" data-label=\"zero-1\" data-total=\"14\""),
+  EXPECT_NE(svg.find("class=\"bar\" data-label=\"zero-1\" data-title=\"ZeRO-1\" data-total=\"14\""),
             std::string::npos) << svg;
-  EXPECT_NE(svg.find("class=\"bar chosen\" data-label=\"zero-3\" data-total=\"23.5\""),
+  EXPECT_NE(svg.find("class=\"bar chosen\" data-label=\"zero-3\" data-title=\"ZeRO-3\" data-total=\"23.5\""),
             std::string::npos) << svg;
   EXPECT_EQ(count(svg, "class=\"part\""), 5u);
   EXPECT_NE(svg.find("class=\"limit\" data-value=\"74.5\""), std::string::npos);

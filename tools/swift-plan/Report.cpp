@@ -1,8 +1,10 @@
 //===- Report.cpp - swift-plan's report and JSON --------------------------===//
 
 #include "Report.h"
+#include "ReportParts.h"
 
 #include "swift/Cost/Search.h"
+#include "swift/Html/Html.h"
 #include "swift/Dialect/SwiftOps.h"
 
 #include "llvm/Support/Format.h"
@@ -31,18 +33,6 @@ Counts counts(JobOp job) {
   if (!c)
     return {};
   return {c.getParameters(), c.getTrainableParameters(), c.getTokensPerStep()};
-}
-
-/// "zero 3, offload none, checkpointing full, micro-batch 2 x 8 accumulation".
-std::string describe(CandidateAttr c) {
-  cost::Strategy s;
-  s.zero = static_cast<int>(c.getZero());
-  s.offload = c.getOffload();
-  s.checkpointing = c.getCheckpointing();
-  s.checkpointLayers = c.getCheckpointLayers();
-  s.microBatchSize = c.getMicroBatchSize();
-  s.gradientAccumulation = c.getGradientAccumulation();
-  return cost::describe(s);
 }
 
 /// The breakdown, largest part first (ties in name order).
@@ -89,23 +79,6 @@ std::string seconds(double s) {
   char buffer[32];
   snprintf(buffer, sizeof(buffer), s < 0.01 ? "%.4f s" : "%.3f s", s);
   return buffer;
-}
-
-/// A duration people read: "45 s", "2 min 10 s", "5 h 12 min", "3 d 4 h".
-std::string duration(double s) {
-  const int64_t t = int64_t(s + 0.5);
-  char b[48];
-  if (t < 60)
-    snprintf(b, sizeof b, "%lld s", (long long)t);
-  else if (t < 3600)
-    snprintf(b, sizeof b, "%lld min %lld s", (long long)(t / 60), (long long)(t % 60));
-  else if (t < 86400)
-    snprintf(b, sizeof b, "%lld h %lld min", (long long)(t / 3600),
-             (long long)(t % 3600 / 60));
-  else
-    snprintf(b, sizeof b, "%lld d %lld h", (long long)(t / 86400),
-             (long long)(t % 86400 / 3600));
-  return b;
 }
 
 template <typename E> std::string strategyKey(const std::optional<E> &v) {
@@ -197,12 +170,6 @@ void writeDecisions(llvm::json::OStream &j, CandidateAttr s) {
   j.attribute("gradient_accumulation", s.getGradientAccumulation());
 }
 
-/// The host memory per node the search let a strategy use.
-int64_t usableHostBytes(JobOp job, DecisionAttr decision) {
-  return cost::usableHostBytes(job.lookupCluster().hardware(),
-                               real(decision.getMemoryMargin()));
-}
-
 /// The work and memory of each op of one decoder layer, from `swift.cost`.
 void printLayerOps(raw_ostream &os, ModuleOp module) {
   os << "  one decoder layer, per micro-batch (math-level saved tensors):\n";
@@ -226,6 +193,24 @@ void printLayerOps(raw_ostream &os, ModuleOp module) {
 }
 
 } // namespace
+
+/// "zero 3, offload none, checkpointing full, micro-batch 2 x 8 accumulation".
+std::string describe(CandidateAttr c) {
+  cost::Strategy s;
+  s.zero = static_cast<int>(c.getZero());
+  s.offload = c.getOffload();
+  s.checkpointing = c.getCheckpointing();
+  s.checkpointLayers = c.getCheckpointLayers();
+  s.microBatchSize = c.getMicroBatchSize();
+  s.gradientAccumulation = c.getGradientAccumulation();
+  return cost::describe(s);
+}
+
+/// The host memory per node the search let a strategy use.
+int64_t usableHostBytes(JobOp job, DecisionAttr decision) {
+  return cost::usableHostBytes(job.lookupCluster().hardware(),
+                               real(decision.getMemoryMargin()));
+}
 
 std::string pricedSummary(JobOp job) {
   DecisionAttr decision = job.getDecisionAttr();
@@ -265,12 +250,12 @@ static void printData(raw_ostream &os, const job::JobSpec &spec,
   os << "          an epoch is " << grouped(s.stepsPerEpoch) << " steps of "
      << gbs << " windows";
   if (step > 0)
-    os << ", about " << duration(double(s.stepsPerEpoch) * step);
+    os << ", about " << html::duration(double(s.stepsPerEpoch) * step);
   const int64_t steps = stepsOf(d, gbs);
   os << "; " << llvm::format("%g", d.epochs) << " epoch"
      << (d.epochs == 1 ? "" : "s") << " = " << grouped(steps) << " steps";
   if (step > 0)
-    os << ", about " << duration(double(steps) * step) << " on "
+    os << ", about " << html::duration(double(steps) * step) << " on "
        << spec.cluster.numGpus() << "x " << spec.cluster.gpu.name;
   os << "\n          tokens "
      << (s.cacheEntry.empty() ? std::string("not cached (--data-cache off)")

@@ -60,6 +60,12 @@ bool printJson(llvm::raw_ostream &os, const job::JobSpec &spec,
                mlir::swift::JobOp job, const Replanned &replanned,
                std::string &error, const DataPlan *data = nullptr);
 
+/// swift-plan --html FILE: the report as one self-contained page with its
+/// charts (HtmlReport.cpp). Returns "" when written, else why not.
+std::string writeHtml(const std::string &path, const job::JobSpec &spec,
+                      mlir::swift::JobOp job, const Replanned &replanned,
+                      const DataPlan *data = nullptr);
+
 } // namespace swift::report
 
 #endif // SWIFT_TOOLS_SWIFT_PLAN_REPORT_H

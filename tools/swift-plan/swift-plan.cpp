@@ -1,6 +1,6 @@
 //===- swift-plan.cpp - plan a training job -------------------------------===//
 //
-// swift-plan JOB.yaml [--set KEY=VALUE]... [--json] [--explain]
+// swift-plan JOB.yaml [--set KEY=VALUE]... [--json] [--explain] [--html FILE]
 //            [--emit summary|mlir|plan|deepspeed|ms-swift|launch] [-o FILE]
 //            [--plan-file FILE] [--ds-config FILE]
 //            [--dump-phases-to DIR] [--compile-to PHASE]
@@ -54,6 +54,12 @@ cl::list<std::string> overrides("set",
                                 cl::value_desc("KEY=VALUE"), cl::cat(category));
 cl::opt<bool> jsonReport("json", cl::desc("Print the report as JSON"),
                    cl::cat(category));
+cl::opt<std::string> htmlFile(
+    "html",
+    cl::desc("Also write the report as one self-contained HTML page with its "
+             "charts (memory of every strategy priced, memory over a step, "
+             "time) to FILE"),
+    cl::value_desc("FILE"), cl::init(""));
 cl::opt<bool> explain("explain",
                       cl::desc("Add per-phase and per-layer memory and the "
                                "cost of each op of a decoder layer"),
@@ -388,6 +394,14 @@ int main(int argc, char **argv) {
   } else
     swift::report::printReport(os, *job, planned.job, replanned, explain,
                                dataPlan ? &*dataPlan : nullptr);
+  if (!htmlFile.empty()) {
+    const std::string why = swift::report::writeHtml(
+        htmlFile, *job, planned.job, replanned, dataPlan ? &*dataPlan : nullptr);
+    if (!why.empty()) {
+      errs() << "swift-plan: --html " << htmlFile << ": " << why << "\n";
+      return kExitBadInput;
+    }
+  }
   if (!emitError.empty()) {
     // An artifact for another stack that the stack cannot run (a schedule
     // the HF Trainer has no name for, ...) is like a strategy it cannot

@@ -8,7 +8,7 @@
 //                  <polyline class="series" data-series=NAME
 //                  data-values="y1 y2 ..." data-steps="x1 x2 ..."> per series;
 //   stacked bars:  <svg class="chart bars">, one <g class="bar"
-//                  data-label=L data-total=T> per bar holding one
+//                  data-label=L data-title=... data-total=T> per bar holding one
 //                  <rect class="part" data-part=P data-value=V> per part
 //                  and <text class="total">; the limit as
 //                  <line class="limit" data-value=V>.
@@ -62,7 +62,8 @@ struct BarPart {
   double value = 0;
 };
 struct Bar {
-  std::string label;
+  std::string label; // under the bar (short)
+  std::string title; // its tooltip and data-title (e.g. the whole strategy)
   std::vector<BarPart> parts;
   bool highlighted = false; // the chosen one
 };
