@@ -11,6 +11,8 @@
 
 #include "swift/Data/Jinja.h"
 
+#include "swift/Html/Html.h"
+
 #include "swift/Plan/Error.h"
 #include "swift/Plan/Json.h"
 
@@ -2702,18 +2704,7 @@ struct Interp {
     }
     if (f == "e" || f == "escape") {
       checkArgs(a, kw, 0, {}, at, f);
-      std::string in = v.t == T::Str ? v.s->s : strOf(v, at), out;
-      for (char c : in) {
-        switch (c) {
-        case '&': out += "&amp;"; break;
-        case '<': out += "&lt;"; break;
-        case '>': out += "&gt;"; break;
-        case '"': out += "&#34;"; break;
-        case '\'': out += "&#39;"; break;
-        default: out += c;
-        }
-      }
-      return str(at, plain(out));
+      return str(at, plain(html::escape(v.t == T::Str ? v.s->s : strOf(v, at))));
     }
     if (f == "lower" || f == "upper" || f == "capitalize" || f == "title") {
       checkArgs(a, kw, 0, {}, at, f);

@@ -84,7 +84,7 @@ std::string escape(const std::string &s) {
     case '&': out += "&amp;"; break;
     case '<': out += "&lt;"; break;
     case '>': out += "&gt;"; break;
-    case '"': out += "&quot;"; break;
+    case '"': out += "&#34;"; break;
     case '\'': out += "&#39;"; break;
     default: out += c;
     }

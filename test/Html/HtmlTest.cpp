@@ -24,7 +24,7 @@ size_t count(const std::string &text, const std::string &what) {
 
 TEST(Html, TextIsEscapedInTextAndAttributes) {
   EXPECT_EQ(escape("<a href=\"x\">'&'</a>"),
-            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+            "&lt;a href=&#34;x&#34;&gt;&#39;&amp;&#39;&lt;/a&gt;");
   Page page("a <b> title");
   page.table({{"k", "v"}, {"<script>", "\"quoted\""}});
   const std::string html = page.html();

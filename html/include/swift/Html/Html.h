@@ -27,7 +27,9 @@
 
 namespace swift::html {
 
-/// `text` with & < > " ' escaped for HTML text and attribute values.
+/// `text` with & < > " ' escaped for HTML text and attribute values, as
+/// Jinja's (markupsafe's) escape writes them: &amp; &lt; &gt; &#34; &#39;
+/// (the chat templates' `| e` filter is this function).
 std::string escape(const std::string &text);
 
 /// "%.9g": how values are written into data-* attributes.
