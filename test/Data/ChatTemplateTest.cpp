@@ -402,6 +402,9 @@ TEST(JinjaSemantics, FiltersTestsAndStringMethods) {
             "noa2[2, 3]c15");
   EXPECT_EQ(renderText("{% macro f(a, b='B') %}{{ a }}{{ b }}{% endmacro %}{{ f(1) }}{{ f(2, b=3) }}"),
             "1B23");
+  // markupsafe's escape: &#34; for the quote, as Jinja renders it.
+  EXPECT_EQ(renderText("{{ m|e }}|{{ 3|escape }}", {{"m", "<a href=\"x\">'&'</a>"}}),
+            "&lt;a href=&#34;x&#34;&gt;&#39;&amp;&#39;&lt;/a&gt;|3");
 }
 
 //===-- refusals: located, one line, exit 2 (UserError) --------------------===//
