@@ -123,16 +123,16 @@ void rotate(const fs::path &saveDir, const std::string &written, int keep,
 
 } // namespace
 
-std::string saveCheckpoint(Engine &engine, const Plan &plan,
+std::string saveCheckpoint(ModelState &state, const Plan &plan,
                            const SaveRequest &request) {
   const std::string &saveDir = request.saveDir;
   const int64_t step = request.step;
   const ModelConfig &m = plan.model;
   const int numUnits = int(m.numLayers) + 2;
-  if (engine.rank() != 0) {
+  if (state.rank() != 0) {
     for (int u = 0; u < numUnits; ++u)
       for (StateKind kind : kKinds)
-        (void)engine.stateUnit(u, kind);
+        (void)state.stateUnit(u, kind);
     return (fs::path(saveDir) / stepDirName(step)).string();
   }
   std::vector<UnitLayout> layouts;
@@ -157,7 +157,7 @@ std::string saveCheckpoint(Engine &engine, const Plan &plan,
   at::Tensor values;
   auto fetch = [&](const Item &it) -> const at::Tensor & {
     if (it.unit != current || it.kind != currentKind) {
-      values = engine.stateUnit(it.unit, it.kind);
+      values = state.stateUnit(it.unit, it.kind);
       current = it.unit;
       currentKind = it.kind;
     }
@@ -165,7 +165,7 @@ std::string saveCheckpoint(Engine &engine, const Plan &plan,
   };
   st::DType dtypes[3];
   for (StateKind kind : kKinds)
-    dtypes[int(kind)] = engine.stateDtype(kind) == at::kBFloat16
+    dtypes[int(kind)] = state.stateDtype(kind) == at::kBFloat16
                             ? st::DType::BF16
                             : st::DType::F32;
   for (const Item &it : items)

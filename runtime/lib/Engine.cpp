@@ -17,7 +17,6 @@
 #include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/Nf4.h"
 #include "swift/Runtime/TorchCompat.h"
-#include "swift/Runtime/Weights.h"
 
 #include <algorithm>
 #include <cmath>

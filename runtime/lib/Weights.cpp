@@ -6,7 +6,6 @@
 #include "swift/Plan/Json.h"
 #include "swift/Runtime/AdapterConfig.h"
 #include "swift/Runtime/Check.h"
-#include "swift/Runtime/Engine.h"
 
 #include <nlohmann/json.hpp>
 
@@ -317,7 +316,7 @@ void writeUnits(const std::string &dir, const std::vector<UnitLayout> &layouts,
 
 } // namespace
 
-void exportHF(Engine &engine, const Plan &plan, const std::string &dir,
+void exportHF(ModelState &state, const Plan &plan, const std::string &dir,
               const ExportOptions &options) {
   const ModelConfig &m = plan.model;
   const bool lora = plan.training.method != Method::Full;
@@ -325,20 +324,20 @@ void exportHF(Engine &engine, const Plan &plan, const std::string &dir,
   // LoRA merges into the original weights when given (rank 0 reads them;
   // checked whole against the plan's model first).
   std::unique_ptr<HFWeights> original;
-  if (lora && !options.mergeBase.empty() && engine.rank() == 0)
+  if (lora && !options.mergeBase.empty() && state.rank() == 0)
     original = std::make_unique<HFWeights>(options.mergeBase, m);
   // Unit u's weights, flat (collective).
   auto unitWeights = [&](int u) {
     if (!lora)
-      return engine.stateUnit(u);
+      return state.stateUnit(u);
     const UnitLayout base = unitLayout(m, u);
     // The trained base is collective at ZeRO-3: every rank gathers it, or
     // none does.
     at::Tensor merged;
     if (options.mergeBase.empty())
-      merged = engine.baseUnit(u).to(at::kFloat, /*copy=*/true);
-    at::Tensor adapters = engine.stateUnit(u);
-    if (engine.rank() != 0)
+      merged = state.baseUnit(u).to(at::kFloat, /*copy=*/true);
+    at::Tensor adapters = state.stateUnit(u);
+    if (state.rank() != 0)
       return adapters;
     if (original) {
       merged = at::empty({base.numel}, adapters.options().dtype(at::kFloat));
@@ -372,7 +371,7 @@ void exportHF(Engine &engine, const Plan &plan, const std::string &dir,
     }
     return merged;
   };
-  if (engine.rank() != 0) {
+  if (state.rank() != 0) {
     // The other ranks take part in each unit's gathers, in the same order.
     for (int u = 0; u < numUnits; ++u)
       (void)unitWeights(u);
@@ -397,13 +396,13 @@ std::string peftName(const ParamDesc &p) {
   return "base_model.model." + hfName(p);
 }
 
-void exportAdapter(Engine &engine, const Plan &plan, const std::string &dir,
+void exportAdapter(ModelState &state, const Plan &plan, const std::string &dir,
                    const ExportOptions &options, const std::string &baseModel) {
   const ModelConfig &m = plan.model;
   const int numUnits = int(m.numLayers) + 2;
-  if (engine.rank() != 0) {
+  if (state.rank() != 0) {
     for (int u = 0; u < numUnits; ++u)
-      (void)engine.stateUnit(u);
+      (void)state.stateUnit(u);
     return;
   }
   std::vector<UnitLayout> layouts;
@@ -411,7 +410,7 @@ void exportAdapter(Engine &engine, const Plan &plan, const std::string &dir,
     layouts.push_back(adapterLayout(m, plan.training.lora, u));
   // One file, as peft writes it (adapters are small).
   writeUnits(
-      dir, layouts, peftName, [&](int u) { return engine.stateUnit(u); },
+      dir, layouts, peftName, [&](int u) { return state.stateUnit(u); },
       options.dtype, int64_t(1) << 62, "adapter_model");
   const LoraConfig &l = plan.training.lora;
   nlohmann::ordered_json config = {

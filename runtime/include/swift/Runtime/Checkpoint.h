@@ -22,8 +22,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "swift/Runtime/Engine.h"
 #include "swift/Runtime/Manifest.h"
+#include "swift/Runtime/ModelState.h"
 #include "swift/Runtime/SafeTensors.h"
 
 #include <string>
@@ -66,13 +66,13 @@ struct SaveRequest {
   const TokenizerFiles *tokenizer = nullptr;
 };
 
-/// Saves `engine`'s state as SAVE_DIR/step-<step>, points SAVE_DIR/latest
-/// at it, removes `.partial-*` leftovers of killed saves and keeps the
+/// Saves `state` (an Engine's) as SAVE_DIR/step-<step>, points
+/// SAVE_DIR/latest at it, removes `.partial-*` leftovers of killed saves and keeps the
 /// newest `keep` checkpoints by their manifests' steps, this one always (a
 /// directory whose manifest cannot be read is left, with a warning once).
 /// Collective: every rank calls it; rank 0 writes. Returns the step
 /// directory.
-std::string saveCheckpoint(Engine &engine, const Plan &plan,
+std::string saveCheckpoint(ModelState &state, const Plan &plan,
                            const SaveRequest &request);
 
 /// Rank 0, before the first step: a save directory that holds checkpoints

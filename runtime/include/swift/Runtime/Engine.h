@@ -61,6 +61,7 @@
 #include "swift/Runtime/Device.h"
 #include "swift/Runtime/Kernels.h"
 #include "swift/Runtime/Model.h"
+#include "swift/Runtime/ModelState.h"
 #include "swift/Runtime/PlanTypes.h"
 #include "swift/Plan/Schedule.h"
 
@@ -72,29 +73,12 @@
 
 namespace swift::rt {
 
-/// The optimizer's state of a parameter, as saved and restored.
-enum class StateKind { Master, ExpAvg, ExpAvgSq };
-
-/// Where a run's initial state comes from: pretrained weights (masters
-/// only, fresh optimizer) or a checkpoint (everything, at a step).
-class StateSource {
-public:
-  virtual ~StateSource() = default;
-  /// Elements [begin, begin + count) of `layout`'s flat buffer of `kind`
-  /// as fp32 into `dst` (any device); elements past layout.numel are zero.
-  virtual void read(StateKind kind, const UnitLayout &layout, int64_t begin,
-                    int64_t count, at::Tensor dst) const = 0;
-  /// Optimizer steps already taken; 0: the moments start at zero and are
-  /// not read.
-  virtual int64_t step() const { return 0; }
-};
-
 /// Collectives issued through the Engine's Comm, by kind.
 struct CollectiveCounts {
   int64_t allReduce = 0, reduceScatter = 0, allGather = 0;
 };
 
-class Engine {
+class Engine : public ModelState {
 public:
   /// Initial state: `initial` when given (each rank reads the range it
   /// keeps: its ZeRO-3 shard, else the whole units; the moments for its
@@ -105,7 +89,7 @@ public:
   Engine(const Plan &plan, Comm &comm, at::Device device,
          const StateSource *initial = nullptr,
          const StateSource *base = nullptr);
-  ~Engine();
+  ~Engine() override;
 
   /// One optimizer step. microBatches: gradient_accumulation tensors of
   /// (B, S+1) int64 token ids (host or device). Returns this rank's mean
@@ -194,7 +178,7 @@ public:
   /// ranks, before clipping (as torch.nn.utils.clip_grad_norm_ returns it).
   double lastLr() const { return lastLr_; }
   double lastGradNorm() const { return lastGradNorm_; }
-  int rank() const { return comm_.rank(); }
+  int rank() const override { return comm_.rank(); }
   /// Whether a unit's update (no clipping) or gradient norm (clipping) runs
   /// as soon as its gradient is final, during the backward (see above).
   /// Default: on where the plan allows it, unless SWIFT_KERNELS has
@@ -207,12 +191,12 @@ public:
   /// bf16 parameters in pure bf16), flat (padded) on the engine's device,
   /// in the dtype the engine keeps it. Collective at ZeRO 1-3 (the state is
   /// sharded): every rank calls it for the same units in the same order.
-  at::Tensor stateUnit(int u, StateKind kind = StateKind::Master);
+  at::Tensor stateUnit(int u, StateKind kind = StateKind::Master) override;
   /// LoRA: unit u's frozen base, flat (padded), compute dtype, on the
   /// device. Collective at ZeRO-3 (gathered from the shards).
-  at::Tensor baseUnit(int u);
+  at::Tensor baseUnit(int u) override;
   /// The dtype stateUnit() returns for `kind` (the same for every unit).
-  at::ScalarType stateDtype(StateKind kind) const;
+  at::ScalarType stateDtype(StateKind kind) const override;
 
   /// Bytes of model state this rank holds, by kind; on the device unless
   /// `host` (offloaded, pinned). ZeRO-3 parameters count their shard (the

@@ -10,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "swift/Runtime/Engine.h"
 #include "swift/Runtime/Model.h"
+#include "swift/Runtime/ModelState.h"
 #include "swift/Runtime/SafeTensors.h"
 
 #include <ATen/ATen.h>
@@ -80,13 +80,13 @@ struct ExportOptions {
   std::string mergeBase;
 };
 
-/// Writes the engine's current weights (the optimizer's fp32 masters, or
-/// the bf16 parameters of pure bf16) as an HF model directory; for LoRA the
+/// Writes `state`'s current weights (an Engine's: the optimizer's fp32
+/// masters, or the bf16 parameters of pure bf16) as an HF model directory; for LoRA the
 /// base (options.mergeBase) with the adapters merged in (W + alpha/r B A,
 /// in fp32 then rounded), as peft's merge_and_unload. The config.json
 /// written has no quantization_config: the weights are dense. Collective:
 /// every rank calls it; rank 0 writes.
-void exportHF(Engine &engine, const Plan &plan, const std::string &dir,
+void exportHF(ModelState &state, const Plan &plan, const std::string &dir,
               const ExportOptions &options);
 
 /// peft's name of an adapter parameter: "base_model.model." + hfName.
@@ -96,7 +96,7 @@ std::string peftName(const ParamDesc &p);
 /// (adapter_config.json + adapter_model.safetensors) that
 /// PeftModel.from_pretrained(base, dir) loads; `baseModel` is recorded as
 /// base_model_name_or_path. Collective; rank 0 writes.
-void exportAdapter(Engine &engine, const Plan &plan, const std::string &dir,
+void exportAdapter(ModelState &state, const Plan &plan, const std::string &dir,
                    const ExportOptions &options, const std::string &baseModel);
 
 /// A peft LoRA adapter directory as the adapters' initial values: its
