@@ -14,7 +14,13 @@ passes, and tools only the pipelines and the pass registration of passes
 (swift/Passes/Pipelines.h, swift/Passes/Passes.h).
 runtime stands aside: it may include runtime, plan, html and data headers
 only, and
-no layer includes runtime. test/ and benchmarks/ are exempt. A source file in any other
+no layer includes runtime. test/ and benchmarks/ are exempt.
+
+Inside runtime, every file lives in a room (docs/runtime.md): headers in
+runtime/include/swift/Runtime/<room>/, sources in runtime/lib/<room>/, the
+tools in runtime/tools/. Rooms, bottom to top: core < model < io < dist <
+engine < run < tools; a room may include its own and lower rooms' headers
+only (swift/Runtime/<room>/..., or a quoted path into runtime/lib/<room>/). A source file in any other
 top-level folder is a violation: a new folder must be classified here.
 
 Includes are given a layer by their `swift/<Dir>/` prefix (generated
@@ -32,6 +38,9 @@ import sys
 # Top-level folder -> layer. The order of ORDER is the include order.
 ORDER = ["plan", "html", "data", "job", "cost", "dialect", "passes", "emit", "tools"]
 LAYERS = {name: name for name in ORDER + ["runtime"]}
+# runtime/'s rooms, bottom to top: the include order inside the runtime.
+RUNTIME_ROOMS = ["core", "model", "io", "dist", "engine", "run", "tools"]
+
 # Top-level folders whose sources may include anything.
 EXEMPT = {"test", "benchmarks"}
 
@@ -114,6 +123,42 @@ def allowed_text(src):
     return "%s may include %s and itself" % (src, ", ".join(below))
 
 
+def runtime_room(rel):
+    """The room of a file under runtime/ (None: outside every room)."""
+    parts = rel.split(os.sep)
+    if len(parts) > 2 and parts[1] == "tools":
+        return "tools"
+    if len(parts) > 3 and parts[1] == "lib":
+        room = parts[2]
+    elif len(parts) > 5 and parts[1:4] == ["include", "swift", "Runtime"]:
+        room = parts[4]
+    else:
+        return None
+    return room if room in RUNTIME_ROOMS else None
+
+
+def header_room(header):
+    """The room of an include `swift/Runtime/<room>/...` (None: no room)."""
+    sub = header.split("/")
+    if len(sub) > 3 and sub[2] in RUNTIME_ROOMS and sub[2] != "tools":
+        return sub[2]
+    return None
+
+
+def room_problem(rel, number, room, target_room, header):
+    """A runtime file's include of another room's header, if not allowed."""
+    if target_room is None:
+        return ("%s:%d: room %s includes %s, a runtime header of no room "
+                "(runtime/include/swift/Runtime/<room>/: %s)" %
+                (rel, number, room, header, ", ".join(RUNTIME_ROOMS[:-1])))
+    if RUNTIME_ROOMS.index(target_room) <= RUNTIME_ROOMS.index(room):
+        return None
+    below = RUNTIME_ROOMS[:RUNTIME_ROOMS.index(room)]
+    allowed = ("%s and itself" % ", ".join(below)) if below else "only itself"
+    return ("%s:%d: room %s includes room %s header %s (%s may include %s)" %
+            (rel, number, room, target_room, header, room, allowed))
+
+
 def is_build_dir(path):
     return os.path.exists(os.path.join(path, "CMakeCache.txt"))
 
@@ -188,10 +233,12 @@ def check(root):
             continue
 
         # A header directory swift/<Dir>/ must belong to the layer it is in.
+        problems_here = False
         parts = rel.split(os.sep)
         if len(parts) > 4 and parts[1] == "include" and parts[2] == "swift":
             owner = HEADER_DIRS.get(parts[3])
             if owner != layer:
+                problems_here = True
                 problems.append(
                     "%s:1: layer %s holds a header of %s; swift/%s/ belongs "
                     "in %s/include/swift/%s/" %
@@ -199,12 +246,25 @@ def check(root):
                      "layer " + owner, parts[3],
                      owner or "<layer>", parts[3]))
 
+        room = None
+        if layer == "runtime" and not problems_here:
+            room = runtime_room(rel)
+            if room is None:
+                problems.append(
+                    "%s:1: runtime file outside a room; move it into "
+                    "runtime/include/swift/Runtime/<room>/ or "
+                    "runtime/lib/<room>/ (%s)" %
+                    (rel, ", ".join(RUNTIME_ROOMS[:-1])))
+
         full = os.path.join(root, rel)
         for number, quote, header in includes(full):
             target = None
+            target_room = None
             if header.startswith("swift/"):
                 sub = header.split("/")
                 target = HEADER_DIRS.get(sub[1]) if len(sub) > 2 else None
+                if target == "runtime":
+                    target_room = header_room(header)
                 if target is None:
                     problems.append(
                         "%s:%d: layer %s includes %s, a header of no layer "
@@ -222,6 +282,8 @@ def check(root):
                         continue
                     target_top = top_folder(rel_target)
                     target = LAYERS.get(target_top)
+                    if target == "runtime":
+                        target_room = runtime_room(rel_target)
                     if target is None:
                         problems.append(
                             "%s:%d: layer %s includes %s, a file of %s, which "
@@ -236,6 +298,11 @@ def check(root):
                         "%s:%d: layer %s includes layer %s header %s (%s)" %
                         (rel, number, layer, target, header,
                          allowed_text(layer)))
+                elif layer == target == "runtime" and room is not None:
+                    problem = room_problem(rel, number, room, target_room,
+                                           header)
+                    if problem:
+                        problems.append(problem)
                 else:
                     why = narrowed(layer, target,
                                    header if header.startswith("swift/")

@@ -147,7 +147,7 @@ fi
 [[ -n ${SBS_NO_VARIANTS:-} ]] && exit 0
 # The variants come last: a call cut short still printed the main table.
 # Each optimization's effect on the 1B: one fused op off at a time (see
-# runtime/include/swift/Runtime/Kernels.h), all off, all off with the old
+# runtime/include/swift/Runtime/model/Kernels.h), all off, all off with the old
 # unchunked loss (fp32 logits); then the main run again (run-to-run spread).
 # SBS_QUICK=1: only the elementwise kernels' switches and the repeat.
 T0=$SECONDS

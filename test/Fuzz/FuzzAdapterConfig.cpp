@@ -11,7 +11,7 @@
 
 #include "swift/Plan/Error.h"
 #include "swift/Plan/Json.h"
-#include "swift/Runtime/AdapterConfig.h"
+#include "swift/Runtime/io/AdapterConfig.h"
 
 #include <string>
 

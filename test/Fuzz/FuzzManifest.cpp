@@ -1,7 +1,7 @@
 //===- FuzzManifest.cpp - libFuzzer target: checkpoint manifest reader ----===//
 //
 // Input: a checkpoint's manifest.json text. parseManifest (torch-free,
-// runtime/lib/Manifest.cpp) must return a manifest whose every number is
+// runtime/lib/io/Manifest.cpp) must return a manifest whose every number is
 // in range, or throw UserError (one line, the field named); any other
 // exception escapes and is a finding, as are crashes, hangs, leaks and
 // sanitizer reports (scripts/fuzz.sh). A manifest it accepts must
@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "swift/Plan/Error.h"
-#include "swift/Runtime/Manifest.h"
+#include "swift/Runtime/io/Manifest.h"
 
 #include <cstdio>
 #include <string>

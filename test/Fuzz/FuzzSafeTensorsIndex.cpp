@@ -9,7 +9,7 @@
 #include "Refusal.h"
 
 #include "swift/Plan/Error.h"
-#include "swift/Runtime/SafeTensors.h"
+#include "swift/Runtime/io/SafeTensors.h"
 
 #include <cstdint>
 #include <string>

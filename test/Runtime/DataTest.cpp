@@ -9,8 +9,8 @@
 #include "Fifo.h"
 #include "RunPlan.h"
 
-#include "swift/Runtime/Check.h"
-#include "swift/Runtime/Data.h"
+#include "swift/Runtime/core/Check.h"
+#include "swift/Runtime/io/Data.h"
 
 #include <chrono>
 #include <filesystem>

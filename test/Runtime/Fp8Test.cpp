@@ -5,7 +5,7 @@
 // the formats' definitions and against the GEMMs' definition in fp32.
 //
 //===----------------------------------------------------------------------===//
-#include "swift/Runtime/Fp8.h"
+#include "swift/Runtime/model/Fp8.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "RunPlan.h"
 
-#include "swift/Runtime/SafeTensors.h"
+#include "swift/Runtime/io/SafeTensors.h"
 
 #include <tuple>
 

@@ -6,7 +6,7 @@
 // and dynamic codes, every byte it wrote and every value it dequantized.
 //
 //===----------------------------------------------------------------------===//
-#include "swift/Runtime/Nf4.h"
+#include "swift/Runtime/model/Nf4.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

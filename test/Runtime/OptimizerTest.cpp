@@ -19,7 +19,7 @@
 #include "RunPlan.h"
 
 #include "swift/Plan/Plan.h"
-#include "swift/Runtime/Model.h"
+#include "swift/Runtime/model/Model.h"
 
 #include <gtest/gtest.h>
 

@@ -7,8 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "Fifo.h"
 
-#include "swift/Runtime/Check.h"
-#include "swift/Runtime/SafeTensors.h"
+#include "swift/Runtime/core/Check.h"
+#include "swift/Runtime/io/SafeTensors.h"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

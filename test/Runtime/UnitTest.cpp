@@ -1,12 +1,12 @@
 //===- UnitTest.cpp - runtime pieces in process: layout, AdamW, recompute -===//
-#include "swift/Runtime/Autograd.h"
-#include "swift/Runtime/Comm.h"
-#include "swift/Runtime/CpuAdam.h"
-#include "swift/Runtime/Engine.h"
-#include "swift/Runtime/Kernels.h"
+#include "swift/Runtime/model/Autograd.h"
+#include "swift/Runtime/dist/Comm.h"
+#include "swift/Runtime/engine/CpuAdam.h"
+#include "swift/Runtime/engine/Engine.h"
+#include "swift/Runtime/model/Kernels.h"
 #include "KernelCheck.h"
-#include "swift/Runtime/Model.h"
-#include "swift/Runtime/TensorBoard.h"
+#include "swift/Runtime/model/Model.h"
+#include "swift/Runtime/io/TensorBoard.h"
 
 #include <gtest/gtest.h>
 #include <cmath>

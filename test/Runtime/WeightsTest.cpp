@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "RunPlan.h"
 
-#include "swift/Runtime/SafeTensors.h"
+#include "swift/Runtime/io/SafeTensors.h"
 
 #include <sys/stat.h>
 

@@ -5,7 +5,7 @@
         {"wall_time": ..., "step": ..., "file_version": ...} or
         {"wall_time": ..., "step": ..., "scalars": {"tag": value, ...}}
 
-Written apart from swift's writer (runtime/lib/TensorBoard.cpp): its own
+Written apart from swift's writer (runtime/lib/io/TensorBoard.cpp): its own
 CRC-32C (bitwise, no table) and its own protobuf decoding. Every record's
 two masked CRCs are checked; a bad one, a truncated record or an unknown
 wire type exits 1 naming the byte offset.

@@ -1,9 +1,9 @@
 //===- KernelCheck.cpp - fused ops and FP8 GEMMs against references -------===//
 #include "KernelCheck.h"
 
-#include "swift/Runtime/Fp8.h"
-#include "swift/Runtime/Kernels.h"
-#include "swift/Runtime/Nf4.h"
+#include "swift/Runtime/model/Fp8.h"
+#include "swift/Runtime/model/Kernels.h"
+#include "swift/Runtime/model/Nf4.h"
 
 #include <algorithm>
 #include <cmath>

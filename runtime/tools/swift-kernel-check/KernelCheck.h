@@ -1,6 +1,6 @@
 //===- KernelCheck.h - fused ops and FP8 GEMMs against references -*- C++ -*-===//
 //
-// The self-checks of runtime/lib/Kernels.cpp and Fp8.cpp, kept out of the
+// The self-checks of runtime/lib/model/Kernels.cpp and Fp8.cpp, kept out of the
 // runtime: swift-kernel-check runs them on a device, the runtime's unit
 // tests on the CPU.
 //

@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "KernelCheck.h"
 
-#include "swift/Runtime/Fp8.h"
+#include "swift/Runtime/model/Fp8.h"
 
 #include <cstdio>
 #include <string>

@@ -1,0 +1,2 @@
+// The engine room's header.
+#include "swift/Runtime/model/FakeModel.h"

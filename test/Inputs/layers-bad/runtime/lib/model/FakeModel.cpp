@@ -1,0 +1,5 @@
+#include "swift/Runtime/model/FakeModel.h"
+#include "swift/Runtime/core/FakeCheck.h"
+#include "swift/Runtime/engine/FakeEngine.h"
+#include "../run/FakeRunParts.h"
+#include "swift/Runtime/FakeFlat.h"
