@@ -10,12 +10,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "swift/Runtime/engine/Engine.h"
+#include "Storage.h"
 #include "swift/Runtime/model/Autograd.h"
 #include "swift/Runtime/core/Check.h"
 #include "swift/Runtime/engine/CpuAdam.h"
 #include "swift/Runtime/core/Device.h"
 #include "swift/Runtime/model/Kernels.h"
-#include "swift/Runtime/model/Nf4.h"
 #include "swift/Runtime/core/TorchCompat.h"
 
 #include <algorithm>
@@ -24,30 +24,16 @@
 
 namespace swift::rt {
 
-/// Where one base parameter of a QLoRA unit sits in the unit's bytes: an
-/// NF4 tensor's packed indices, absmax codes and fp32 absmax2 (`offset` its
-/// absmax mean), or the compute-dtype values of a parameter kept as is.
-/// Every part starts on a 64-byte boundary.
-struct ByteSegment {
-  bool nf4 = false;
-  int64_t packed = 0, absmaxQ = 0, absmax2 = 0, values = 0; // byte offsets
-  int64_t numel = 0, blocks = 0, blocks2 = 0;
-  float offset = 0;
-  std::vector<int64_t> shape;
-};
-
 struct Engine::Unit {
   int id = 0;
   UnitLayout layout;
-  int64_t shardLen = 0, padded = 0;  // padded = world * shardLen
+  // Its parameters (LoRA: the adapters) and LoRA's frozen base (Storage.h).
+  std::unique_ptr<engine::TrainableParams> params;
+  std::unique_ptr<engine::FrozenBase> base;
   int64_t optOffset = 0, optLen = 0; // optimizer partition of [0, padded)
   // AdamW decays the partition's elements from this one on (the layout's
   // decayBegin, Model.h, relative to optOffset; 0..optLen).
   int64_t decayFrom = 0;
-  at::Tensor full;                   // (padded) compute dtype, device
-  bool resident = false;
-  Pending gatherPending;
-  at::Tensor shard;                    // (shardLen) ZeRO-3 params
   at::Tensor master, expAvg, expAvgSq; // (optLen); bf16 states in pure bf16
   // bf16-mixed (plan::masterInComputeCopy): `master` is undefined; the fp32
   // master is the compute copy's partition (computePart) as its high bits
@@ -68,25 +54,7 @@ struct Engine::Unit {
   // leaves): the op that computes the leaf's gradient writes it into the
   // owner's buffer (a GradSink) instead of returning it through autograd.
   std::vector<bool> sunk;
-  // LoRA: the frozen base (unitLayout; `layout` above is then the
-  // adapters'). Resident at ZeRO 0-2; at ZeRO-3 sharded like parameters and
-  // gathered and released with the unit, never reduced or updated.
-  bool hasBase = false;
-  UnitLayout baseLayout;
-  int64_t baseShardLen = 0, basePadded = 0;
-  at::Tensor baseFull, baseShard;
-  Pending baseGatherPending;
-  // QLoRA: a decoder unit's base lives as bytes (`nf4Bytes`: per
-  // baseLayout parameter, its NF4 parts or its compute-dtype values; see
-  // ByteSegment), resident at ZeRO 0-2; at ZeRO-3 this rank's shard of
-  // them (on the host with offload optimizer+params), all-gathered into
-  // `nf4Gathered` by gather(). baseFull is only materialized (dequantized,
-  // its storage allocated) around the unit's forward and backward.
-  bool quantized = false;
-  std::vector<ByteSegment> segments;
-  int64_t nf4Len = 0, nf4ShardLen = 0, nf4Padded = 0;
-  at::Tensor nf4Bytes, nf4Shard, nf4Gathered;
-  bool materialized = false;
+  int64_t padded() const { return params->padded(); }
 };
 
 struct Engine::MicroBatch {
@@ -104,109 +72,10 @@ at::ScalarType computeDtypeOf(Precision p) {
   return p == Precision::Fp32 ? at::kFloat : at::kBFloat16;
 }
 
-// Shards start on 64-element boundaries (256 B in fp32): NCCL and the
-// vectorized kernels want aligned chunks.
-int64_t shardLength(int64_t numel, int64_t world) {
-  int64_t s = (numel + world - 1) / world;
-  return (s + 63) / 64 * 64;
-}
-
 // Weight gradients written in place by their GEMMs (Kernels.h GradSink);
 // SWIFT_KERNELS=-sink (or 0) returns them through autograd instead, to
 // measure the difference.
 bool useGradSinks() { return kernelSwitchOn("sink"); }
-
-/// Elements [keepBegin, keepBegin + keepLen) of a unit's flat fp32 state:
-/// read from `source`, or random from (seed, stream), generated whole so any
-/// world size starts from the same values.
-at::Tensor initialRange(const UnitLayout &layout, int64_t padded,
-                        int64_t keepBegin, int64_t keepLen,
-                        const StateSource *source, uint64_t seed,
-                        const at::Device &device) {
-  auto f32 = at::TensorOptions().device(device).dtype(at::kFloat);
-  if (source) {
-    at::Tensor init = at::empty({keepLen}, f32);
-    source->read(StateKind::Master, layout, keepBegin, keepLen, init);
-    return init;
-  }
-  at::Tensor whole = at::zeros({padded}, f32);
-  at::Generator gen = compat::makeGenerator(device, seed);
-  for (const ParamDesc &d : layout.params) {
-    at::Tensor v = whole.narrow(0, d.offset, d.numel());
-    if (d.init == Init::Normal)
-      v.normal_(0.0, 0.02, gen); // HF initializer_range
-    else if (d.init == Init::Ones)
-      v.fill_(1.0);
-    else if (d.init == Init::LoraA) {
-      const double bound = 1.0 / std::sqrt(double(d.shape[1]));
-      v.uniform_(-bound, bound, gen);
-    }
-  }
-  return whole.narrow(0, keepBegin, keepLen);
-}
-
-/// A QLoRA unit's base as bytes: each 2-D parameter of `layout` (values in
-/// `flat`, compute dtype) quantized to NF4, the others' values as they are,
-/// every part on a 64-byte boundary; `segments` says where (Engine::Unit).
-at::Tensor serializeQuantized(const UnitLayout &layout, const at::Tensor &flat,
-                              std::vector<ByteSegment> &segments) {
-  auto align = [](int64_t n) { return (n + 63) / 64 * 64; };
-  std::vector<std::pair<Nf4Tensor, at::Tensor>> parts;
-  int64_t at = 0;
-  for (const ParamDesc &d : layout.params) {
-    at::Tensor v = flat.narrow(0, d.offset, d.numel()).view(d.shape);
-    ByteSegment g;
-    g.numel = d.numel();
-    g.shape = d.shape;
-    if (d.shape.size() == 2) {
-      Nf4Tensor q = quantizeNf4(v);
-      g.nf4 = true;
-      g.blocks = q.absmaxQ.numel();
-      g.blocks2 = q.absmax2.numel();
-      g.offset = q.offset;
-      g.packed = at;
-      at = align(at + q.packed.numel());
-      g.absmaxQ = at;
-      at = align(at + g.blocks);
-      g.absmax2 = at;
-      at = align(at + 4 * g.blocks2);
-      parts.push_back({std::move(q), at::Tensor()});
-    } else {
-      g.values = at;
-      at = align(at + v.element_size() * g.numel);
-      parts.push_back({Nf4Tensor(), v});
-    }
-    segments.push_back(std::move(g));
-  }
-  at::Tensor bytes = at::zeros({at}, flat.options().dtype(at::kByte));
-  auto put = [&](int64_t off, const at::Tensor &t) {
-    bytes.narrow(0, off, t.numel() * t.element_size())
-        .copy_(t.contiguous().view({-1}).view(at::kByte));
-  };
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const ByteSegment &g = segments[i];
-    if (g.nf4) {
-      put(g.packed, parts[i].first.packed);
-      put(g.absmaxQ, parts[i].first.absmaxQ);
-      put(g.absmax2, parts[i].first.absmax2);
-    } else {
-      put(g.values, parts[i].second);
-    }
-  }
-  return bytes;
-}
-
-/// The NF4 tensor of segment `g` as views of the unit's bytes.
-Nf4Tensor nf4View(const at::Tensor &bytes, const ByteSegment &g) {
-  Nf4Tensor q;
-  q.packed = bytes.narrow(0, g.packed, g.numel / 2);
-  q.absmaxQ = bytes.narrow(0, g.absmaxQ, g.blocks);
-  q.absmax2 = bytes.narrow(0, g.absmax2, 4 * g.blocks2).view(at::kFloat);
-  q.offset = g.offset;
-  q.numel = g.numel;
-  q.shape = g.shape;
-  return q;
-}
 
 bool useFusedAdamW() {
   const char *env = std::getenv("SWIFT_ADAMW");
@@ -219,12 +88,11 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
                const StateSource *initial, const StateSource *base)
     : plan_(plan), m_(plan.model), comm_(comm), device_(device),
       storage_(plan::storageLayout(plan.strategy)),
-      lora_(plan.training.method != Method::Full),
-      qlora_(plan.training.method == Method::QLora) {
+      lora_(plan.training.method != Method::Full) {
 
   // The storage layout: the only code of the Engine that reads the
   // strategy (storage_, masterInCompute_, inBackwardAllowed_; Engine.h).
-  const int W = comm.worldSize(), rank = comm.rank();
+  const int W = comm.worldSize();
   const bool offload = storage_.optimizerOnHost;
   // The schedule rules (plan::checkSchedule) put the optimizer where its
   // state lives.
@@ -247,148 +115,9 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
     for (int u : plan.schedule.buckets[b].units)
       bucketOf_[u] = int(b);
 
-  for (int u = 0; u < numUnits; ++u) {
-    auto U = std::make_unique<Unit>();
-    U->id = u;
-    U->layout = trainableLayout(plan, u);
-    U->shardLen = shardLength(U->layout.numel, W);
-    U->padded = U->shardLen * W;
-    U->optOffset = storage_.optimizerSharded ? rank * U->shardLen : 0;
-    U->optLen = storage_.optimizerSharded ? U->shardLen : U->padded;
-    U->decayFrom =
-        std::clamp<int64_t>(U->layout.decayBegin - U->optOffset, 0, U->optLen);
-    const uint64_t seed = plan.training.seed * 1000003ull + uint64_t(u);
-
-    if (lora_) {
-      // The frozen base: the pretrained weights (or the seed's), in the
-      // compute dtype; this rank's shard of it at ZeRO-3.
-      U->hasBase = true;
-      U->baseLayout = unitLayout(m_, u);
-      U->baseShardLen = shardLength(U->baseLayout.numel, W);
-      U->basePadded = U->baseShardLen * W;
-      // QLoRA decoder units quantize whole tensors: they read the unit.
-      const bool whole =
-          !storage_.paramsSharded || (qlora_ && u >= 1 && u <= m_.numLayers);
-      const int64_t begin = whole ? 0 : rank * U->baseShardLen;
-      const int64_t len = whole ? U->basePadded : U->baseShardLen;
-      at::Tensor b = initialRange(U->baseLayout, U->basePadded, begin, len,
-                                  base, seed, device_)
-                         .to(computeDtype_);
-      if (qlora_ && u >= 1 && u <= m_.numLayers) {
-        // The decoder's linear weights to NF4 (from the compute dtype, as
-        // bitsandbytes quantizes a bf16 model), the rest kept as they are,
-        // in one byte buffer (absmax means need whole tensors: every rank
-        // quantizes the whole unit, one unit at a time).
-        at::Tensor bytes = serializeQuantized(U->baseLayout, b, U->segments);
-        U->quantized = true;
-        U->nf4Len = bytes.numel();
-        U->nf4ShardLen = shardLength(U->nf4Len, W);
-        U->nf4Padded = U->nf4ShardLen * W;
-        bytes = at::constant_pad_nd(bytes, {0, U->nf4Padded - U->nf4Len});
-        if (!storage_.paramsSharded) {
-          U->nf4Bytes = bytes;
-        } else {
-          U->nf4Shard = bytes.narrow(0, rank * U->nf4ShardLen, U->nf4ShardLen).clone();
-          if (storage_.paramsOnHost) {
-            at::Tensor h = hostEmpty(U->nf4ShardLen, at::kByte, device_);
-            h.copy_(U->nf4Shard);
-            U->nf4Shard = h;
-          }
-          U->nf4Gathered = at::empty({U->nf4Padded}, onDevice.dtype(at::kByte));
-          freeStorage(U->nf4Gathered);
-        }
-        U->baseFull = at::empty({U->basePadded}, onDevice.dtype(computeDtype_));
-        freeStorage(U->baseFull);
-      } else if (!storage_.paramsSharded) {
-        U->baseFull = b;
-      } else {
-        U->baseShard = b;
-        if (storage_.paramsOnHost) { // the shard on the host
-          at::Tensor h = hostEmpty(U->baseShardLen, computeDtype_, device_);
-          h.copy_(b);
-          U->baseShard = h;
-        }
-        U->baseFull = at::empty({U->basePadded}, onDevice.dtype(computeDtype_));
-        freeStorage(U->baseFull);
-      }
-    }
-
-    // The range of the unit this rank keeps: its shard at ZeRO-3 (where
-    // the optimizer partition is the same range), the whole unit otherwise.
-    const int64_t keepBegin = storage_.paramsSharded ? rank * U->shardLen : 0;
-    const int64_t keepLen = storage_.paramsSharded ? U->shardLen : U->padded;
-    // Adapters start from their own stream of the seed (B = 0 anyway).
-    at::Tensor init =
-        initialRange(U->layout, U->padded, keepBegin, keepLen, initial,
-                     lora_ ? seed + (1ull << 40) : seed, device_);
-    at::Tensor compute, low;
-    if (masterInCompute_) {
-      // Every rank's whole compute copy rounds as the optimizer's split does
-      // (ties away from zero), also outside its own partition.
-      compute = at::empty({keepLen}, onDevice.dtype(computeDtype_));
-      low = at::empty({keepLen}, onDevice.dtype(at::kShort));
-      splitMaster(init, compute, low);
-    } else {
-      compute = init.to(computeDtype_);
-    }
-    if (!storage_.paramsSharded) {
-      U->full = compute;
-      U->resident = true;
-    } else {
-      U->full = at::empty({U->padded}, onDevice.dtype(computeDtype_));
-      freeStorage(U->full);
-      U->shard = compute.clone();
-      if (storage_.paramsOnHost) {
-        at::Tensor h = hostEmpty(U->shardLen, computeDtype_, device_);
-        h.copy_(U->shard);
-        U->shard = h;
-      }
-    }
-    at::Tensor part = init.narrow(0, U->optOffset - keepBegin, U->optLen);
-    if (offload) {
-      U->master = hostEmpty(U->optLen, at::kFloat, device_);
-      U->master.copy_(part);
-      U->expAvg = hostEmpty(U->optLen, at::kFloat, device_).zero_();
-      U->expAvgSq = hostEmpty(U->optLen, at::kFloat, device_).zero_();
-      U->hostGrad = hostEmpty(U->optLen, at::kFloat, device_);
-      if (computeDtype_ == at::kBFloat16)
-        U->hostParamOut = hostEmpty(U->optLen, at::kBFloat16, device_);
-    } else {
-      at::ScalarType masterDtype = at::kFloat;
-      if (storage == Precision::Bf16) {
-        // Pure bf16: the optimizer updates the compute-dtype parameters in
-        // place; there is no separate master copy.
-        U->master = computePart(*U);
-        masterDtype = U->master.scalar_type();
-      } else if (masterInCompute_) {
-        // The compute copy holds the master's high bits (rounded), masterLow
-        // the rest: the same fp32 values in 2 bytes more, not 4.
-        U->masterLow = low.narrow(0, U->optOffset - keepBegin, U->optLen).clone();
-      } else {
-        U->master = part.clone();
-      }
-      // AdamW's moments in the parameters' dtype: fp32 in bf16-mixed and
-      // fp32, bf16 in pure bf16 (as torch.optim.AdamW keeps them there).
-      U->expAvg = at::zeros({U->optLen}, onDevice.dtype(masterDtype));
-      U->expAvgSq = at::zeros({U->optLen}, onDevice.dtype(masterDtype));
-      U->stepTensor = at::zeros({}, onDevice.dtype(at::kFloat));
-    }
-    if (initial && initial->step() > 0) { // resumed: the moments and step
-      at::Tensor values = at::empty({U->optLen}, onDevice.dtype(at::kFloat));
-      initial->read(StateKind::ExpAvg, U->layout, U->optOffset, U->optLen, values);
-      U->expAvg.copy_(values);
-      initial->read(StateKind::ExpAvgSq, U->layout, U->optOffset, U->optLen, values);
-      U->expAvgSq.copy_(values);
-      if (U->stepTensor.defined())
-        U->stepTensor.fill_(double(initial->step()));
-    }
-    // `grad` and `microGrad` are allocated by the step's gradients of the
-    // unit (gradTarget, reduceBucket) and freed after the optimizer step or
-    // the reduction.
-    if (storage_.optimizerSharded)
-      U->gradShard = at::zeros({U->shardLen}, onDevice.dtype(gradDtype_));
-    units_.push_back(std::move(U));
-  }
+  collectives_ = std::make_unique<engine::Collectives>(comm);
+  for (int u = 0; u < numUnits; ++u)
+    units_.push_back(makeUnit(u, initial, base));
   // Sinks: the decoder's GEMM weights (its 2-D leaves), the embedding
   // table (its backward adds rows into the buffer), and the head's lm_head
   // (or the tied table), whose gradient the loss computes during the
@@ -431,6 +160,96 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
   setUpdateInBackward(kernelSwitchOn("overlap"));
 }
 
+std::unique_ptr<Engine::Unit> Engine::makeUnit(int u,
+                                               const StateSource *initial,
+                                               const StateSource *base) {
+  const int W = comm_.worldSize(), rank = comm_.rank();
+  const bool offload = storage_.optimizerOnHost;
+  const Precision storage = plan::storagePrecision(plan_.training.precision);
+  auto onDevice = at::TensorOptions().device(device_);
+  const engine::Placement place{W, rank, storage_.paramsSharded,
+                                storage_.paramsOnHost, device_, computeDtype_};
+  auto U = std::make_unique<Unit>();
+  U->id = u;
+  U->layout = trainableLayout(plan_, u);
+  const int64_t shardLen = engine::shardLength(U->layout.numel, W);
+  const int64_t padded = shardLen * W;
+  U->optOffset = storage_.optimizerSharded ? rank * shardLen : 0;
+  U->optLen = storage_.optimizerSharded ? shardLen : padded;
+  U->decayFrom =
+      std::clamp<int64_t>(U->layout.decayBegin - U->optOffset, 0, U->optLen);
+  const uint64_t seed = plan_.training.seed * 1000003ull + uint64_t(u);
+  // LoRA: the frozen base, the pretrained weights (or the seed's), in the
+  // compute dtype; this rank's shard of it at ZeRO-3.
+  if (lora_)
+    U->base = engine::makeBase(plan_, u, place, base, seed);
+
+  // The range of the unit this rank keeps: its shard at ZeRO-3 (where
+  // the optimizer partition is the same range), the whole unit otherwise.
+  const int64_t keepBegin = storage_.paramsSharded ? rank * shardLen : 0;
+  const int64_t keepLen = storage_.paramsSharded ? shardLen : padded;
+  // Adapters start from their own stream of the seed (B = 0 anyway).
+  at::Tensor init =
+      engine::initialRange(U->layout, padded, keepBegin, keepLen, initial,
+                           lora_ ? seed + (1ull << 40) : seed, device_);
+  at::Tensor compute, low;
+  if (masterInCompute_) {
+    // Every rank's whole compute copy rounds as the optimizer's split does
+    // (ties away from zero), also outside its own partition.
+    compute = at::empty({keepLen}, onDevice.dtype(computeDtype_));
+    low = at::empty({keepLen}, onDevice.dtype(at::kShort));
+    splitMaster(init, compute, low);
+  } else {
+    compute = init.to(computeDtype_);
+  }
+  U->params = std::make_unique<engine::TrainableParams>(U->layout, place,
+                                                        compute);
+  at::Tensor part = init.narrow(0, U->optOffset - keepBegin, U->optLen);
+  if (offload) {
+    U->master = hostEmpty(U->optLen, at::kFloat, device_);
+    U->master.copy_(part);
+    U->expAvg = hostEmpty(U->optLen, at::kFloat, device_).zero_();
+    U->expAvgSq = hostEmpty(U->optLen, at::kFloat, device_).zero_();
+    U->hostGrad = hostEmpty(U->optLen, at::kFloat, device_);
+    if (computeDtype_ == at::kBFloat16)
+      U->hostParamOut = hostEmpty(U->optLen, at::kBFloat16, device_);
+  } else {
+    at::ScalarType masterDtype = at::kFloat;
+    if (storage == Precision::Bf16) {
+      // Pure bf16: the optimizer updates the compute-dtype parameters in
+      // place; there is no separate master copy.
+      U->master = computePart(*U);
+      masterDtype = U->master.scalar_type();
+    } else if (masterInCompute_) {
+      // The compute copy holds the master's high bits (rounded), masterLow
+      // the rest: the same fp32 values in 2 bytes more, not 4.
+      U->masterLow = low.narrow(0, U->optOffset - keepBegin, U->optLen).clone();
+    } else {
+      U->master = part.clone();
+    }
+    // AdamW's moments in the parameters' dtype: fp32 in bf16-mixed and
+    // fp32, bf16 in pure bf16 (as torch.optim.AdamW keeps them there).
+    U->expAvg = at::zeros({U->optLen}, onDevice.dtype(masterDtype));
+    U->expAvgSq = at::zeros({U->optLen}, onDevice.dtype(masterDtype));
+    U->stepTensor = at::zeros({}, onDevice.dtype(at::kFloat));
+  }
+  if (initial && initial->step() > 0) { // resumed: the moments and step
+    at::Tensor values = at::empty({U->optLen}, onDevice.dtype(at::kFloat));
+    initial->read(StateKind::ExpAvg, U->layout, U->optOffset, U->optLen, values);
+    U->expAvg.copy_(values);
+    initial->read(StateKind::ExpAvgSq, U->layout, U->optOffset, U->optLen, values);
+    U->expAvgSq.copy_(values);
+    if (U->stepTensor.defined())
+      U->stepTensor.fill_(double(initial->step()));
+  }
+  // `grad` and `microGrad` are allocated by the step's gradients of the
+  // unit (gradTarget, reduceBucket) and freed after the optimizer step or
+  // the reduction.
+  if (storage_.optimizerSharded)
+    U->gradShard = at::zeros({shardLen}, onDevice.dtype(gradDtype_));
+  return U;
+}
+
 void Engine::setUpdateInBackward(bool on) {
   // On CUDA only with swift's AdamW kernels (one unit per launch): torch's
   // multi-tensor kernel, the fallback without them, updates all at once.
@@ -456,60 +275,36 @@ Engine::~Engine() {
   for (Pending &p : pending_)
     settle(p);
   for (auto &U : units_) {
-    settle(U->gatherPending);
-    settle(U->baseGatherPending);
+    U->params->settle();
+    if (U->base)
+      U->base->settle();
   }
 }
 
 void Engine::gather(int u) {
   Unit &U = *units_[u];
-  if (U.resident)
+  if (U.params->resident())
     return;
-  allocStorage(U.full);
-  if (U.padded > 0) {
-    at::Tensor src = U.shard;
-    if (src.device() != device_) // parameters offloaded: upload the shard
-      src = src.to(device_, /*non_blocking=*/true);
-    U.gatherPending = allGather(src, U.full);
-  }
-  if (U.quantized) {
-    allocStorage(U.nf4Gathered);
-    at::Tensor src = U.nf4Shard;
-    if (src.device() != device_) // offloaded: upload the shard
-      src = src.to(device_, /*non_blocking=*/true);
-    U.baseGatherPending = allGather(src, U.nf4Gathered);
-  } else if (U.hasBase) {
-    allocStorage(U.baseFull);
-    at::Tensor src = U.baseShard;
-    if (src.device() != device_)
-      src = src.to(device_, /*non_blocking=*/true);
-    U.baseGatherPending = allGather(src, U.baseFull);
-  }
-  U.resident = true;
+  U.params->gather(*collectives_);
+  if (U.base)
+    U.base->gather(*collectives_);
 }
 
 void Engine::waitGathered(int u) {
   Unit &U = *units_[u];
-  SWIFT_ASSERT(U.resident, "unit ", u, " used before it was gathered");
-  U.gatherPending.wait();
-  U.baseGatherPending.wait();
+  SWIFT_ASSERT(U.params->resident(), "unit ", u,
+               " used before it was gathered");
+  U.params->waitGathered();
+  if (U.base)
+    U.base->waitGathered();
 }
 
 void Engine::release(int u) {
   Unit &U = *units_[u];
-  SWIFT_ASSERT(U.resident, "unit ", u, " released twice");
-  // The gather must be complete (and ordered before compute) before its
-  // memory goes back to the allocator, which reuses it in compute order.
-  U.gatherPending.wait();
-  freeStorage(U.full);
-  if (U.quantized) {
-    U.baseGatherPending.wait();
-    freeStorage(U.nf4Gathered);
-  } else if (U.hasBase) {
-    U.baseGatherPending.wait();
-    freeStorage(U.baseFull);
-  }
-  U.resident = false;
+  SWIFT_ASSERT(U.params->resident(), "unit ", u, " released twice");
+  U.params->release();
+  if (U.base)
+    U.base->release();
 }
 
 std::vector<at::Tensor> Engine::makeLeaves(int u, bool requiresGrad) {
@@ -517,7 +312,7 @@ std::vector<at::Tensor> Engine::makeLeaves(int u, bool requiresGrad) {
   for (int o : unitOwners(m_, u)) {
     const Unit &O = *units_[o];
     for (const LeafDesc &d : O.layout.leaves) {
-      at::Tensor v = O.full.narrow(0, d.offset, d.numel()).view(d.shape);
+      at::Tensor v = O.params->full().narrow(0, d.offset, d.numel()).view(d.shape);
       leaves.push_back(requiresGrad ? v.detach().requires_grad_(true) : v);
     }
   }
@@ -525,50 +320,22 @@ std::vector<at::Tensor> Engine::makeLeaves(int u, bool requiresGrad) {
 }
 
 void Engine::materializeBase(int u) {
-  for (int o : unitOwners(m_, u)) {
-    Unit &O = *units_[o];
-    if (!O.quantized || O.materialized)
-      continue;
-    const at::Tensor &bytes =
-        storage_.paramsSharded ? O.nf4Gathered : O.nf4Bytes;
-    allocStorage(O.baseFull);
-    // Written through an alias of the storage: the tensors autograd saved
-    // check baseFull's version counter, and these bytes are the same values.
-    at::Tensor raw = at::from_blob(O.baseFull.data_ptr(), {O.basePadded},
-                                   O.baseFull.options());
-    const int64_t elem = at::elementSize(computeDtype_);
-    for (size_t i = 0; i < O.baseLayout.params.size(); ++i) {
-      const ParamDesc &d = O.baseLayout.params[i];
-      const ByteSegment &g = O.segments[i];
-      at::Tensor dst = raw.narrow(0, d.offset, d.numel()).view(d.shape);
-      if (!g.nf4) {
-        dst.copy_(bytes.narrow(0, g.values, g.numel * elem)
-                      .view(computeDtype_)
-                      .view(d.shape));
-        continue;
-      }
-      dequantizeNf4Into(nf4View(bytes, g), dst);
-    }
-    O.materialized = true;
-  }
+  for (int o : unitOwners(m_, u))
+    if (units_[o]->base)
+      units_[o]->base->materialize();
 }
 
 void Engine::dematerializeBase(int u) {
-  for (int o : unitOwners(m_, u)) {
-    Unit &O = *units_[o];
-    if (!O.materialized)
-      continue;
-    freeStorage(O.baseFull);
-    O.materialized = false;
-  }
+  for (int o : unitOwners(m_, u))
+    if (units_[o]->base)
+      units_[o]->base->dematerialize();
 }
 
 std::vector<at::Tensor> Engine::baseLeaves(int u) {
   std::vector<at::Tensor> leaves;
   for (int o : unitOwners(m_, u)) {
-    const Unit &O = *units_[o];
-    for (const LeafDesc &d : O.baseLayout.leaves)
-      leaves.push_back(O.baseFull.narrow(0, d.offset, d.numel()).view(d.shape));
+    std::vector<at::Tensor> own = units_[o]->base->leaves();
+    leaves.insert(leaves.end(), own.begin(), own.end());
   }
   return leaves;
 }
@@ -583,7 +350,7 @@ at::Tensor &Engine::gradTarget(int u, bool &fresh) {
   if (reducedEveryMicroBatch(u)) { // reduced after this micro-batch
     if (!O.microGrad.defined())
       O.microGrad = at::zeros(
-          {O.padded}, at::TensorOptions().device(device_).dtype(gradDtype_));
+          {O.padded()}, at::TensorOptions().device(device_).dtype(gradDtype_));
     return O.microGrad;
   }
   // Accumulated until the last micro-batch: the buffer lives from the unit's first gradient of the step
@@ -594,8 +361,8 @@ at::Tensor &Engine::gradTarget(int u, bool &fresh) {
   // parameter, which no gradient covers, is zeroed.
   if (!O.grad.defined()) {
     O.grad = at::empty(
-        {O.padded}, at::TensorOptions().device(device_).dtype(gradDtype_));
-    O.grad.narrow(0, O.layout.numel, O.padded - O.layout.numel).zero_();
+        {O.padded()}, at::TensorOptions().device(device_).dtype(gradDtype_));
+    O.grad.narrow(0, O.layout.numel, O.padded() - O.layout.numel).zero_();
   }
   fresh = O.gradFresh;
   return O.grad;
@@ -757,33 +524,19 @@ void Engine::accumulateGrads(int u, const std::vector<at::Tensor> &leafGrads) {
   SWIFT_ASSERT(i == leafGrads.size(), "gradient count mismatch");
 }
 
-Pending Engine::allReduceSum(at::Tensor t) {
-  ++collectives_.allReduce;
-  return comm_.allReduceSum(std::move(t));
-}
-
-Pending Engine::reduceScatterAdd(at::Tensor full, at::Tensor accum) {
-  ++collectives_.reduceScatter;
-  return comm_.reduceScatterAdd(std::move(full), std::move(accum));
-}
-
-Pending Engine::allGather(at::Tensor shard, at::Tensor full) {
-  ++collectives_.allGather;
-  return comm_.allGather(std::move(shard), std::move(full));
-}
-
 void Engine::reduceBucket(int b) {
   const plan::Bucket &bucket = plan_.schedule.buckets[b];
   const bool allReduce = bucket.collective == plan::Collective::AllReduce;
   for (int u : bucket.units) {
     Unit &U = *units_[u];
-    if (U.padded == 0) { // trains nothing (LoRA's embedding and head)
+    if (U.padded() == 0) { // trains nothing (LoRA's embedding and head)
       U.microGrad = at::Tensor();
       continue;
     }
     if (!bucket.everyMicroBatch) { // the step's accumulated gradient
-      pending_.push_back(allReduce ? allReduceSum(U.grad)
-                                   : reduceScatterAdd(U.grad, U.gradShard));
+      pending_.push_back(allReduce
+                           ? collectives_->allReduceSum(U.grad)
+                           : collectives_->reduceScatterAdd(U.grad, U.gradShard));
       continue;
     }
     SWIFT_ASSERT(U.microGrad.defined(), "unit ", u, " has no gradient");
@@ -792,13 +545,14 @@ void Engine::reduceBucket(int b) {
     at::Tensor micro = std::move(U.microGrad);
     U.microGrad = at::Tensor();
     if (!allReduce) {
-      pending_.push_back(reduceScatterAdd(std::move(micro), U.gradShard));
+      pending_.push_back(
+          collectives_->reduceScatterAdd(std::move(micro), U.gradShard));
       continue;
     }
     // All-reduced in place, then added into the step's gradient (the first
     // micro-batch's becomes it) once complete: in micro-batch order, as
     // pending_ is waited for oldest first.
-    auto reduced = std::make_shared<Pending>(allReduceSum(micro));
+    auto reduced = std::make_shared<Pending>(collectives_->allReduceSum(micro));
     pending_.push_back(Pending([this, u, reduced, micro]() mutable {
       reduced->wait();
       Unit &V = *units_[u];
@@ -829,20 +583,18 @@ void Engine::finishPending() {
 }
 
 at::Tensor Engine::computePart(Unit &U) {
-  return storage_.paramsSharded ? U.shard
-                                : U.full.narrow(0, U.optOffset, U.optLen);
+  return U.params->part(U.optOffset, U.optLen);
 }
 
 void Engine::publish(Unit &U, bool written) {
-  if (U.padded == 0)
-    return;
-  // The updated partition, in the compute dtype, to where forward reads it.
-  at::Tensor src = U.hostParamOut.defined() ? U.hostParamOut : U.master;
-  at::Tensor dst = computePart(U);
-  if (!written && !U.masterLow.defined() && src.data_ptr() != dst.data_ptr())
-    dst.copy_(src, /*non_blocking=*/true);
-  if (plan_.schedule.optimizer.gatherParams)
-    pending_.push_back(allGather(dst, U.full));
+  // The optimizer's output unless it wrote the compute copy already (or
+  // the copy holds the master's high bits).
+  at::Tensor updated;
+  if (!written && !U.masterLow.defined())
+    updated = U.hostParamOut.defined() ? U.hostParamOut : U.master;
+  U.params->publish(updated, U.optOffset, U.optLen,
+                    plan_.schedule.optimizer.gatherParams, *collectives_,
+                    pending_);
 }
 
 void Engine::beginStep() {
@@ -881,7 +633,7 @@ void Engine::gradientFinal(int u) {
   Unit &U = *units_[u];
   // A gradient reduced every micro-batch is final only once its last
   // reduction is added in: it is updated after the backward.
-  if (U.padded == 0 || !(updateInBackward_ || normInBackward_) ||
+  if (U.padded() == 0 || !(updateInBackward_ || normInBackward_) ||
       reducedEveryMicroBatch(u))
     return;
   side_->run(
@@ -999,7 +751,7 @@ void Engine::optimizerStep() {
       if (!U->normed)
         addSquares(*U);
     if (storage_.optimizerSharded)
-      allReduceSum(sumSq_).wait();
+      collectives_->allReduceSum(sumSq_).wait();
   }
   if (training.maxGradNorm) {
     // torch.nn.utils.clip_grad_norm_: gradients * min(1, max/(norm + 1e-6)),
@@ -1095,7 +847,7 @@ void Engine::optimizerStep() {
       if (!U->normed)
         addSquares(*U);
     if (storage_.optimizerSharded)
-      allReduceSum(sumSq_).wait();
+      collectives_->allReduceSum(sumSq_).wait();
   }
   if (!offload)
     for (auto &U : units_)
@@ -1168,7 +920,7 @@ Engine::EvalSums Engine::evaluate(const std::vector<Batch> &microBatches) {
   at::Tensor lossSum = at::zeros({}, at::TensorOptions().device(device_));
   std::vector<bool> residentBefore;
   for (const auto &U : units_)
-    residentBefore.push_back(U->resident);
+    residentBefore.push_back(U->params->resident());
   for (const Batch &b : microBatches) {
     SWIFT_ASSERT(b.masked, "evaluation reads masked (JSONL) batches");
     sums.tokens += (b.targets != data::jsonl::kIgnore).sum().item<int64_t>();
@@ -1193,7 +945,7 @@ Engine::EvalSums Engine::evaluate(const std::vector<Batch> &microBatches) {
   // What the forward program leaves gathered for the backward (ZeRO-3's
   // head) is released, as the backward program would.
   for (size_t u = 0; u < units_.size(); ++u)
-    if (units_[u]->resident && !residentBefore[u])
+    if (units_[u]->params->resident() && !residentBefore[u])
       release(int(u));
   evaluating_ = false;
   sums.lossSum = lossSum.to(at::kDouble).item<double>();
@@ -1204,7 +956,7 @@ Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
                                        int64_t stepTrainedTokens) {
   const int64_t G = plan_.training.gradientAccumulation,
                 S = plan_.training.sequenceLength;
-  collectives_ = CollectiveCounts();
+  collectives_->counts = CollectiveCounts();
   // The previous step's gradients freed during its backward (the side
   // stream's updates hold them) become reusable once that work is done.
   // The host waits for it before this step's first backward, where
@@ -1263,7 +1015,7 @@ Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
     // the whole gradient the optimizer reads is zero.
     if (!storage_.optimizerSharded && !U->updated && !U->grad.defined())
       U->grad = at::zeros(
-          {U->padded}, at::TensorOptions().device(device_).dtype(gradDtype_));
+          {U->padded()}, at::TensorOptions().device(device_).dtype(gradDtype_));
   }
   optimizerStep();
   for (auto &U : units_) // the next step allocates them again
@@ -1279,7 +1031,7 @@ Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
   p.lr_ = stepOpt_.lr;
   p.normScale_ = stepScale_;
   p.microBatches_ = G;
-  p.collectives_ = collectives_;
+  p.collectives_ = collectives_->counts;
   return p;
 }
 
@@ -1297,15 +1049,13 @@ Engine::StateBytes Engine::stateBytes() const {
   };
   for (const auto &U : units_) {
     const bool sharded = storage_.paramsSharded;
-    add(b.parameters, sharded ? U->shard : U->full);
-    if (!U->quantized)
-      add(b.parameters, sharded ? U->baseShard : U->baseFull);
-    else
-      add(b.parameters, sharded ? U->nf4Shard : U->nf4Bytes);
+    add(b.parameters, sharded ? U->params->shard() : U->params->full());
+    if (U->base)
+      add(b.parameters, U->base->kept());
     // The step's whole gradient each step allocates (gradTarget,
     // reduceBucket), counted whether or not a step is running.
     if (!reducedEveryMicroBatch(U->id) || !storage_.optimizerSharded)
-      b.gradients += U->padded * int64_t(c10::elementSize(gradDtype_));
+      b.gradients += U->padded() * int64_t(c10::elementSize(gradDtype_));
     add(b.gradients, U->gradShard);
     add(b.optimizer, U->master); // no-op where it is the parameters
     add(b.optimizer, U->masterLow);
@@ -1347,46 +1097,39 @@ at::Tensor Engine::stateUnit(int u, StateKind kind) {
   at::Tensor mine = state.device() == device_
                         ? state
                         : state.to(device_, /*non_blocking=*/false);
-  if (!storage_.optimizerSharded || U.padded == 0)
+  if (!storage_.optimizerSharded || U.padded() == 0)
     return mine;
-  at::Tensor full = at::empty({U.padded}, mine.options());
-  allGather(mine.contiguous(), full).wait();
+  at::Tensor full = at::empty({U.padded()}, mine.options());
+  collectives_->allGather(mine.contiguous(), full).wait();
   return full;
 }
 
 at::Tensor Engine::baseUnit(int u) {
   Unit &U = *units_[u];
-  SWIFT_ASSERT(U.hasBase, "unit ", u, " has no frozen base (not a LoRA run)");
-  if (U.quantized) { // QLoRA: the dequantized base, a copy
-    const bool wasResident = U.resident || !storage_.paramsSharded;
-    if (storage_.paramsSharded) {
-      gather(u);
-      waitGathered(u);
-    }
-    materializeBase(u);
-    at::Tensor copy = U.baseFull.clone();
-    dematerializeBase(u);
-    if (!wasResident)
-      release(u);
-    return copy;
+  SWIFT_ASSERT(U.base, "unit ", u, " has no frozen base (not a LoRA run)");
+  if (!U.base->quantized())
+    return U.base->values(*collectives_);
+  // QLoRA: the dequantized base, a copy, of the gathered unit.
+  const bool wasResident = U.params->resident() || !storage_.paramsSharded;
+  if (storage_.paramsSharded) {
+    gather(u);
+    waitGathered(u);
   }
-  if (!storage_.paramsSharded)
-    return U.baseFull;
-  at::Tensor mine = U.baseShard.to(device_);
-  at::Tensor full = at::empty({U.basePadded}, mine.options());
-  allGather(mine, full).wait();
-  return full;
+  at::Tensor copy = U.base->values(*collectives_);
+  if (!wasResident)
+    release(u);
+  return copy;
 }
 
 std::vector<std::pair<std::string, at::Tensor>> Engine::parameters() {
   std::vector<std::pair<std::string, at::Tensor>> out;
   for (auto &U : units_) {
-    bool wasResident = U->resident;
+    bool wasResident = U->params->resident();
     gather(U->id);
     waitGathered(U->id);
     for (const ParamDesc &d : U->layout.params)
       out.emplace_back(d.name,
-                       U->full.narrow(0, d.offset, d.numel())
+                       U->params->full().narrow(0, d.offset, d.numel())
                            .view(d.shape)
                            .to(at::kCPU, at::kFloat, /*non_blocking=*/false,
                                /*copy=*/true));

@@ -73,6 +73,10 @@
 
 namespace swift::rt {
 
+namespace engine {
+class Collectives;
+} // namespace engine
+
 /// Collectives issued through the Engine's Comm, by kind.
 struct CollectiveCounts {
   int64_t allReduce = 0, reduceScatter = 0, allGather = 0;
@@ -215,6 +219,11 @@ private:
   struct Unit;
   struct MicroBatch;
 
+  /// Unit u's storage (Storage.h) and optimizer state, from `initial` and
+  /// LoRA's `base` (the constructor's).
+  std::unique_ptr<Unit> makeUnit(int u, const StateSource *initial,
+                                 const StateSource *base);
+
   at::Tensor unitForward(int u, const at::Tensor &x, MicroBatch &mb);
   /// A Batch on the device as micro-batch k of step steps_ (launchStep,
   /// evaluate); `divisor`: the masked loss sum's.
@@ -232,9 +241,9 @@ private:
   std::vector<at::Tensor> makeLeaves(int u, bool requiresGrad);
   /// LoRA: views of the frozen base of unit u's owners (no gradient).
   std::vector<at::Tensor> baseLeaves(int u);
-  /// QLoRA: dequantize unit u's owners' NF4 base into their (allocated)
-  /// baseFull / give the storage back. Tensors autograd saved keep pointing
-  /// at the storage object; the next materialize refills it identically.
+  /// QLoRA: dequantize unit u's owners' NF4 base (Storage.h Nf4Base) / give
+  /// the storage back. Tensors autograd saved keep pointing at the storage
+  /// object; the next materialize refills it identically.
   void materializeBase(int u);
   void dematerializeBase(int u);
   /// Unit u's gradient buffer for this micro-batch (allocated at ZeRO-2/3);
@@ -251,10 +260,6 @@ private:
   /// every_micro_batch): then it goes to a micro-batch buffer (microGrad),
   /// else it accumulates in `grad` until the last micro-batch.
   bool reducedEveryMicroBatch(int u) const;
-  /// The Comm's collectives, counted (collectives_).
-  Pending allReduceSum(at::Tensor t);
-  Pending reduceScatterAdd(at::Tensor full, at::Tensor accum);
-  Pending allGather(at::Tensor shard, at::Tensor full);
   /// The step's AdamW hyperparameters (the schedule's lr, bias
   /// corrections, the gradient scale before clipping); zeroes the norm.
   void beginStep();
@@ -285,7 +290,8 @@ private:
   // What the strategy lays out (see above); the only reader of it.
   plan::StorageLayout storage_;
   std::vector<int> bucketOf_;  // unit -> its bucket in schedule.buckets
-  CollectiveCounts collectives_; // since the current step's launch
+  // The Comm's collectives, counted since the current step's launch.
+  std::unique_ptr<engine::Collectives> collectives_;
   // bf16-mixed keeps the fp32 master in the compute copy plus 16 low bits
   // (plan::masterInComputeCopy).
   bool masterInCompute_ = false;
@@ -313,7 +319,7 @@ private:
   std::vector<int> contributors_, contributorsLeft_;
   std::unique_ptr<SideStream> side_;
   int doneInBackward_ = 0;
-  bool lora_ = false, qlora_ = false;
+  bool lora_ = false;
 };
 
 } // namespace swift::rt
