@@ -10,10 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "swift/Runtime/engine/Engine.h"
-#include "Storage.h"
+#include "Unit.h"
 #include "swift/Runtime/model/Autograd.h"
 #include "swift/Runtime/core/Check.h"
-#include "swift/Runtime/engine/CpuAdam.h"
 #include "swift/Runtime/core/Device.h"
 #include "swift/Runtime/model/Kernels.h"
 #include "swift/Runtime/core/TorchCompat.h"
@@ -23,39 +22,6 @@
 #include <cstdlib>
 
 namespace swift::rt {
-
-struct Engine::Unit {
-  int id = 0;
-  UnitLayout layout;
-  // Its parameters (LoRA: the adapters) and LoRA's frozen base (Storage.h).
-  std::unique_ptr<engine::TrainableParams> params;
-  std::unique_ptr<engine::FrozenBase> base;
-  int64_t optOffset = 0, optLen = 0; // optimizer partition of [0, padded)
-  // AdamW decays the partition's elements from this one on (the layout's
-  // decayBegin, Model.h, relative to optOffset; 0..optLen).
-  int64_t decayFrom = 0;
-  at::Tensor master, expAvg, expAvgSq; // (optLen); bf16 states in pure bf16
-  // bf16-mixed (plan::masterInComputeCopy): `master` is undefined; the fp32
-  // master is the compute copy's partition (computePart) as its high bits
-  // plus these low bits (Kernels.h splitMaster).
-  at::Tensor masterLow; // (optLen) int16
-  at::Tensor stepTensor;               // fused AdamW's step counter
-  at::Tensor grad;                     // (padded) ZeRO 0/1
-  at::Tensor gradShard;                // (shardLen) ZeRO 1-3
-  at::Tensor microGrad;                // (padded) ZeRO 2/3, transient
-  at::Tensor hostGrad, hostParamOut;   // (optLen) offload staging
-  // `grad` still holds last step's values: the step's first gradient is
-  // copied into it, not added.
-  bool gradFresh = false;
-  // This step: its gradient's squares are in sumSq_ / AdamW updated it
-  // (during the backward) / that update wrote the compute copy.
-  bool normed = false, updated = false, written = false;
-  // Per leaf of this unit's computation (makeLeaves order: its owners'
-  // leaves): the op that computes the leaf's gradient writes it into the
-  // owner's buffer (a GradSink) instead of returning it through autograd.
-  std::vector<bool> sunk;
-  int64_t padded() const { return params->padded(); }
-};
 
 struct Engine::MicroBatch {
   at::Tensor inputs, targets; // (B, S) int64, device
@@ -76,11 +42,6 @@ at::ScalarType computeDtypeOf(Precision p) {
 // SWIFT_KERNELS=-sink (or 0) returns them through autograd instead, to
 // measure the difference.
 bool useGradSinks() { return kernelSwitchOn("sink"); }
-
-bool useFusedAdamW() {
-  const char *env = std::getenv("SWIFT_ADAMW");
-  return !(env && std::string(env) == "ops");
-}
 
 } // namespace
 
@@ -116,6 +77,9 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
       bucketOf_[u] = int(b);
 
   collectives_ = std::make_unique<engine::Collectives>(comm);
+  optimizer_ = std::make_unique<engine::Optimizer>(
+      plan, storage_, device_, W, computeDtype_, gradDtype_, masterInCompute_,
+      units_, *collectives_, pending_);
   for (int u = 0; u < numUnits; ++u)
     units_.push_back(makeUnit(u, initial, base));
   // Sinks: the decoder's GEMM weights (its 2-D leaves), the embedding
@@ -146,11 +110,6 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
   for (int u = 0; u < numUnits; ++u)
     for (int o : unitOwners(m_, u))
       ++contributors_[o];
-  sumSq_ = at::zeros({}, onDevice.dtype(at::kDouble));
-  adamwKernels_ = useFusedAdamW() &&
-                  useFusedKernels(at::empty({0}, onDevice.dtype(at::kFloat)),
-                                  "adamw");
-  side_ = std::make_unique<SideStream>(device_);
   // Where the storage lets a gradient be final without a reduction
   // (plan::updatesInBackward; units reduced every micro-batch excepted:
   // gradientFinal).
@@ -164,8 +123,6 @@ std::unique_ptr<Engine::Unit> Engine::makeUnit(int u,
                                                const StateSource *initial,
                                                const StateSource *base) {
   const int W = comm_.worldSize(), rank = comm_.rank();
-  const bool offload = storage_.optimizerOnHost;
-  const Precision storage = plan::storagePrecision(plan_.training.precision);
   auto onDevice = at::TensorOptions().device(device_);
   const engine::Placement place{W, rank, storage_.paramsSharded,
                                 storage_.paramsOnHost, device_, computeDtype_};
@@ -174,10 +131,11 @@ std::unique_ptr<Engine::Unit> Engine::makeUnit(int u,
   U->layout = trainableLayout(plan_, u);
   const int64_t shardLen = engine::shardLength(U->layout.numel, W);
   const int64_t padded = shardLen * W;
-  U->optOffset = storage_.optimizerSharded ? rank * shardLen : 0;
-  U->optLen = storage_.optimizerSharded ? shardLen : padded;
-  U->decayFrom =
-      std::clamp<int64_t>(U->layout.decayBegin - U->optOffset, 0, U->optLen);
+  engine::OptimizerState &opt = U->opt;
+  opt.offset = storage_.optimizerSharded ? rank * shardLen : 0;
+  opt.len = storage_.optimizerSharded ? shardLen : padded;
+  opt.decayFrom =
+      std::clamp<int64_t>(U->layout.decayBegin - opt.offset, 0, opt.len);
   const uint64_t seed = plan_.training.seed * 1000003ull + uint64_t(u);
   // LoRA: the frozen base, the pretrained weights (or the seed's), in the
   // compute dtype; this rank's shard of it at ZeRO-3.
@@ -204,44 +162,7 @@ std::unique_ptr<Engine::Unit> Engine::makeUnit(int u,
   }
   U->params = std::make_unique<engine::TrainableParams>(U->layout, place,
                                                         compute);
-  at::Tensor part = init.narrow(0, U->optOffset - keepBegin, U->optLen);
-  if (offload) {
-    U->master = hostEmpty(U->optLen, at::kFloat, device_);
-    U->master.copy_(part);
-    U->expAvg = hostEmpty(U->optLen, at::kFloat, device_).zero_();
-    U->expAvgSq = hostEmpty(U->optLen, at::kFloat, device_).zero_();
-    U->hostGrad = hostEmpty(U->optLen, at::kFloat, device_);
-    if (computeDtype_ == at::kBFloat16)
-      U->hostParamOut = hostEmpty(U->optLen, at::kBFloat16, device_);
-  } else {
-    at::ScalarType masterDtype = at::kFloat;
-    if (storage == Precision::Bf16) {
-      // Pure bf16: the optimizer updates the compute-dtype parameters in
-      // place; there is no separate master copy.
-      U->master = computePart(*U);
-      masterDtype = U->master.scalar_type();
-    } else if (masterInCompute_) {
-      // The compute copy holds the master's high bits (rounded), masterLow
-      // the rest: the same fp32 values in 2 bytes more, not 4.
-      U->masterLow = low.narrow(0, U->optOffset - keepBegin, U->optLen).clone();
-    } else {
-      U->master = part.clone();
-    }
-    // AdamW's moments in the parameters' dtype: fp32 in bf16-mixed and
-    // fp32, bf16 in pure bf16 (as torch.optim.AdamW keeps them there).
-    U->expAvg = at::zeros({U->optLen}, onDevice.dtype(masterDtype));
-    U->expAvgSq = at::zeros({U->optLen}, onDevice.dtype(masterDtype));
-    U->stepTensor = at::zeros({}, onDevice.dtype(at::kFloat));
-  }
-  if (initial && initial->step() > 0) { // resumed: the moments and step
-    at::Tensor values = at::empty({U->optLen}, onDevice.dtype(at::kFloat));
-    initial->read(StateKind::ExpAvg, U->layout, U->optOffset, U->optLen, values);
-    U->expAvg.copy_(values);
-    initial->read(StateKind::ExpAvgSq, U->layout, U->optOffset, U->optLen, values);
-    U->expAvgSq.copy_(values);
-    if (U->stepTensor.defined())
-      U->stepTensor.fill_(double(initial->step()));
-  }
+  optimizer_->initState(*U, init, low, keepBegin, initial);
   // `grad` and `microGrad` are allocated by the step's gradients of the
   // unit (gradTarget, reduceBucket) and freed after the optimizer step or
   // the reduction.
@@ -251,14 +172,11 @@ std::unique_ptr<Engine::Unit> Engine::makeUnit(int u,
 }
 
 void Engine::setUpdateInBackward(bool on) {
-  // On CUDA only with swift's AdamW kernels (one unit per launch): torch's
-  // multi-tensor kernel, the fallback without them, updates all at once.
-  const bool allowed =
-      on && (!device_.is_cuda() || adamwKernels_) && inBackwardAllowed_;
-  // Clipping: the same units' squares, added up there.
-  const bool clips = plan_.training.maxGradNorm.has_value();
-  updateInBackward_ = allowed && !clips;
-  normInBackward_ = allowed && clips;
+  optimizer_->setUpdateInBackward(on, inBackwardAllowed_);
+}
+
+int Engine::unitsDoneInBackward() const {
+  return optimizer_->doneInBackward();
 }
 
 Engine::~Engine() {
@@ -582,276 +500,19 @@ void Engine::finishPending() {
   pending_.clear();
 }
 
-at::Tensor Engine::computePart(Unit &U) {
-  return U.params->part(U.optOffset, U.optLen);
-}
-
-void Engine::publish(Unit &U, bool written) {
-  // The optimizer's output unless it wrote the compute copy already (or
-  // the copy holds the master's high bits).
-  at::Tensor updated;
-  if (!written && !U.masterLow.defined())
-    updated = U.hostParamOut.defined() ? U.hostParamOut : U.master;
-  U.params->publish(updated, U.optOffset, U.optLen,
-                    plan_.schedule.optimizer.gatherParams, *collectives_,
-                    pending_);
-}
-
-void Engine::beginStep() {
-  const TrainingConfig &training = plan_.training;
-  const int64_t t = steps_ + 1;
-  SWIFT_CHECK(totalSteps_ > 0 || training.lrSchedule.decay == LrDecay::Constant,
-              plan_.path, ": training.lr_schedule: decay ",
-              toString(training.lrSchedule.decay),
-              " needs the run's length (Engine::setTotalSteps)");
-  // The schedule's lr for this step; the rest of AdamW as in the plan. The
-  // summed gradients times stepScale_ are the step's mean gradient.
-  stepOpt_ = training.optimizer;
-  stepOpt_.lr = lrAt(training, t, std::max<int64_t>(totalSteps_, t));
-  stepScale_ = 1.0 / double(comm_.worldSize() * training.gradientAccumulation);
-  bc1_ = 1.0 - std::pow(stepOpt_.beta1, double(t));
-  bc2_ = 1.0 - std::pow(stepOpt_.beta2, double(t));
-  sumSq_.zero_();
-  doneInBackward_ = 0;
-  for (auto &U : units_)
-    U->normed = U->updated = U->written = false;
-}
-
-at::Tensor &Engine::gradOf(Unit &U) {
-  return storage_.optimizerSharded ? U.gradShard : U.grad;
-}
-
-void Engine::addSquares(Unit &U) {
-  if (!addSumOfSquares(gradOf(U), sumSq_)) {
-    at::Tensor n = at::norm(gradOf(U), at::Scalar(2.0), at::kFloat);
-    sumSq_.add_(n.to(at::kDouble).square());
-  }
-  U.normed = true;
-}
-
 void Engine::gradientFinal(int u) {
-  Unit &U = *units_[u];
   // A gradient reduced every micro-batch is final only once its last
   // reduction is added in: it is updated after the backward.
-  if (U.padded() == 0 || !(updateInBackward_ || normInBackward_) ||
-      reducedEveryMicroBatch(u))
-    return;
-  side_->run(
-      [&] {
-        if (updateInBackward_) {
-          bool summed = false;
-          U.written = updateOnDevice(U, stepScale_, &sumSq_, summed);
-          U.updated = true;
-          if (summed)
-            U.normed = true;
-        }
-        if (!U.normed) // clipping, or the update's tensor-op path (CPU)
-          addSquares(U);
-      },
-      {U.grad});
-  ++doneInBackward_;
-  if (U.updated) // the side stream's use keeps its memory until it is done
-    U.grad = at::Tensor();
-}
-
-bool Engine::updateOnDevice(Unit &U, double scale, at::Tensor *sum,
-                            bool &summed) {
-  const OptimizerConfig &o = stepOpt_;
-  const at::Tensor &g = gradOf(U);
-  summed = false;
-  if (useFusedAdamW()) {
-    // CUDA: one kernel per unit, which adds up the gradient's squares.
-    if (masterInCompute_) { // the master's high bits are the compute copy
-      at::Tensor hi = computePart(U);
-      if (fusedAdamwSplit(hi, U.masterLow, g, U.expAvg, U.expAvgSq, o.lr,
-                          o.beta1, o.beta2, o.eps, o.weightDecay, U.decayFrom,
-                          scale, bc1_, bc2_, sum))
-        return summed = sum != nullptr, true;
-    } else if (U.master.scalar_type() == at::kFloat) {
-      // A separate fp32 master (fp32 precision; publish copies it), which
-      // also writes a bf16 compute copy.
-      at::Tensor dst = computePart(U);
-      const bool toDst = dst.scalar_type() == at::kBFloat16 &&
-                         dst.device() == U.master.device();
-      if (fusedAdamwFp32(U.master, g, U.expAvg, U.expAvgSq,
-                         toDst ? &dst : nullptr, o.lr, o.beta1, o.beta2, o.eps,
-                         o.weightDecay, U.decayFrom, scale, bc1_, bc2_, sum))
-        return summed = sum != nullptr, toDst;
-    } else if (fusedAdamwBf16(U.master, g, U.expAvg, U.expAvgSq, o.lr, o.beta1,
-                              o.beta2, o.eps, o.weightDecay, U.decayFrom, scale,
-                              bc1_, bc2_, sum)) { // pure bf16: in place
-      return summed = sum != nullptr, false;
-    }
-  }
-  // Tensor ops (CPU, or SWIFT_ADAMW=ops): the update is computed in fp32
-  // even for bf16 parameters and states (pure bf16); each stored value is
-  // rounded once, and the step uses the moments as stored, as the CUDA
-  // kernel does. The gradient is left as it was.
-  at::Tensor master = masterInCompute_ ? joinMaster(computePart(U), U.masterLow)
-                                       : U.master;
-  at::Tensor gf = g.to(at::kFloat) * scale;
-  at::Tensor p = master.to(at::kFloat);
-  at::Tensor m = U.expAvg.to(at::kFloat), v = U.expAvgSq.to(at::kFloat);
-  p.narrow(0, U.decayFrom, p.numel() - U.decayFrom)
-      .mul_(1.0 - o.lr * o.weightDecay);
-  m.mul_(o.beta1).add_(gf, 1.0 - o.beta1);
-  v.mul_(o.beta2).addcmul_(gf, gf, 1.0 - o.beta2);
-  if (!m.is_same(U.expAvg)) {
-    U.expAvg.copy_(m);
-    U.expAvgSq.copy_(v);
-    m = U.expAvg.to(at::kFloat);
-    v = U.expAvgSq.to(at::kFloat);
-  }
-  at::Tensor denom = v.sqrt().div_(std::sqrt(bc2_)).add_(o.eps);
-  p.addcdiv_(m, denom, -o.lr / bc1_);
-  if (!p.is_same(master))
-    master.copy_(p);
-  if (!masterInCompute_)
-    return false;
-  at::Tensor hi = computePart(U);
-  splitMaster(master, hi, U.masterLow);
-  return true;
+  if (!reducedEveryMicroBatch(u))
+    optimizer_->gradientFinal(*units_[u]);
 }
 
 void Engine::optimizerStep() {
-  const TrainingConfig &training = plan_.training;
-  // The host AdamW (schedule.optimizer.device "cpu"): gradients copied down,
-  // parameters up.
-  const bool offload =
-      plan_.schedule.optimizer.device == plan::OptimizerDevice::Cpu;
   // The updates and norms queued during the backward, before anything
-  // reads sumSq_ or the next forward reads their parameters.
-  side_->join();
+  // reads the norm or the next forward reads their parameters.
+  optimizer_->joinSide();
   backwardDone_.record(device_);
-  double scale = stepScale_;
-  const OptimizerConfig &o = stepOpt_;
-
-  // The global gradient norm. Every element is counted once: at ZeRO-0
-  // each rank holds the whole all-reduced gradient (this rank's sum is the
-  // total), at ZeRO 1-3 each rank its disjoint shard of it (the sum over
-  // ranks is); padding is zero. Sums of squares in fp64, over per-unit fp32
-  // norms (or the AdamW kernels' block sums), then * scale: the norm of the
-  // mean gradient. Clipping needs it before the update. Without clipping
-  // it is only reported: the fused AdamW kernels add this rank's squares
-  // up as they read the gradients (no pass of its own: 1.2 ms a step on
-  // the 1B), the tensor-op path's are added after the update (it leaves
-  // the gradients as they were), and the sum over ranks follows the update.
-  // torch's fused kernel unscales the gradients in place: its squares come
-  // first.
-  const bool torchFused =
-#if SWIFT_TORCH_AT_LEAST(2, 1)
-      !offload && device_.is_cuda() && useFusedAdamW() && !adamwKernels_ &&
-      gradDtype_ == at::kFloat;
-#else
-      false;
-#endif
-  const bool upFront = training.maxGradNorm || offload || torchFused;
-  if (upFront) {
-    for (auto &U : units_)
-      if (!U->normed)
-        addSquares(*U);
-    if (storage_.optimizerSharded)
-      collectives_->allReduceSum(sumSq_).wait();
-  }
-  if (training.maxGradNorm) {
-    // torch.nn.utils.clip_grad_norm_: gradients * min(1, max/(norm + 1e-6)),
-    // folded into the optimizer's gradient scale (one host sync per step).
-    const double norm = std::sqrt(sumSq_.item<double>()) * scale;
-    const double coef = *training.maxGradNorm / (norm + 1e-6);
-    if (coef < 1.0)
-      scale *= coef;
-  }
-
-  if (offload) {
-    // Pipelined: all gradient downloads are queued at once; the host
-    // updates unit i as soon as its download is done (later downloads and
-    // earlier uploads overlap with it) and queues unit i's upload.
-    std::vector<HostFence> downloaded(units_.size());
-    for (size_t i = 0; i < units_.size(); ++i) {
-      units_[i]->hostGrad.copy_(gradOf(*units_[i]), /*non_blocking=*/true);
-      downloaded[i].record(device_);
-    }
-    AdamWArgs args{float(o.lr),
-                   float(o.beta1),
-                   float(o.beta2),
-                   float(o.eps),
-                   float(o.weightDecay),
-                   float(scale),
-                   steps_ + 1};
-    for (size_t i = 0; i < units_.size(); ++i) {
-      Unit &U = *units_[i];
-      downloaded[i].wait();
-      cpuAdamW(U.master.data_ptr<float>(), U.expAvg.data_ptr<float>(),
-               U.expAvgSq.data_ptr<float>(), U.hostGrad.data_ptr<float>(),
-               U.optLen, U.decayFrom, args,
-               U.hostParamOut.defined()
-                   ? reinterpret_cast<uint16_t *>(U.hostParamOut.data_ptr())
-                   : nullptr);
-      publish(U);
-    }
-  } else if (torchFused) {
-#if SWIFT_TORCH_AT_LEAST(2, 1)
-    // CUDA without swift's kernels: torch's multi-tensor AdamW over fp32
-    // masters (joined from the compute copy in bf16-mixed, split after).
-    // Two groups, as HF Trainer's: each unit's undecayed head and its
-    // decayed rest (Unit::decayFrom).
-    std::vector<at::Tensor> p[2], g[2], m[2], v[2], steps[2];
-    for (auto &U : units_) {
-      if (masterInCompute_)
-        U->master = joinMaster(computePart(*U), U->masterLow);
-      // The fused kernel reads the step count; it does not advance it.
-      U->stepTensor.add_(1);
-      const int64_t split[3] = {0, U->decayFrom, U->optLen};
-      for (int k = 0; k < 2; ++k) {
-        const int64_t n = split[k + 1] - split[k];
-        if (n == 0)
-          continue;
-        p[k].push_back(U->master.narrow(0, split[k], n));
-        g[k].push_back(gradOf(*U).narrow(0, split[k], n));
-        m[k].push_back(U->expAvg.narrow(0, split[k], n));
-        v[k].push_back(U->expAvgSq.narrow(0, split[k], n));
-        steps[k].push_back(U->stepTensor);
-      }
-    }
-    // grad_scale divides: pass W*G to average the summed gradients.
-    at::Tensor gradScale =
-        at::full({}, 1.0 / scale, at::TensorOptions().device(device_));
-    for (int k = 0; k < 2; ++k)
-      if (!p[k].empty())
-        at::_fused_adamw_(p[k], g[k], m[k], v[k], {}, steps[k], o.lr, o.beta1,
-                          o.beta2, k == 0 ? 0.0 : o.weightDecay, o.eps,
-                          /*amsgrad=*/false, /*maximize=*/false, gradScale,
-                          /*found_inf=*/{});
-    if (masterInCompute_)
-      for (auto &U : units_) {
-        at::Tensor hi = computePart(*U);
-        splitMaster(U->master, hi, U->masterLow);
-        U->master = at::Tensor();
-        U->written = true;
-      }
-#endif
-  } else {
-    for (auto &U : units_) {
-      if (U->updated)
-        continue;
-      bool summed = false;
-      U->written = updateOnDevice(*U, scale, U->normed ? nullptr : &sumSq_,
-                                  summed);
-      if (summed)
-        U->normed = true;
-    }
-  }
-
-  if (!upFront) {
-    for (auto &U : units_)
-      if (!U->normed)
-        addSquares(*U);
-    if (storage_.optimizerSharded)
-      collectives_->allReduceSum(sumSq_).wait();
-  }
-  if (!offload)
-    for (auto &U : units_)
-      publish(*U, U->written);
+  optimizer_->step();
   finishPending();
 }
 
@@ -973,7 +634,7 @@ Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
   // global batch), so the step's gradient is the mean over its N tokens.
   const double divisor =
       double(stepTrainedTokens) / double(comm_.worldSize() * G);
-  beginStep();
+  optimizer_->beginStep(steps_ + 1, totalSteps_);
   for (auto &U : units_) {
     // Accumulated until the last micro-batch: allocated and overwritten by
     // the unit's first gradient (gradTarget, accumulateGrads).
@@ -1013,7 +674,7 @@ Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
     }
     // All-reduced every micro-batch but never reduced (it trains nothing):
     // the whole gradient the optimizer reads is zero.
-    if (!storage_.optimizerSharded && !U->updated && !U->grad.defined())
+    if (!storage_.optimizerSharded && !U->opt.updated && !U->grad.defined())
       U->grad = at::zeros(
           {U->padded()}, at::TensorOptions().device(device_).dtype(gradDtype_));
   }
@@ -1025,11 +686,11 @@ Engine::PendingStep Engine::launchStep(const std::vector<Batch> &microBatches,
   // step's work (the next step zeroes sumSq_ after the copy, in order).
   PendingStep p;
   p.readout_ = hostStaging(2, at::kDouble, device_);
-  p.readout_.copy_(at::stack({lossSum.to(at::kDouble), sumSq_.reshape({})}),
+  p.readout_.copy_(at::stack({lossSum.to(at::kDouble), optimizer_->sumSq().reshape({})}),
                    /*non_blocking=*/true);
   p.done_.record(device_, /*timed=*/true);
-  p.lr_ = stepOpt_.lr;
-  p.normScale_ = stepScale_;
+  p.lr_ = optimizer_->lr();
+  p.normScale_ = optimizer_->scale();
   p.microBatches_ = G;
   p.collectives_ = collectives_->counts;
   return p;
@@ -1057,12 +718,12 @@ Engine::StateBytes Engine::stateBytes() const {
     if (!reducedEveryMicroBatch(U->id) || !storage_.optimizerSharded)
       b.gradients += U->padded() * int64_t(c10::elementSize(gradDtype_));
     add(b.gradients, U->gradShard);
-    add(b.optimizer, U->master); // no-op where it is the parameters
-    add(b.optimizer, U->masterLow);
-    add(b.optimizer, U->expAvg);
-    add(b.optimizer, U->expAvgSq);
-    add(b.host, U->hostGrad);
-    add(b.host, U->hostParamOut);
+    add(b.optimizer, U->opt.master); // no-op where it is the parameters
+    add(b.optimizer, U->opt.masterLow);
+    add(b.optimizer, U->opt.expAvg);
+    add(b.optimizer, U->opt.expAvgSq);
+    add(b.host, U->opt.hostGrad);
+    add(b.host, U->opt.hostParamOut);
   }
   return b;
 }
@@ -1077,23 +738,12 @@ int64_t Engine::heldGradientBytes() const {
 }
 
 at::ScalarType Engine::stateDtype(StateKind kind) const {
-  const Unit &U = *units_[0];
-  if (kind == StateKind::Master && U.masterLow.defined())
-    return at::kFloat;
-  return (kind == StateKind::Master   ? U.master
-          : kind == StateKind::ExpAvg ? U.expAvg
-                                      : U.expAvgSq)
-      .scalar_type();
+  return optimizer_->stateDtype(*units_[0], kind);
 }
 
 at::Tensor Engine::stateUnit(int u, StateKind kind) {
   Unit &U = *units_[u];
-  const at::Tensor state =
-      kind == StateKind::Master
-          ? (U.masterLow.defined() ? joinMaster(computePart(U), U.masterLow)
-                                   : U.master)
-      : kind == StateKind::ExpAvg ? U.expAvg
-                                  : U.expAvgSq;
+  const at::Tensor state = optimizer_->partition(U, kind);
   at::Tensor mine = state.device() == device_
                         ? state
                         : state.to(device_, /*non_blocking=*/false);

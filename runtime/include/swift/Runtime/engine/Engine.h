@@ -75,6 +75,8 @@ namespace swift::rt {
 
 namespace engine {
 class Collectives;
+class Optimizer;
+struct Unit;
 } // namespace engine
 
 /// Collectives issued through the Engine's Comm, by kind.
@@ -189,7 +191,7 @@ public:
   /// "-overlap"; off makes every step update after the whole backward.
   void setUpdateInBackward(bool on);
   /// Units whose gradient the last step updated (or normed) in backward.
-  int unitsDoneInBackward() const { return doneInBackward_; }
+  int unitsDoneInBackward() const;
 
   /// Unit u's optimizer state of `kind` (Master: the fp32 masters, or the
   /// bf16 parameters in pure bf16), flat (padded) on the engine's device,
@@ -216,7 +218,7 @@ public:
   int64_t heldGradientBytes() const;
 
 private:
-  struct Unit;
+  using Unit = engine::Unit; // lib/engine/Unit.h
   struct MicroBatch;
 
   /// Unit u's storage (Storage.h) and optimizer state, from `initial` and
@@ -260,27 +262,11 @@ private:
   /// every_micro_batch): then it goes to a micro-batch buffer (microGrad),
   /// else it accumulates in `grad` until the last micro-batch.
   bool reducedEveryMicroBatch(int u) const;
-  /// The step's AdamW hyperparameters (the schedule's lr, bias
-  /// corrections, the gradient scale before clipping); zeroes the norm.
-  void beginStep();
   /// Unit u's gradient is final for this step: update it (or add up its
-  /// squares) on the side stream, when the plan allows it.
+  /// squares) during the backward, when the plan allows it (Optimizer.h).
   void gradientFinal(int u);
-  /// AdamW on U's optimizer partition on the device, gradients times
-  /// `scale`. Returns whether the compute copy was written; sets `summed`
-  /// when a kernel added the gradient's squares to `sum` (given).
-  bool updateOnDevice(Unit &U, double scale, at::Tensor *sum, bool &summed);
-  /// U's gradient the optimizer reads: the full one at ZeRO-0, else this
-  /// rank's reduced shard.
-  at::Tensor &gradOf(Unit &U);
-  /// Adds the squares of U's gradient (this rank's) to sumSq_.
-  void addSquares(Unit &U);
+  /// The step's update (Optimizer.h), after the updates in backward.
   void optimizerStep();
-  /// `written`: the optimizer kernel already wrote the compute-dtype copy.
-  void publish(Unit &U, bool written = false);
-  /// The compute copy's part that U's optimizer partition updates: the
-  /// ZeRO-3 shard, else [optOffset, optOffset + optLen) of the full unit.
-  at::Tensor computePart(Unit &U);
   void finishPending();
 
   const Plan &plan_;
@@ -306,19 +292,12 @@ private:
   HostFence backwardDone_; // the last launched step's, after its side work
   HostFence lastDone_;     // the last finished step's end (timed)
   bool lastMicroBatch_ = false;
-  // This step's AdamW: lr and bias corrections, scale = 1 / (world * G).
-  OptimizerConfig stepOpt_;
-  double stepScale_ = 1, bc1_ = 1, bc2_ = 1;
-  at::Tensor sumSq_; // fp64 sum of the gradients' squares, on the device
-  // The update in backward (see above): what the plan allows, per unit the
-  // units whose backward contributes to its gradient and how many of them
-  // this micro-batch still has to run.
-  bool inBackwardAllowed_ = false; // by the storage (constructor)
-  bool updateInBackward_ = false, normInBackward_ = false;
-  bool adamwKernels_ = false; // swift's fused AdamW kernels run here
+  // The update in backward (see above): what the storage allows, per unit
+  // the units whose backward contributes to its gradient and how many of
+  // them this micro-batch still has to run.
+  bool inBackwardAllowed_ = false;
   std::vector<int> contributors_, contributorsLeft_;
-  std::unique_ptr<SideStream> side_;
-  int doneInBackward_ = 0;
+  std::unique_ptr<engine::Optimizer> optimizer_; // AdamW (Optimizer.h)
   bool lora_ = false;
 };
 
