@@ -34,9 +34,9 @@ Optimizer::Optimizer(const Plan &plan, const plan::StorageLayout &storage,
       inFlight_(inFlight) {
   auto onDevice = at::TensorOptions().device(device_);
   sumSq_ = at::zeros({}, onDevice.dtype(at::kDouble));
-  adamwKernels_ = useFusedAdamW() &&
-                  useFusedKernels(at::empty({0}, onDevice.dtype(at::kFloat)),
-                                  "adamw");
+  adamwKernels_ =
+      useFusedAdamW() &&
+      useFusedKernels(at::empty({0}, onDevice.dtype(at::kFloat)), "adamw");
   side_ = std::make_unique<SideStream>(device_);
 }
 
@@ -189,9 +189,9 @@ bool Optimizer::updateOnDevice(Unit &U, double scale, at::Tensor *sum,
                          toDst ? &dst : nullptr, o.lr, o.beta1, o.beta2, o.eps,
                          o.weightDecay, s.decayFrom, scale, bc1_, bc2_, sum))
         return summed = sum != nullptr, toDst;
-    } else if (fusedAdamwBf16(s.master, g, s.expAvg, s.expAvgSq, o.lr,
-                              o.beta1, o.beta2, o.eps, o.weightDecay,
-                              s.decayFrom, scale, bc1_, bc2_,
+    } else if (fusedAdamwBf16(s.master, g, s.expAvg, s.expAvgSq, o.lr, o.beta1,
+                              o.beta2, o.eps, o.weightDecay, s.decayFrom, scale,
+                              bc1_, bc2_,
                               sum)) { // pure bf16: in place
       return summed = sum != nullptr, false;
     }
@@ -284,8 +284,8 @@ void Optimizer::step() {
       if (U->opt.updated)
         continue;
       bool summed = false;
-      U->opt.written = updateOnDevice(
-          *U, scale, U->opt.normed ? nullptr : &sumSq_, summed);
+      U->opt.written =
+          updateOnDevice(*U, scale, U->opt.normed ? nullptr : &sumSq_, summed);
       if (summed)
         U->opt.normed = true;
     }

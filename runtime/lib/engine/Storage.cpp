@@ -272,8 +272,8 @@ Nf4Base::Nf4Base(const UnitLayout &layout, const Placement &p,
   if (!p.sharded) {
     bytes_ = bytes;
   } else {
-    shard_ = toShardHome(
-        bytes.narrow(0, p.rank * shardLen_, shardLen_).clone(), p);
+    shard_ =
+        toShardHome(bytes.narrow(0, p.rank * shardLen_, shardLen_).clone(), p);
     gathered_ = unallocated(bytesPadded_, at::kByte, p);
   }
   full_ = unallocated(padded_, p.dtype, p);
@@ -296,8 +296,7 @@ void Nf4Base::materialize() {
   allocStorage(full_);
   // Written through an alias of the storage: the tensors autograd saved
   // check full_'s version counter, and these bytes are the same values.
-  at::Tensor raw =
-      at::from_blob(full_.data_ptr(), {padded_}, full_.options());
+  at::Tensor raw = at::from_blob(full_.data_ptr(), {padded_}, full_.options());
   const int64_t elem = at::elementSize(p_.dtype);
   for (size_t i = 0; i < layout_.params.size(); ++i) {
     const ParamDesc &d = layout_.params[i];
