@@ -16,15 +16,15 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <stdexcept>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <stdexcept>
 
 namespace st = swift::rt::safetensors;
 namespace fs = std::filesystem;

@@ -1,15 +1,15 @@
 //===- UnitTest.cpp - runtime pieces in process: layout, AdamW, recompute -===//
-#include "swift/Runtime/model/Autograd.h"
+#include "KernelCheck.h"
 #include "swift/Runtime/dist/Comm.h"
 #include "swift/Runtime/engine/CpuAdam.h"
 #include "swift/Runtime/engine/Engine.h"
-#include "swift/Runtime/model/Kernels.h"
-#include "KernelCheck.h"
-#include "swift/Runtime/model/Model.h"
 #include "swift/Runtime/io/TensorBoard.h"
+#include "swift/Runtime/model/Autograd.h"
+#include "swift/Runtime/model/Kernels.h"
+#include "swift/Runtime/model/Model.h"
 
-#include <gtest/gtest.h>
 #include <cmath>
+#include <gtest/gtest.h>
 #include <limits>
 #include <torch/csrc/autograd/autograd.h>
 

@@ -15,8 +15,8 @@
 
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 

@@ -1,9 +1,9 @@
 //===- Launch.cpp - local launcher, env parsing, watchdog -----------------===//
 #include "swift/Runtime/dist/Launch.h"
 
+#include "swift/Runtime/core/Check.h"
 #include <execinfo.h>
 #include <signal.h>
-#include "swift/Runtime/core/Check.h"
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -21,8 +21,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 namespace swift::rt {

@@ -1,8 +1,8 @@
 //===- Data.cpp - synthetic and file-backed token sources -----------------===//
 #include "swift/Runtime/io/Data.h"
-#include "swift/Runtime/core/Check.h"
 #include "swift/Data/Files.h"
 #include "swift/Data/Jsonl.h"
+#include "swift/Runtime/core/Check.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -2,9 +2,9 @@
 
 #include "swift/Runtime/io/SafeTensors.h"
 
+#include "swift/Data/Files.h"
 #include "swift/Plan/Json.h"
 #include "swift/Runtime/core/Check.h"
-#include "swift/Data/Files.h"
 
 #include <nlohmann/json.hpp>
 

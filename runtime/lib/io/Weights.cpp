@@ -4,8 +4,8 @@
 
 #include "swift/Plan/HFConfig.h"
 #include "swift/Plan/Json.h"
-#include "swift/Runtime/io/AdapterConfig.h"
 #include "swift/Runtime/core/Check.h"
+#include "swift/Runtime/io/AdapterConfig.h"
 
 #include <nlohmann/json.hpp>
 

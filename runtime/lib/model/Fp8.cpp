@@ -1,8 +1,8 @@
 //===- Fp8.cpp - FP8 casts and GEMMs: CUDA, and the CPU emulation ---------===//
 #include "swift/Runtime/model/Fp8.h"
-#include "swift/Runtime/model/Autograd.h"
 #include "swift/Runtime/core/Check.h"
 #include "swift/Runtime/core/TorchCompat.h"
+#include "swift/Runtime/model/Autograd.h"
 
 #include <ATen/core/grad_mode.h>
 

@@ -1,9 +1,9 @@
 //===- Kernels.cpp - fused ops: autograd nodes, CUDA dispatch, references -===//
 #include "swift/Runtime/model/Kernels.h"
-#include "swift/Runtime/model/Autograd.h"
 #include "swift/Runtime/core/Check.h"
-#include "swift/Runtime/model/Nf4.h"
 #include "swift/Runtime/core/TorchCompat.h"
+#include "swift/Runtime/model/Autograd.h"
+#include "swift/Runtime/model/Nf4.h"
 
 #include <torch/csrc/autograd/custom_function.h>
 

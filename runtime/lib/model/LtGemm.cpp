@@ -1,8 +1,8 @@
 //===- LtGemm.cpp - bf16 GEMMs through cuBLASLt, algorithms timed once ----===//
 #include "LtGemm.h"
 #include "swift/Runtime/core/Check.h"
-#include "swift/Runtime/model/Kernels.h"
 #include "swift/Runtime/core/TorchCompat.h"
+#include "swift/Runtime/model/Kernels.h"
 
 // cuBLASLt's workspace is LibTorch's from 2.9 on (Kernels.cpp calls this
 // file only there).

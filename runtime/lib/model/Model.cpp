@@ -6,12 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 #include "swift/Runtime/model/Model.h"
-#include "swift/Runtime/model/Fp8.h"
-#include "swift/Runtime/model/Autograd.h"
 #include "swift/Runtime/core/Check.h"
 #include "swift/Runtime/core/Device.h"
-#include "swift/Runtime/model/Kernels.h"
 #include "swift/Runtime/core/TorchCompat.h"
+#include "swift/Runtime/model/Autograd.h"
+#include "swift/Runtime/model/Fp8.h"
+#include "swift/Runtime/model/Kernels.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 

@@ -1,14 +1,14 @@
 //===- RunLoop.cpp - a rank's steps, evaluations, checkpoints, export -----===//
 #include "RunParts.h"
 
+#include "swift/Html/Html.h"
 #include "swift/Runtime/core/Check.h"
 #include "swift/Runtime/core/Device.h"
+#include "swift/Runtime/io/TensorBoard.h"
+#include "swift/Runtime/io/Weights.h"
 #include "swift/Runtime/model/Kernels.h"
 #include "swift/Runtime/model/Model.h"
-#include "swift/Runtime/io/TensorBoard.h"
 #include "swift/Runtime/run/Trace.h"
-#include "swift/Runtime/io/Weights.h"
-#include "swift/Html/Html.h"
 
 #include <nlohmann/json.hpp>
 

@@ -6,9 +6,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "swift/Runtime/io/Checkpoint.h"
 #include "swift/Runtime/dist/Comm.h"
 #include "swift/Runtime/engine/Engine.h"
+#include "swift/Runtime/io/Checkpoint.h"
 #include "swift/Runtime/io/Manifest.h"
 #include "swift/Runtime/run/Run.h"
 

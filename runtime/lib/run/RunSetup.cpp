@@ -1,13 +1,13 @@
 //===- RunSetup.cpp - a rank's setup and initial state (Run.h) ------------===//
 #include "RunParts.h"
 
+#include "swift/Data/SampleEncoder.h"
 #include "swift/Plan/Json.h"
 #include "swift/Runtime/core/Check.h"
 #include "swift/Runtime/core/Device.h"
+#include "swift/Runtime/io/Weights.h"
 #include "swift/Runtime/model/Fp8.h"
 #include "swift/Runtime/run/Trace.h"
-#include "swift/Runtime/io/Weights.h"
-#include "swift/Data/SampleEncoder.h"
 
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>

@@ -17,11 +17,11 @@
 //===----------------------------------------------------------------------===//
 #include "swift/Plan/Json.h"
 #include "swift/Plan/Overrides.h"
-#include "swift/Runtime/io/Data.h"
-#include "swift/Runtime/dist/Launch.h"
 #include "swift/Runtime/core/PlanTypes.h"
-#include "swift/Runtime/run/Run.h"
+#include "swift/Runtime/dist/Launch.h"
+#include "swift/Runtime/io/Data.h"
 #include "swift/Runtime/io/Weights.h"
+#include "swift/Runtime/run/Run.h"
 
 #include <c10/util/Exception.h>
 

@@ -29,6 +29,14 @@
 //   grad dtype: fp32, except bf16 for pure bf16.
 // The Engine borrows the Comm and the Plan; both must outlive it.
 //
+// Parts (private to the engine room, lib/engine/): the units' parameter
+// storage in three kinds (Storage.h: TrainableParams, LoRA's DenseBase,
+// QLoRA's Nf4Base), the optimizer (Optimizer.h: each unit's AdamW state,
+// the device, host and in-backward updates, clipping and the norm) and the
+// unit driver (UnitDriver.h: the forward and backward programs, gathers,
+// releases, bucket reductions). The Engine builds them and is the facade
+// the Run library calls.
+//
 // Strategy and schedule. The plan's strategy decides only the storage
 // above (plan::StorageLayout, computed once in the constructor: which
 // buffers exist, their sizes, host or device, shard or whole). Everything
@@ -43,11 +51,12 @@
 // The update in backward. At ZeRO-0 on one rank without offload, a unit's
 // gradient is final once the last micro-batch's backward has passed every
 // unit that reads its parameters (a unit of a bucket reduced every
-// micro-batch: once that reduction is added in, after the backward). Without clipping AdamW updates it then,
-// on a side stream (Device.h SideStream), beside the backward of the units
-// before it, and its gradient buffer is freed; with clipping the side
-// stream adds up its squares there (the norm must be known before any
-// update). The step's end waits for the side stream and updates the rest.
+// micro-batch: once that reduction is added in, after the backward). Without
+// clipping AdamW updates it then, on a side stream (Device.h SideStream),
+// beside the backward of the units before it, and its gradient buffer is freed;
+// with clipping the side stream adds up its squares there (the norm must be
+// known before any update). The step's end waits for the side stream and
+// updates the rest.
 //
 // Threading: step() runs on the calling thread; unit backwards run on the
 // autograd engine's thread while step() waits in backward(); nothing runs
@@ -56,14 +65,14 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "swift/Plan/Schedule.h"
+#include "swift/Runtime/core/Device.h"
+#include "swift/Runtime/core/PlanTypes.h"
 #include "swift/Runtime/dist/Comm.h"
 #include "swift/Runtime/io/Data.h"
-#include "swift/Runtime/core/Device.h"
+#include "swift/Runtime/io/ModelState.h"
 #include "swift/Runtime/model/Kernels.h"
 #include "swift/Runtime/model/Model.h"
-#include "swift/Runtime/io/ModelState.h"
-#include "swift/Runtime/core/PlanTypes.h"
-#include "swift/Plan/Schedule.h"
 
 #include <ATen/ATen.h>
 
@@ -72,6 +81,13 @@
 #include <vector>
 
 namespace swift::rt {
+
+namespace engine { // the Engine's parts (lib/engine/)
+class Collectives;
+class Optimizer;
+class UnitDriver;
+struct Unit;
+} // namespace engine
 
 /// Collectives issued through the Engine's Comm, by kind.
 struct CollectiveCounts {
@@ -153,8 +169,8 @@ public:
   /// unit, without autograd, LoRA dropout or any gradient or optimizer
   /// state; the schedule's forward program with its gathers and releases
   /// (ZeRO-3), what it leaves gathered for the backward released after
-  /// the last batch. Returns this rank's sum of per-token cross-entropy over the
-  /// batches' targets and their number. Collective at ZeRO-3: every rank
+  /// the last batch. Returns this rank's sum of per-token cross-entropy over
+  /// the batches' targets and their number. Collective at ZeRO-3: every rank
   /// passes the same number of micro-batches.
   struct EvalSums {
     double lossSum = 0;
@@ -185,7 +201,7 @@ public:
   /// "-overlap"; off makes every step update after the whole backward.
   void setUpdateInBackward(bool on);
   /// Units whose gradient the last step updated (or normed) in backward.
-  int unitsDoneInBackward() const { return doneInBackward_; }
+  int unitsDoneInBackward() const;
 
   /// Unit u's optimizer state of `kind` (Master: the fp32 masters, or the
   /// bf16 parameters in pure bf16), flat (padded) on the engine's device,
@@ -212,71 +228,17 @@ public:
   int64_t heldGradientBytes() const;
 
 private:
-  struct Unit;
-  struct MicroBatch;
+  using Unit = engine::Unit; // lib/engine/Unit.h
 
-  at::Tensor unitForward(int u, const at::Tensor &x, MicroBatch &mb);
-  /// A Batch on the device as micro-batch k of step steps_ (launchStep,
-  /// evaluate); `divisor`: the masked loss sum's.
-  MicroBatch deviceMicroBatch(const Batch &b, int64_t k, double divisor);
-  bool evaluating_ = false; // evaluate(): no LoRA dropout
-  std::vector<at::Tensor> unitBackward(int u, std::vector<at::Tensor> &&grads,
-                                       MicroBatch &mb, const at::Tensor &xSaved,
-                                       at::Tensor out,
-                                       std::vector<at::Tensor> inputs);
-  /// `forBackward`: a full-checkpointing recompute, differentiated but
-  /// never read (see decoderForward).
-  at::Tensor computeUnit(int u, const at::Tensor &x,
-                         const std::vector<at::Tensor> &leaves,
-                         const MicroBatch &mb, bool forBackward = false);
-  std::vector<at::Tensor> makeLeaves(int u, bool requiresGrad);
-  /// LoRA: views of the frozen base of unit u's owners (no gradient).
-  std::vector<at::Tensor> baseLeaves(int u);
-  /// QLoRA: dequantize unit u's owners' NF4 base into their (allocated)
-  /// baseFull / give the storage back. Tensors autograd saved keep pointing
-  /// at the storage object; the next materialize refills it identically.
-  void materializeBase(int u);
-  void dematerializeBase(int u);
-  /// Unit u's gradient buffer for this micro-batch (allocated at ZeRO-2/3);
-  /// `fresh`: the step's first gradient overwrites it (ZeRO 0/1).
-  at::Tensor &gradTarget(int u, bool &fresh);
-  /// One GradSink per leaf of unit u (empty where autograd returns it).
-  std::vector<GradSink> makeSinks(int u);
-  void accumulateGrads(int u, const std::vector<at::Tensor> &leafGrads);
-  void gather(int u);
-  void waitGathered(int u);
-  void release(int u);
-  void reduceBucket(int b);
-  /// Whether unit u's gradient is reduced every micro-batch (its bucket's
-  /// every_micro_batch): then it goes to a micro-batch buffer (microGrad),
-  /// else it accumulates in `grad` until the last micro-batch.
-  bool reducedEveryMicroBatch(int u) const;
-  /// The Comm's collectives, counted (collectives_).
-  Pending allReduceSum(at::Tensor t);
-  Pending reduceScatterAdd(at::Tensor full, at::Tensor accum);
-  Pending allGather(at::Tensor shard, at::Tensor full);
-  /// The step's AdamW hyperparameters (the schedule's lr, bias
-  /// corrections, the gradient scale before clipping); zeroes the norm.
-  void beginStep();
-  /// Unit u's gradient is final for this step: update it (or add up its
-  /// squares) on the side stream, when the plan allows it.
-  void gradientFinal(int u);
-  /// AdamW on U's optimizer partition on the device, gradients times
-  /// `scale`. Returns whether the compute copy was written; sets `summed`
-  /// when a kernel added the gradient's squares to `sum` (given).
-  bool updateOnDevice(Unit &U, double scale, at::Tensor *sum, bool &summed);
-  /// U's gradient the optimizer reads: the full one at ZeRO-0, else this
-  /// rank's reduced shard.
-  at::Tensor &gradOf(Unit &U);
-  /// Adds the squares of U's gradient (this rank's) to sumSq_.
-  void addSquares(Unit &U);
+  /// Unit u's storage (Storage.h) and optimizer state, from `initial` and
+  /// LoRA's `base` (the constructor's).
+  std::unique_ptr<Unit> makeUnit(int u, const StateSource *initial,
+                                 const StateSource *base);
+  /// The global number of micro-batch k's first sample where `b` has
+  /// none: as swift-run numbers samples.
+  int64_t firstSample(const Batch &b, int64_t k) const;
+  /// The step's update (Optimizer.h), after the updates in backward.
   void optimizerStep();
-  /// `written`: the optimizer kernel already wrote the compute-dtype copy.
-  void publish(Unit &U, bool written = false);
-  /// The compute copy's part that U's optimizer partition updates: the
-  /// ZeRO-3 shard, else [optOffset, optOffset + optLen) of the full unit.
-  at::Tensor computePart(Unit &U);
-  void finishPending();
 
   const Plan &plan_;
   const ModelConfig &m_;
@@ -284,36 +246,25 @@ private:
   at::Device device_;
   // What the strategy lays out (see above); the only reader of it.
   plan::StorageLayout storage_;
-  std::vector<int> bucketOf_;  // unit -> its bucket in schedule.buckets
-  CollectiveCounts collectives_; // since the current step's launch
+  // The Comm's collectives, counted since the current step's launch.
+  std::unique_ptr<engine::Collectives> collectives_;
   // bf16-mixed keeps the fp32 master in the compute copy plus 16 low bits
   // (plan::masterInComputeCopy).
   bool masterInCompute_ = false;
   at::ScalarType computeDtype_, gradDtype_;
   std::vector<std::unique_ptr<Unit>> units_;
-  std::vector<int> backwardIndex_; // unit -> index in schedule.backward
-  std::deque<Pending> pending_;    // collectives in flight, oldest first
-  Rope rope_;
+  std::deque<Pending> pending_; // collectives in flight, oldest first
   int64_t steps_ = 0;
   int64_t totalSteps_ = 0;
   double lastLr_ = 0, lastGradNorm_ = 0;
   HostFence backwardDone_; // the last launched step's, after its side work
   HostFence lastDone_;     // the last finished step's end (timed)
-  bool lastMicroBatch_ = false;
-  // This step's AdamW: lr and bias corrections, scale = 1 / (world * G).
-  OptimizerConfig stepOpt_;
-  double stepScale_ = 1, bc1_ = 1, bc2_ = 1;
-  at::Tensor sumSq_; // fp64 sum of the gradients' squares, on the device
-  // The update in backward (see above): what the plan allows, per unit the
-  // units whose backward contributes to its gradient and how many of them
-  // this micro-batch still has to run.
-  bool inBackwardAllowed_ = false; // by the storage (constructor)
-  bool updateInBackward_ = false, normInBackward_ = false;
-  bool adamwKernels_ = false; // swift's fused AdamW kernels run here
-  std::vector<int> contributors_, contributorsLeft_;
-  std::unique_ptr<SideStream> side_;
-  int doneInBackward_ = 0;
-  bool lora_ = false, qlora_ = false;
+  // The update in backward (see above): what the storage allows.
+  bool inBackwardAllowed_ = false;
+  std::unique_ptr<engine::Optimizer> optimizer_; // AdamW (Optimizer.h)
+  // The units' forward and backward (UnitDriver.h).
+  std::unique_ptr<engine::UnitDriver> driver_;
+  bool lora_ = false;
 };
 
 } // namespace swift::rt

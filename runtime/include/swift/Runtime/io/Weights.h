@@ -10,9 +10,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "swift/Runtime/model/Model.h"
 #include "swift/Runtime/io/ModelState.h"
 #include "swift/Runtime/io/SafeTensors.h"
+#include "swift/Runtime/model/Model.h"
 
 #include <ATen/ATen.h>
 

@@ -11,8 +11,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "swift/Runtime/model/Kernels.h"
 #include "swift/Runtime/core/PlanTypes.h"
+#include "swift/Runtime/model/Kernels.h"
 
 #include <ATen/ATen.h>
 

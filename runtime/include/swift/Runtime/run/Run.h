@@ -18,9 +18,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "swift/Runtime/io/Data.h"
-#include "swift/Runtime/dist/Launch.h"
 #include "swift/Runtime/core/PlanTypes.h"
+#include "swift/Runtime/dist/Launch.h"
+#include "swift/Runtime/io/Data.h"
 
 #include <c10/util/Exception.h>
 
