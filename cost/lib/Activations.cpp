@@ -4,7 +4,7 @@
 // forward to its backward. The HF rules were read off PyTorch 2.11 +
 // transformers 5.17 with saved_tensors_hooks on an H200
 // (benchmarks/calibration/hf_memory_trace.py; docs/cost-model-hf.md). The
-// fused rules are swift-run's CUDA kernels (runtime/lib/Kernels.cu,
+// fused rules are swift-run's CUDA kernels (runtime/lib/model/Kernels.cu,
 // docs/runtime.md): they keep what the math needs.
 //
 //===----------------------------------------------------------------------===//

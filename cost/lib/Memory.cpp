@@ -579,7 +579,7 @@ MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup
   return mem;
 }
 
-/// swift-run's engine (runtime/include/swift/Runtime/Engine.h): bf16
+/// swift-run's engine (runtime/include/swift/Runtime/engine/Engine.h): bf16
 /// compute parameters (ZeRO-3: shards plus gathered units), the optimizer
 /// partition (fp32 master, exp_avg, exp_avg_sq; pure bf16: bf16 moments
 /// only), gradient accumulators (ZeRO-0/1: full; ZeRO-1-3: the reduced

@@ -48,7 +48,7 @@ constexpr double kFusedMemoryGain = 0.75 / kMemoryEfficiency;
 constexpr double kFp8MatmulEfficiency = 0.63;
 // HBM bytes of the casts that feed one FP8 GEMM of a decoder linear with
 // weight W (N x K), input x (T x K) and output gradient dy (T x N), moved at
-// the fused elementwise rate (runtime/lib/Fp8.cpp). Forward, per element of
+// the fused elementwise rate (runtime/lib/model/Fp8.cpp). Forward, per element of
 // W: the amax (read 2 B) and the cast (read 2 B, write 1 B); per element of
 // x: the amax and the cast into both layouts (write 1 B each), x^T's codes
 // kept for the weight gradient (keepCodes) -- or one layout when x is kept

@@ -2,7 +2,7 @@
 //
 // buildSchedule() and checkSchedule() are the only schedule algorithm and
 // the only schedule rules of the project (Schedule.h says who calls them).
-// The rules are the executor's assumptions (runtime/lib/Engine.cpp).
+// The rules are the executor's assumptions (runtime/lib/engine/UnitDriver.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "swift/Plan/Schedule.h"

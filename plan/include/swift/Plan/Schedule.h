@@ -11,7 +11,7 @@
 //    schedule into a Schedule and runs it too, adding only the checks of
 //    what plan.json does not carry (streams, prefetch positions, recompute
 //    marks, bucket sizes, host copies).
-// The rules are the executor's assumptions (runtime/lib/Engine.cpp): a
+// The rules are the executor's assumptions (runtime/lib/engine/UnitDriver.cpp): a
 // schedule that passes them cannot make the engine use parameters that are
 // not gathered, free them twice, or reduce gradients that are not final.
 //
