@@ -168,11 +168,13 @@ TrainingConfig parseTraining(const JsonField &n) {
 }
 
 WorldConfig parseWorld(const JsonField &n) {
-  n.object().onlyKeys({"size", "gpus_per_node"});
+  n.object().onlyKeys({"size", "gpus_per_node", "gpu_memory_bytes"});
   WorldConfig w;
   w.size = n.at("size").integer(1, 1 << 20);
   w.gpusPerNode =
       n.has("gpus_per_node") ? n.at("gpus_per_node").integer(1, 1024) : 1;
+  if (n.has("gpu_memory_bytes"))
+    w.gpuMemoryBytes = n.at("gpu_memory_bytes").integer(1, kBig * 1024);
   return w;
 }
 
@@ -182,7 +184,8 @@ Checkpointing parseCheckpointing(const JsonField &n) {
 
 StrategyConfig parseStrategy(const JsonField &n) {
   n.object().onlyKeys({"zero", "offload", "checkpointing", "checkpoint_layers",
-                       "bucket_bytes", "prefetch_depth"});
+                       "bucket_bytes", "prefetch_depth", "offload_activations",
+                       "mlp_tile_tokens"});
   StrategyConfig s;
   s.zero = int(n.at("zero").integer(0, 3));
   s.offload = n.at("offload").choice<Offload>();
@@ -193,8 +196,17 @@ StrategyConfig parseStrategy(const JsonField &n) {
     s.bucketBytes = n.at("bucket_bytes").integer(1, kBig);
   if (n.has("prefetch_depth"))
     s.prefetchDepth = int(n.at("prefetch_depth").integer(0, 64));
+  if (n.has("offload_activations"))
+    s.offloadActivations =
+        n.at("offload_activations").integer(-1, 1 << 20);
+  if (n.has("mlp_tile_tokens"))
+    s.mlpTileTokens = n.at("mlp_tile_tokens").integer(0, kBig);
   if (std::optional<std::string> why = offloadViolation(s))
     n.at("offload").fail(*why);
+  if (std::optional<std::string> why = activationOffloadViolation(s))
+    n.at(n.has("offload_activations") ? "offload_activations"
+                                      : "mlp_tile_tokens")
+        .fail(*why);
   return s;
 }
 
@@ -216,7 +228,7 @@ Schedule parseSchedule(const JsonField &n, const ModelConfig &m) {
   units.array();
   for (size_t u = 0; u < units.j.size(); ++u) {
     JsonField e = units.index(u);
-    e.object().onlyKeys({"kind", "layer", "checkpoint"});
+    e.object().onlyKeys({"kind", "layer", "checkpoint", "offload_input"});
     UnitSpec spec;
     spec.kind = e.at("kind").choice<UnitKind>();
     if (spec.kind == UnitKind::Decoder) {
@@ -224,6 +236,8 @@ Schedule parseSchedule(const JsonField &n, const ModelConfig &m) {
       if (e.has("checkpoint"))
         spec.checkpoint = parseCheckpointing(e.at("checkpoint"));
     }
+    if (e.has("offload_input")) // the schedule rules say where it may be
+      spec.offloadInput = e.at("offload_input").boolean();
     s.units.push_back(spec);
   }
   JsonField buckets = n.at("buckets");
@@ -397,6 +411,8 @@ std::string planToJson(const Plan &p) {
     if (u.kind == UnitKind::Decoder) {
       e["layer"] = u.layer;
       e["checkpoint"] = toString(u.checkpoint);
+      if (u.offloadInput) // left out when false: older plans stay as is
+        e["offload_input"] = true;
     }
     units.push_back(e);
   }
@@ -455,6 +471,13 @@ std::string planToJson(const Plan &p) {
         {"tokens_per_second", p.predicted.tokensPerSecond}}}};
   if (p.weights)
     j["weights"] = {{"format", p.weights->format}, {"path", p.weights->path}};
+  // Left out when 0 (their default), like packing: older plans stay as is.
+  if (st.offloadActivations != 0)
+    j["strategy"]["offload_activations"] = st.offloadActivations;
+  if (st.mlpTileTokens != 0)
+    j["strategy"]["mlp_tile_tokens"] = st.mlpTileTokens;
+  if (p.world.gpuMemoryBytes != 0)
+    j["world"]["gpu_memory_bytes"] = p.world.gpuMemoryBytes;
   if (!t.packing) // the default (true) is left out: older plans stay as is
     j["training"]["packing"] = false;
   if (t.truncation != Truncation::Drop) // left out when default, like packing

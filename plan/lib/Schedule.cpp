@@ -71,6 +71,12 @@ Checkpointing layerCheckpoint(const StrategyConfig &s, int64_t layer) {
   return inRange ? s.checkpointing : Checkpointing::None;
 }
 
+bool layerOffloadsInput(const StrategyConfig &s, int64_t layer) {
+  if (layerCheckpoint(s, layer) != Checkpointing::Full)
+    return false;
+  return s.offloadActivations < 0 || layer < s.offloadActivations;
+}
+
 std::vector<int64_t> unitParameterCounts(const ModelConfig &m) {
   std::vector<int64_t> out;
   for (int u = 0; u < m.numLayers + 2; ++u)
@@ -93,6 +99,7 @@ BuiltSchedule buildSchedule(const ModelConfig &m, const StrategyConfig &st,
     if (spec.kind == UnitKind::Decoder) {
       spec.layer = u - 1;
       spec.checkpoint = layerCheckpoint(st, spec.layer);
+      spec.offloadInput = layerOffloadsInput(st, spec.layer);
     }
     s.units.push_back(spec);
   }
@@ -210,6 +217,19 @@ std::optional<std::string> offloadViolation(const StrategyConfig &s) {
   return std::nullopt;
 }
 
+std::optional<std::string> activationOffloadViolation(const StrategyConfig &s) {
+  if (s.offloadActivations < -1)
+    return std::string("offload_activations must be >= 0, or -1 (every "
+                       "checkpointed layer)");
+  if (s.mlpTileTokens < 0)
+    return std::string("mlp_tile_tokens must be >= 0 (0: untiled)");
+  if (s.offloadActivations != 0 && s.checkpointing != Checkpointing::Full)
+    return std::string("offload_activations needs checkpointing \"full\" "
+                       "(a checkpointed layer's input is what moves to the "
+                       "host)");
+  return std::nullopt;
+}
+
 namespace {
 
 using Part = ScheduleViolation::Part;
@@ -249,6 +269,9 @@ void checkUnits(const ModelConfig &m, const StrategyConfig &st,
       if (spec.checkpoint != Checkpointing::None)
         fail(Part::Units, u, "checkpoint", -1,
              "only decoder units are checkpointed");
+      if (spec.offloadInput)
+        fail(Part::Units, u, "offload_input", -1,
+             "only decoder units offload their input");
       continue;
     }
     if (spec.layer != u - 1)
@@ -264,6 +287,18 @@ void checkUnits(const ModelConfig &m, const StrategyConfig &st,
                " from strategy.checkpointing " +
                quoted(toString(st.checkpointing)) + ", checkpoint_layers " +
                std::to_string(st.checkpointLayers) + ")");
+    if (spec.offloadInput != layerOffloadsInput(st, spec.layer))
+      fail(Part::Units, u, "offload_input", -1,
+           std::string(spec.offloadInput ? "true" : "false") +
+               " disagrees with the strategy (offload_activations " +
+               std::to_string(st.offloadActivations) + " over " +
+               std::to_string(st.checkpointing == Checkpointing::Full
+                                  ? (st.checkpointLayers < 0
+                                         ? m.numLayers
+                                         : std::min(st.checkpointLayers,
+                                                    m.numLayers))
+                                  : 0) +
+               " fully checkpointed layers)");
   }
 }
 
@@ -455,6 +490,8 @@ std::optional<ScheduleViolation> checkSchedule(const ModelConfig &m,
     // where the schedule depends on it, the optimizer's placement.
     if (std::optional<std::string> why = offloadViolation(st))
       fail(Part::Optimizer, -1, "device", -1, *why);
+    if (std::optional<std::string> why = activationOffloadViolation(st))
+      fail(Part::Units, -1, "", -1, *why);
     checkUnits(m, st, s);
     checkPrograms(m, s);
     checkResidency(m, st, s);

@@ -567,6 +567,60 @@ TEST(Schedule, UnitsFollowTheStrategysCheckpointing) {
       << errorOf(j);
 }
 
+TEST(Schedule, OffloadedInputsFollowTheStrategy) {
+  json j = basePlan(0, 1);
+  j["strategy"]["checkpointing"] = "full";
+  j["strategy"]["offload_activations"] = 1;
+  j["strategy"]["mlp_tile_tokens"] = 16;
+  j["world"]["gpu_memory_bytes"] = int64_t(80) << 30;
+  Plan p = parsePlanText(j.dump(), "p");
+  EXPECT_TRUE(p.schedule.units[1].offloadInput);  // layer 0: the first k
+  EXPECT_FALSE(p.schedule.units[2].offloadInput); // layer 1
+  EXPECT_FALSE(p.schedule.units[0].offloadInput);
+  EXPECT_EQ(p.strategy.mlpTileTokens, 16);
+  EXPECT_EQ(p.world.gpuMemoryBytes, int64_t(80) << 30);
+  // Round trip, and the defaults left out of the text.
+  EXPECT_EQ(planToJson(parsePlanText(planToJson(p), "q")), planToJson(p));
+  json out = json::parse(planToJson(parsePlanText(basePlan().dump(), "p")));
+  EXPECT_FALSE(out["strategy"].contains("offload_activations"));
+  EXPECT_FALSE(out["strategy"].contains("mlp_tile_tokens"));
+  EXPECT_FALSE(out["world"].contains("gpu_memory_bytes"));
+  EXPECT_FALSE(out["schedule"]["units"][1].contains("offload_input"));
+  // -1: every checkpointed layer, within checkpoint_layers.
+  j["strategy"]["offload_activations"] = -1;
+  j["strategy"]["checkpoint_layers"] = 1;
+  p = parsePlanText(j.dump(), "p");
+  EXPECT_TRUE(p.schedule.units[1].offloadInput);
+  EXPECT_FALSE(p.schedule.units[2].offloadInput);
+  // The schedule may not disagree with the strategy.
+  j = json::parse(planToJson(p));
+  j["schedule"]["units"][2]["offload_input"] = true;
+  EXPECT_EQ(errorOf(j), "p.json: schedule.units[2].offload_input: true "
+                        "disagrees with the strategy (offload_activations -1 "
+                        "over 1 fully checkpointed layers)");
+  j = json::parse(planToJson(p));
+  j["schedule"]["units"][0]["offload_input"] = true;
+  EXPECT_EQ(errorOf(j), "p.json: schedule.units[0].offload_input: only "
+                        "decoder units offload their input");
+  // Offload moves a fully checkpointed layer's input: nothing else.
+  json bad = basePlan();
+  bad["strategy"]["offload_activations"] = -1;
+  EXPECT_EQ(errorOf(bad),
+            "p.json: strategy.offload_activations: offload_activations needs "
+            "checkpointing \"full\" (a checkpointed layer's input is what "
+            "moves to the host)");
+  bad["strategy"]["checkpointing"] = "selective";
+  EXPECT_NE(errorOf(bad).find("needs checkpointing"), std::string::npos);
+  bad = basePlan();
+  bad["strategy"]["mlp_tile_tokens"] = -4;
+  EXPECT_NE(errorOf(bad).find("strategy.mlp_tile_tokens"), std::string::npos)
+      << errorOf(bad);
+  bad = basePlan();
+  bad["world"]["gpu_memory_bytes"] = 0;
+  EXPECT_NE(errorOf(bad).find("world.gpu_memory_bytes"), std::string::npos)
+      << errorOf(bad);
+}
+
 TEST(Schedule, UnitsAreTheModelsInOrder) {
   json j = explicitPlan(0, 1);
   j["schedule"]["units"].erase(2);

@@ -174,6 +174,10 @@ double lrAt(const TrainingConfig &training, int64_t step, int64_t totalSteps);
 struct WorldConfig { // "world"
   int64_t size = 1;  // ranks (one GPU each on CUDA)
   int64_t gpusPerNode = 1;
+  /// "gpu_memory_bytes": what the plan was made for, per GPU (the
+  /// cluster's GPU capacity; 0, absent: not said). swift-run caps its
+  /// allocator there when the device has more (--gpu-memory overrides).
+  int64_t gpuMemoryBytes = 0;
 };
 
 /// "strategy": the compiler's decisions in summary form. The "schedule"
@@ -187,6 +191,17 @@ struct StrategyConfig {
   int64_t checkpointLayers = -1;  // first k layers checkpointed; -1: all
   int64_t bucketBytes = 25 << 20; // gradient bucket target size
   int prefetchDepth = 1;          // ZeRO-3: units all-gathered ahead
+  /// "offload_activations": the decoders whose checkpointed input lives in
+  /// pinned host memory between their forward and their backward (copied
+  /// out on a copy stream as the forward goes, back one unit ahead in the
+  /// backward): the first k checkpointed ones; 0: none (absent), -1: every
+  /// checkpointed one. Needs checkpointing full.
+  int64_t offloadActivations = 0;
+  /// "mlp_tile_tokens": each decoder's MLP (gate/up, SwiGLU, down) runs over
+  /// the micro-batch's tokens in tiles of this many, in the forward and the
+  /// backward (which recomputes each tile), so that no (tokens x
+  /// intermediate) tensor is ever whole; 0: untiled (absent).
+  int64_t mlpTileTokens = 0;
 };
 
 /// The units of the model: the granularity of sharding, gathering, gradient
@@ -197,6 +212,9 @@ struct UnitSpec { // "schedule.units[i]"
   UnitKind kind = UnitKind::Decoder;
   int64_t layer = -1; // decoder layer index, -1 otherwise
   Checkpointing checkpoint = Checkpointing::None; // decoders only
+  /// "offload_input": the checkpointed input is kept on the host between
+  /// the forward and the backward (checkpoint full only).
+  bool offloadInput = false;
 };
 
 /// One entry of the forward or backward program ("schedule.forward[i]").

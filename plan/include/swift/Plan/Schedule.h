@@ -63,6 +63,17 @@ StorageLayout storageLayout(const StrategyConfig &s);
 /// when -1), none on the others.
 Checkpointing layerCheckpoint(const StrategyConfig &s, int64_t layer);
 
+/// Whether the strategy keeps decoder `layer`'s checkpointed input on the
+/// host (strategy.offload_activations): the first k of the checkpointed
+/// layers (all of them when -1); never an uncheckpointed one.
+bool layerOffloadsInput(const StrategyConfig &s, int64_t layer);
+
+/// The strategy's rule about activation offload and MLP tiles: what moves
+/// to the host is a fully checkpointed layer's input, so offload_activations
+/// needs checkpointing full; it and mlp_tile_tokens are >= -1 and >= 0.
+/// Returns why it is broken, or nullopt.
+std::optional<std::string> activationOffloadViolation(const StrategyConfig &s);
+
 /// unitParameterCount() of every unit, 0..L+1: what a plan.json model's
 /// buckets are sized by.
 std::vector<int64_t> unitParameterCounts(const ModelConfig &m);
