@@ -89,11 +89,18 @@ struct Activations {
   double perLayer = 0;      // one layer without checkpointing
   double perCheckpointedLayer = 0;
   double ffnWidth = 0;      // intermediate size (SwiGLU backward temporaries)
+  double mlpTileTokens = 0; // MLP tiles (swift-run): tokens per tile; 0: untiled
   double workspace = 0;     // cuBLAS/cuDNN workspaces beyond the first step
   // Measured, not yet explained: LoRA with checkpointing keeps one fp32
   // [T, hidden] tensor from backward to the next forward.
   double lateExtra = 0;
   double tiedEmbeddingGradient = 0; // dense embedding grad meeting the tied one
+  // Activation offload (swift-run): the offloaded layers' inputs, on the
+  // host (pinned, per GPU), and the ones on the GPU while they cross: the
+  // one being copied out in forward, in backward the one being recomputed
+  // and the next one prefetched.
+  double offloadedInputs = 0;
+  double offloadBuffers = 0;
   // QLoRA: bf16 weights dequantized from NF4 while a layer computes (in
   // forward and again in backward).
   double dequantized = 0;
@@ -124,6 +131,18 @@ double selectivelyRecomputedBytes(const std::vector<OpProfile> &layer,
   return bytes;
 }
 
+/// Bytes per token a decoder layer's MLP keeps beyond its input when it runs
+/// untiled: the gate/up output (SwiGLU's saved input) and the SwiGLU output
+/// (down_proj's saved input). Tiled, it keeps neither.
+double tiledMlpDroppedPerToken(const std::vector<OpProfile> &layer, int64_t seq,
+                               int act) {
+  double bytes = 0;
+  for (const OpProfile &op : layer)
+    if (op.kind == OpKind::SiluMul)
+      bytes += act * (op.inputWidth(seq) + op.outputWidth(seq));
+  return bytes;
+}
+
 double tokens(const ModelProfile &m, const Strategy &s) {
   return double(s.microBatchSize) * m.sequenceLength;
 }
@@ -149,17 +168,35 @@ Activations hfActivations(const ModelProfile &m, const TrainingSetup &setup,
   // backward, everything its recomputed forward saves. Selective
   // checkpointing (swift-run) drops only what the attention core and the
   // SwiGLU product keep, and recomputes just those.
+  // MLP tiles (swift-run): the MLP keeps only its input (the normed h, which
+  // gate/up save anyway) and recomputes its internals tile by tile in
+  // backward, whose temporaries then span one tile.
+  const double layerPerToken =
+      layer.perToken - (s.mlpTileTokens > 0
+                            ? tiledMlpDroppedPerToken(m.layer, m.sequenceLength, act)
+                            : 0);
   double keptPerToken = m.hiddenSize * act;
-  double recomputedPerToken = layer.perToken;
+  double recomputedPerToken = layerPerToken;
   if (s.checkpointing == Checkpointing::Selective) {
-    recomputedPerToken =
+    recomputedPerToken = std::min(
+        layerPerToken,
         selectivelyRecomputedBytes(m.layer, m.sequenceLength, act, fp8Linears(setup, hw),
-                                   setup.method != Method::Full);
-    keptPerToken = layer.perToken - recomputedPerToken;
+                                   setup.method != Method::Full));
+    keptPerToken = layerPerToken - recomputedPerToken;
   }
-  a.layers = checkpointed * T * keptPerToken + (L - checkpointed) * T * layer.perToken;
+  a.layers = checkpointed * T * keptPerToken + (L - checkpointed) * T * layerPerToken;
   a.recompute = checkpointed ? T * recomputedPerToken : 0;
-  a.perLayer = T * layer.perToken + layer.weightCopies;
+  a.mlpTileTokens = s.mlpTileTokens > 0 ? std::min<double>(T, s.mlpTileTokens) : 0;
+  // Activation offload: the offloaded layers' inputs wait on the host. On
+  // the GPU, one at a time while it crosses: copied out beside the next
+  // layer's forward, prefetched beside the next layer's backward (the
+  // recomputed layer's own input is part of `recompute`).
+  const int64_t offloaded = s.offloadedLayers(L);
+  const double input = T * m.hiddenSize * act;
+  a.layers -= offloaded * input;
+  a.offloadedInputs = offloaded * input;
+  a.offloadBuffers = offloaded > 0 ? input : 0;
+  a.perLayer = T * layerPerToken + layer.weightCopies;
   a.perCheckpointedLayer = T * keptPerToken;
   a.layerWeightCopies = layer.weightCopies;
   if (checkpointed < L) // saved by each linear until its backward
@@ -267,7 +304,8 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
                            (autocastCheckpointed ? L * a.layerWeightCopies : 0)},
        {"loss_temporaries", a.lossForward},
        {"gradients", st.lossGradients},
-       {"gathered_parameters", sharded.forward}});
+       {"gathered_parameters", sharded.forward},
+       {"offload_buffers", a.offloadBuffers}});
   candidates.push_back(fwd);
 
   // The forward, layer by layer, for the timeline: the saved tensors of
@@ -281,7 +319,8 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
     layer.parts.insert(layer.parts.end(),
                        {{"previous_outputs", outHeld + a.lateExtra},
                         {"activations", a.layers * double(i + 1) / double(L)},
-                        {"gathered_parameters", sharded.forward}});
+                        {"gathered_parameters", sharded.forward},
+                        {"offload_buffers", a.offloadBuffers}});
     if (layerCopies)
       layer.parts.insert(layer.parts.end(),
                          {{"dequantized_weights", a.dequantized},
@@ -298,6 +337,7 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
                        {{"previous_outputs", outHeld + a.lateExtra},
                         {"activations", a.layers},
                         {"gathered_parameters", sharded.forward},
+                        {"offload_buffers", a.offloadBuffers},
                         {"dequantized_weights", a.dequantized},
                         {"fp8_copies", a.fp8Copies},
                         {"workspace", a.workspace}});
@@ -312,6 +352,7 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
                      {"loss_temporaries", a.lossBackward},
                      {"gradients", st.lossGradients},
                      {"gathered_parameters", sharded.lossBackward},
+                     {"offload_buffers", a.offloadBuffers},
                      {"workspace", a.workspace}});
   candidates.push_back(loss);
 
@@ -320,7 +361,10 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   // allocated, this layer's recompute, gradient and SwiGLU backward
   // temporaries (three bf16 [T, ffn]) in flight.
   double perLayer = a.layers / L - (a.kvShared ? a.kvCache / L : 0);
-  double mlpBackward = 3 * 2 * T * a.ffnWidth;
+  // Tiled (swift-run), one tile's: its recomputed gate/up output and SwiGLU
+  // output, and their gradients, six bf16 [tile, ffn].
+  double mlpBackward = a.mlpTileTokens > 0 ? 6 * 2 * a.mlpTileTokens * a.ffnWidth
+                                           : 3 * 2 * T * a.ffnWidth;
   Candidate worst;
   double worstTotal = -1;
   std::vector<Candidate> backwardLayers;
@@ -338,6 +382,7 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
                              (autocastCheckpointed ? a.layerWeightCopies : 0)},
          {"backward_temporaries", mlpBackward},
          {"gathered_parameters", sharded.layerBackward(done)},
+         {"offload_buffers", a.offloadBuffers},
          {"dequantized_weights", a.dequantized},
          {"fp8_copies", a.fp8Copies},
          {"workspace", a.workspace}});
@@ -707,7 +752,9 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
   a.holdsOutputs = false;
   a.kvCache = 0;
   MemoryEstimate mem = walkHF(m, st, a, sharded, headGrad, layerGrad, s, exec);
-  mem.hostBytes = hostBytesPerNode(st.host, hw);
+  // Offloaded layer inputs: pinned host buffers, one per offloaded layer.
+  mem.hostBytes = hostBytesPerNode(st.host + a.offloadedInputs, hw);
+  mem.offloadedActivationBytes = toBytes(a.offloadedInputs);
   return mem;
 }
 

@@ -17,6 +17,13 @@ std::string describe(const Strategy &s) {
                      toString(s.checkpointing);
   if (s.checkpointing != Checkpointing::None && s.checkpointLayers >= 0)
     text += " (first " + std::to_string(s.checkpointLayers) + " layers)";
+  if (s.offloadActivations < 0)
+    text += ", activations offloaded";
+  else if (s.offloadActivations > 0)
+    text += ", activations of the first " + std::to_string(s.offloadActivations) +
+            " layers offloaded";
+  if (s.mlpTileTokens > 0)
+    text += ", MLP in tiles of " + std::to_string(s.mlpTileTokens) + " tokens";
   text += ", micro-batch " + std::to_string(s.microBatchSize) + " x " +
           std::to_string(s.gradientAccumulation) + " accumulation";
   return text;
@@ -51,6 +58,12 @@ refusingKeys(const FixedDecisions &fixed, Backend backend) {
   if (fixed.checkpointLayers)
     keys.push_back({"strategy.checkpoint_layers",
                     std::to_string(*fixed.checkpointLayers)});
+  if (fixed.offloadActivations && *fixed.offloadActivations != 0)
+    keys.push_back({"strategy.offload_activations",
+                    std::to_string(*fixed.offloadActivations)});
+  if (fixed.mlpTileTokens && *fixed.mlpTileTokens != 0)
+    keys.push_back({"strategy.mlp_tile_tokens",
+                    std::to_string(*fixed.mlpTileTokens)});
   if (backend != Backend::SwiftRun)
     keys.push_back({"backend", toString(backend)});
   return keys;
@@ -112,8 +125,9 @@ public:
       : m(m), setup(setup), hw(hw), options(options), result(result) {}
 
   /// Prices `s`; returns whether it fits. Unsupported strategies are
-  /// counted and skipped.
-  std::optional<bool> price(const Strategy &s) {
+  /// counted and skipped. `keepIt` false: a probe of a bisection, priced
+  /// but not a candidate (the bisection's answer is priced again as one).
+  std::optional<bool> price(const Strategy &s, bool keepIt = true) {
     ++result.considered;
     std::string why = unsupportedReason(m, setup, hw, s);
     if (!why.empty()) {
@@ -126,12 +140,17 @@ public:
     c.fits = c.estimate.memory.peakBytes <= result.usableBytes &&
              c.estimate.memory.hostBytes <= result.usableHostBytes;
     bool fits = c.fits;
-    keep(std::move(c));
+    lastOverGpu = c.estimate.memory.peakBytes > result.usableBytes;
+    if (keepIt)
+      keep(std::move(c));
     return fits;
   }
 
   /// Why the backend refused the first strategy it could not run.
   std::string firstRefusal;
+  /// Whether the last strategy priced needs more than the GPU's usable
+  /// memory (a strategy can also fail on the host's).
+  bool lastOverGpu = false;
 
   std::vector<Candidate> ranked() {
     std::vector<Candidate> all;
@@ -148,7 +167,9 @@ private:
   void keep(Candidate c) {
     auto key = std::make_tuple(c.strategy.zero, int(c.strategy.offload),
                                int(c.strategy.checkpointing),
-                               c.strategy.checkpointLayers >= 0);
+                               c.strategy.checkpointLayers >= 0,
+                               c.strategy.offloadActivations != 0,
+                               c.strategy.mlpTileTokens > 0);
     auto it = bestPerFamily.find(key);
     if (it == bestPerFamily.end() || better(c, it->second))
       bestPerFamily[key] = std::move(c);
@@ -159,8 +180,67 @@ private:
   const Hardware &hw;
   const SearchOptions &options;
   SearchResult &result;
-  std::map<std::tuple<int, int, int, bool>, Candidate> bestPerFamily;
+  std::map<std::tuple<int, int, int, bool, bool, bool>, Candidate> bestPerFamily;
 };
+
+/// The fewest offloaded layers (1..L) with which `s` fits the GPU, given
+/// that all of them do: GPU memory falls as more layers offload (and host
+/// memory grows), so bisect; prices the result as a candidate and returns
+/// whether it fits, the host included.
+bool fewestOffloaded(Strategy s, int64_t L, Searcher &searcher) {
+  int64_t lo = 0, hi = L;
+  while (hi - lo > 1) {
+    int64_t k = (lo + hi) / 2;
+    Strategy probe = s;
+    probe.offloadActivations = k;
+    std::optional<bool> ok = searcher.price(probe, /*keepIt=*/false);
+    if (ok && !searcher.lastOverGpu)
+      hi = k;
+    else
+      lo = k;
+  }
+  s.offloadActivations = hi < L ? hi : -1;
+  std::optional<bool> fits = searcher.price(s);
+  return fits && *fits;
+}
+
+/// A fully checkpointed swift-run strategy that does not fit as it is: the
+/// layer inputs moved to the host first (their copies overlap with the
+/// layers' compute), then the MLP tiled (which recomputes gate/up), then
+/// both; the first that fits, with the fewest layers offloaded. Decisions
+/// the job fixed stay as fixed. Returns whether one fits.
+bool fitActivations(const Strategy &s, int64_t L, int64_t tokens,
+                    const FixedDecisions &fixed, Searcher &searcher) {
+  // Over the host's memory, not the GPU's: moving activations there cannot
+  // help.
+  if (!searcher.lastOverGpu)
+    return false;
+  const bool offloadOpen = !fixed.offloadActivations;
+  const bool tilesOpen = !fixed.mlpTileTokens && tokens > kSearchMlpTileTokens;
+  struct Option { bool offload, tiles; };
+  std::optional<Strategy> leanest; // the last option tried: all of them on
+  for (Option o : {Option{true, false}, Option{false, true}, Option{true, true}}) {
+    if ((o.offload && !offloadOpen) || (o.tiles && !tilesOpen))
+      continue;
+    Strategy probe = s;
+    if (o.offload)
+      probe.offloadActivations = -1;
+    if (o.tiles)
+      probe.mlpTileTokens = kSearchMlpTileTokens;
+    // A candidate when nothing fits (the closest), else the probe of the
+    // fewest layers offloaded.
+    std::optional<bool> ok = searcher.price(probe, /*keepIt=*/false);
+    leanest = probe;
+    if (!ok || searcher.lastOverGpu)
+      continue;
+    if (o.offload ? fewestOffloaded(probe, L, searcher) : *searcher.price(probe))
+      return true;
+    leanest.reset(); // priced as a candidate already
+  }
+  if (leanest) // nothing fits: what comes closest is a candidate
+    searcher.price(*leanest);
+  return false;
+}
 
 /// Which limits `c` is over: the GPU's, the host's or both.
 std::string overLimits(const Candidate &c, const SearchResult &result) {
@@ -279,6 +359,8 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
               s.prefetchDepth = prefetch;
               s.checkpointLayers =
                   ckpt == Checkpointing::None ? -1 : fixed.checkpointLayers.value_or(-1);
+              s.offloadActivations = fixed.offloadActivations.value_or(0);
+              s.mlpTileTokens = fixed.mlpTileTokens.value_or(0);
               // One GPU shards nothing: ZeRO stages only matter there with
               // offload.
               if (W == 1 && zero > 0 && offload == Offload::None && !fixed.zero)
@@ -286,6 +368,10 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
               std::optional<bool> fits = searcher.price(s);
               if (!fits)
                 break; // the backend cannot run this family
+              if (!*fits && ckpt == Checkpointing::Full &&
+                  setup.backend == Backend::SwiftRun)
+                fits = fitActivations(s, L, micro * m.sequenceLength, fixed,
+                                      searcher);
               auto key = std::make_tuple(zero, int(offload), micro, bucket, prefetch);
               if (ckpt == Checkpointing::None && *fits)
                 fitWithout.insert(key);

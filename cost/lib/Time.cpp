@@ -255,6 +255,10 @@ double nodesPerLayer(Exec exec) {
 
 struct Compute {
   double forward = 0, backward = 0, recompute = 0;
+  // One decoder layer's GPU time per micro-batch: its forward, and its
+  // backward with its recompute (what an offloaded input's copy hides
+  // under).
+  double layerForward = 0, layerBackward = 0;
 };
 
 Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
@@ -374,6 +378,30 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
       recomputePerLayer += dequantize;
   }
   c.recompute = s.checkpointedLayers(L) * recomputePerLayer;
+  // MLP tiles: each layer's backward recomputes the gate/up GEMM and the
+  // SwiGLU product tile by tile (only the MLP's input was kept). A fully
+  // checkpointed layer's recompute then skips its MLP, which its backward
+  // runs anyway: no extra work there.
+  const int64_t tiledExtra =
+      s.mlpTileTokens > 0
+          ? L - (s.checkpointing == Checkpointing::Full ? s.checkpointedLayers(L) : 0)
+          : 0;
+  if (tiledExtra > 0)
+    for (const OpProfile &op : m.layer) {
+      const bool gateUp = op.kind == OpKind::Linear &&
+                          (op.name.find("gate_proj") != std::string::npos ||
+                           op.name.find("up_proj") != std::string::npos);
+      if (gateUp)
+        c.recompute += tiledExtra * opSeconds({op}, true, true);
+      if (op.kind == OpKind::SiluMul)
+        c.recompute += tiledExtra * T *
+                       elementwiseBytesPerToken({op}, m.sequenceLength, exec,
+                                                setup.loraDropout) /
+                       3 / hbm;
+    }
+  c.layerForward = layerFwd + layerEw / 3;
+  c.layerBackward = layerBwd + 2 * layerEw / 3 +
+                    (s.checkpointedLayers(L) ? recomputePerLayer : 0);
   // Host dispatch of every node, forward, backward and recompute, overlapped
   // with the GPU's work. swift-run's adapters add their GEMMs' launches.
   double layerNodes = nodesPerLayer(exec);
@@ -536,6 +564,20 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
         t.offloadSeconds += (micro - 1) * 2 * 2.0 * trainable / W / link;
       t.offloadSeconds += (2 * micro - 1) * base.total / W / link;
     }
+  }
+  // Offloaded layer inputs: each crosses the host link out during its
+  // layer's forward and back during the next layer's backward (the copy
+  // stream runs beside compute); what a copy takes beyond that layer's
+  // compute is exposed, every micro-batch.
+  if (int64_t k = s.offloadedLayers(m.numLayers)) {
+    double bytes = double(s.microBatchSize) * m.sequenceLength * m.hiddenSize *
+                   activationBytes(exec);
+    double copy = bytes / rates.hostLink;
+    t.activationCopySeconds = micro * k * 2 * copy;
+    t.activationOffloadSeconds =
+        micro * k *
+        (std::max(0.0, copy - c.layerForward) + std::max(0.0, copy - c.layerBackward));
+    t.offloadSeconds += t.activationOffloadSeconds;
   }
   t.stepSeconds = t.computeSeconds + t.exposedCommunicationSeconds +
                   t.offloadSeconds + t.optimizerSeconds;

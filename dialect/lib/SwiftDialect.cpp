@@ -185,11 +185,21 @@ StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                      std::optional<Checkpointing> checkpointing,
                      std::optional<int64_t> checkpointLayers,
                      std::optional<int64_t> bucketBytes,
-                     std::optional<int64_t> prefetchDepth) {
+                     std::optional<int64_t> prefetchDepth,
+                     std::optional<int64_t> offloadActivations,
+                     std::optional<int64_t> mlpTileTokens) {
   if (bucketBytes && *bucketBytes <= 0)
     return emitError() << "bucket_bytes must be positive";
   if (prefetchDepth && *prefetchDepth < 1)
     return emitError() << "prefetch_depth must be >= 1";
+  if (mlpTileTokens && *mlpTileTokens < 0)
+    return emitError() << "mlp_tile_tokens must be >= 0";
+  if (offloadActivations && *offloadActivations < -1)
+    return emitError() << "offload_activations must be >= 0, or -1 for all "
+                          "layers";
+  if (offloadActivations && *offloadActivations != 0 && checkpointing &&
+      *checkpointing != Checkpointing::Full)
+    return emitError() << "offload_activations needs checkpointing full";
   if (!checkpointLayers)
     return success();
   if (*checkpointLayers < 0)
@@ -229,7 +239,14 @@ CandidateAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       int64_t microBatchSize, int64_t gradientAccumulation,
                       bool fits, int64_t peakBytes, APFloat stepSeconds,
                       APFloat tokensPerSecond, StringRef verdict,
-                      DictionaryAttr breakdown) {
+                      DictionaryAttr breakdown, int64_t offloadActivations,
+                      int64_t mlpTileTokens) {
+  if (offloadActivations < -1 || mlpTileTokens < 0)
+    return emitError() << "candidate: offload_activations must be >= -1 and "
+                          "mlp_tile_tokens >= 0";
+  if (offloadActivations != 0 && checkpointing != Checkpointing::Full)
+    return emitError() << "candidate: offload_activations needs "
+                          "checkpointing full";
   if (breakdown)
     for (NamedAttribute part : breakdown) {
       auto bytes = dyn_cast<IntegerAttr>(part.getValue());
@@ -306,7 +323,17 @@ LogicalResult EstimateAttr::verify(
     APFloat computeSeconds, APFloat recomputeSeconds,
     APFloat communicationSeconds, APFloat exposedCommunicationSeconds,
     APFloat offloadSeconds, APFloat optimizerSeconds, APFloat tokensPerSecond,
-    APFloat mfu, ArrayAttr timeline) {
+    APFloat mfu, ArrayAttr timeline, int64_t offloadedActivationBytes,
+    std::optional<APFloat> activationCopySeconds,
+    std::optional<APFloat> activationOffloadSeconds) {
+  if (offloadedActivationBytes < 0 || offloadedActivationBytes > hostBytes)
+    return emitError() << "estimate: offloaded_activation_bytes must be "
+                          "within 0..host_bytes";
+  if (activationOffloadSeconds &&
+      activationOffloadSeconds->convertToDouble() >
+          offloadSeconds.convertToDouble())
+    return emitError() << "estimate: activation_offload_seconds is part of "
+                          "offload_seconds and cannot exceed it";
   int64_t highest = -1;
   for (Attribute a : timeline ? timeline.getValue() : ArrayRef<Attribute>()) {
     auto point = dyn_cast<MemoryPointAttr>(a);

@@ -129,6 +129,9 @@ LogicalResult UnitOp::verify() {
     return emitOpError("only decoder units are checkpointed");
   if (getReadsEmbedding() && getKind() != UnitKind::Head)
     return emitOpError("only the head reads the embedding table");
+  if (getOffloadInput() && getCheckpointMode() != Checkpointing::Full)
+    return emitOpError("offloads its input, which only a fully checkpointed "
+                       "decoder unit keeps");
   return success();
 }
 

@@ -316,6 +316,7 @@ FailureOr<TranslatedSchedule> ScheduleOp::translate() {
     spec.kind = unit.getKind();
     spec.layer = unit.getLayer() ? int64_t(*unit.getLayer()) : -1;
     spec.checkpoint = unit.getCheckpointMode();
+    spec.offloadInput = unit.getOffloadInput();
     out.units.push_back(spec);
   }
   for (BucketOp bucket : t.buckets) {
@@ -342,6 +343,8 @@ plan::StrategyConfig mlir::swift::planStrategy(const ::swift::cost::Strategy &s,
   out.checkpointLayers = s.checkpointLayers;
   out.bucketBytes = s.bucketBytes;
   out.prefetchDepth = s.prefetchDepth;
+  out.offloadActivations = s.offloadActivations;
+  out.mlpTileTokens = s.mlpTileTokens;
   if (schedule && schedule.getBucketBytes())
     out.bucketBytes = *schedule.getBucketBytes();
   if (schedule && schedule.getPrefetchDepth())

@@ -321,6 +321,8 @@ std::optional<cost::Strategy> JobOp::fixedStrategy(std::string &missing) {
     s.bucketBytes = *attr.getBucketBytes();
   if (attr.getPrefetchDepth())
     s.prefetchDepth = static_cast<int>(*attr.getPrefetchDepth());
+  s.offloadActivations = attr.getOffloadActivations().value_or(0);
+  s.mlpTileTokens = attr.getMlpTileTokens().value_or(0);
   s.microBatchSize = *getMicroBatchSize();
   s.gradientAccumulation = *getGradientAccumulation();
   return s;

@@ -73,6 +73,9 @@ LogicalResult emitPlan(ModuleOp module, llvm::raw_ostream &os) {
   }
   plan.world.size = m->worldSize;
   plan.world.gpusPerNode = m->cluster.getGpusPerNode();
+  // The capacity planned for: swift-run caps its allocator there on a
+  // larger GPU, so "fits on an 80 GB card" holds on a 141 GB one too.
+  plan.world.gpuMemoryBytes = m->cluster.hardware().memoryBytes;
   plan.strategy = planStrategy(s, m->schedule);
   plan.schedule = std::move(schedule->schedule);
   plan.predicted.peakMemoryBytes = estimate.getPeakBytes();

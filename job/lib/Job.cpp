@@ -133,7 +133,7 @@ const std::map<std::string, std::vector<std::string>> &schema() {
       {"cluster.host", {"memory_gib"}},
       {"strategy",
        {"zero", "offload", "checkpointing", "checkpoint_layers", "bucket_mib",
-        "prefetch_depth"}},
+        "prefetch_depth", "offload_activations", "mlp_tile_tokens"}},
   };
   return sections;
 }
@@ -1106,6 +1106,32 @@ StrategySpec readStrategy(const Reader &r, const YAML::Node &root,
       r.fail(k, "strategy.checkpoint_layers",
              "set, but checkpointing is none; use selective or full");
   }
+  if (YAML::Node a = st["offload_activations"]; !Reader::isAuto(a)) {
+    // none | all | the first k layers
+    const std::string text = a.IsScalar() ? a.Scalar() : "";
+    if (text == "none")
+      s.offloadActivations = 0;
+    else if (text == "all")
+      s.offloadActivations = -1;
+    else if (text.empty() ||
+             text.find_first_not_of("0123456789") != std::string::npos)
+      r.fail(a, "strategy.offload_activations",
+             "expected none, all or a number of layers (0-" +
+                 std::to_string(model.numHiddenLayers) + "), got '" + text + "'");
+    else
+      s.offloadActivations =
+          r.integer(a, "strategy.offload_activations", 0, model.numHiddenLayers);
+    if (*s.offloadActivations != 0 && s.checkpointing &&
+        *s.checkpointing != plan::Checkpointing::Full)
+      r.fail(a, "strategy.offload_activations",
+             "offloads fully checkpointed layers' inputs, but checkpointing is " +
+                 std::string(plan::toString(*s.checkpointing)) + "; use full");
+  }
+  if (YAML::Node t = st["mlp_tile_tokens"]; !Reader::isAuto(t))
+    s.mlpTileTokens = t.IsScalar() && t.Scalar() == "none"
+                          ? 0
+                          : r.integer(t, "strategy.mlp_tile_tokens", 0,
+                                      limits::kSequenceLength);
   return s;
 }
 

@@ -32,6 +32,8 @@ cost::FixedDecisions fixedDecisions(JobOp job, std::vector<int> allowedZero) {
   fixed.bucketBytes = s.getBucketBytes();
   if (s.getPrefetchDepth())
     fixed.prefetchDepth = static_cast<int>(*s.getPrefetchDepth());
+  fixed.offloadActivations = s.getOffloadActivations();
+  fixed.mlpTileTokens = s.getMlpTileTokens();
   if (job.getMicroBatchSize())
     fixed.microBatchSize = *job.getMicroBatchSize();
   return fixed;
@@ -48,7 +50,7 @@ CandidateAttr candidateAttr(MLIRContext *context, const cost::Candidate &c) {
       s.microBatchSize, s.gradientAccumulation, c.fits,
       c.estimate.memory.peakBytes, llvm::APFloat(c.estimate.time.stepSeconds),
       llvm::APFloat(c.estimate.time.tokensPerSecond), c.verdict,
-      b.getDictionaryAttr(breakdown));
+      b.getDictionaryAttr(breakdown), s.offloadActivations, s.mlpTileTokens);
 }
 
 struct ChooseStrategyPass
@@ -99,7 +101,11 @@ struct ChooseStrategyPass
             context, static_cast<ZeroStage>(s.zero), s.offload, s.checkpointing,
             s.checkpointLayers >= 0 ? std::optional<int64_t>(s.checkpointLayers)
                                     : std::nullopt,
-            s.bucketBytes, s.prefetchDepth));
+            s.bucketBytes, s.prefetchDepth,
+            s.offloadActivations ? std::optional<int64_t>(s.offloadActivations)
+                                 : std::nullopt,
+            s.mlpTileTokens ? std::optional<int64_t>(s.mlpTileTokens)
+                            : std::nullopt));
         job.setMicroBatchSizeAttr(b.getI64IntegerAttr(s.microBatchSize));
         job.setGradientAccumulationAttr(b.getI64IntegerAttr(s.gradientAccumulation));
       }

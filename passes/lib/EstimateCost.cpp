@@ -65,7 +65,13 @@ EstimateAttr estimateAttr(MLIRContext *context, const cost::Estimate &e) {
       real(t.stepSeconds), real(t.computeSeconds), real(t.recomputeSeconds),
       real(t.communicationSeconds), real(t.exposedCommunicationSeconds),
       real(t.offloadSeconds), real(t.optimizerSeconds),
-      real(t.tokensPerSecond), real(t.mfu), b.getArrayAttr(timeline));
+      real(t.tokensPerSecond), real(t.mfu), b.getArrayAttr(timeline),
+      m.offloadedActivationBytes,
+      t.activationCopySeconds > 0 ? std::optional<APFloat>(real(t.activationCopySeconds))
+                                  : std::nullopt,
+      t.activationCopySeconds > 0
+          ? std::optional<APFloat>(real(t.activationOffloadSeconds))
+          : std::nullopt);
 }
 
 struct EstimateCostPass

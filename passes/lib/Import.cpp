@@ -209,7 +209,9 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
                                     job.strategy.checkpointing,
                                     job.strategy.checkpointLayers,
                                     job.strategy.bucketBytes,
-                                    job.strategy.prefetchDepth);
+                                    job.strategy.prefetchDepth,
+                                    job.strategy.offloadActivations,
+                                    job.strategy.mlpTileTokens);
   Method method = t.method;
   LoraAttr lora;
   if (method != Method::Full) {

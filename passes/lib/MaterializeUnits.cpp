@@ -109,7 +109,8 @@ LogicalResult materializeUnits(JobOp job) {
                    readsEmbedding ? b.getUnitAttr() : UnitAttr(),
                    spec.checkpoint != Checkpointing::None
                        ? CheckpointingAttr::get(ctx, spec.checkpoint)
-                       : CheckpointingAttr());
+                       : CheckpointingAttr(),
+                   spec.offloadInput ? b.getUnitAttr() : UnitAttr());
   }
   return success();
 }

@@ -269,7 +269,8 @@ std::optional<WhatIf> mlir::swift::fasterIfOpen(const job::JobSpec &job,
     fixed.push_back("zero");
   if (job.strategy.offload)
     fixed.push_back("offload");
-  if (job.strategy.checkpointing || job.strategy.checkpointLayers)
+  if (job.strategy.checkpointing || job.strategy.checkpointLayers ||
+      job.strategy.offloadActivations || job.strategy.mlpTileTokens)
     fixed.push_back("checkpointing");
   if (job.training.microBatchSize)
     fixed.push_back("the micro-batch");
@@ -280,6 +281,8 @@ std::optional<WhatIf> mlir::swift::fasterIfOpen(const job::JobSpec &job,
   open.strategy.offload.reset();
   open.strategy.checkpointing.reset();
   open.strategy.checkpointLayers.reset();
+  open.strategy.offloadActivations.reset();
+  open.strategy.mlpTileTokens.reset();
   open.training.microBatchSize.reset();
   std::string change = "with " + fixed[0];
   for (size_t i = 1; i < fixed.size(); ++i)

@@ -611,3 +611,130 @@ TEST(Search, AllowedZeroStagesNarrowTheChoice) {
   EXPECT_EQ(refused.error,
             "strategy.zero: 3 is not among the stages allowed here (0-2)");
 }
+
+namespace {
+/// Llama-3.1-8B QLoRA r32 at S tokens, one H100 (80 GB), fully
+/// checkpointed, with `extra` keys.
+std::vector<std::string> longContext(int64_t S, std::vector<std::string> extra) {
+  std::vector<std::string> sets = {
+      "model=llama3.1-8b", "training.method=qlora", "training.lora.rank=32",
+      "cluster.gpu=h100", "cluster.gpus_per_node=1",
+      "cluster.host.memory_gib=256", "training.global_batch_size=1",
+      "training.sequence_length=" + std::to_string(S),
+      "training.micro_batch_size=1", "strategy.zero=0", "strategy.offload=none",
+      "strategy.checkpointing=full"};
+  sets.insert(sets.end(), extra.begin(), extra.end());
+  return sets;
+}
+} // namespace
+
+// Each offloaded layer's input leaves the GPU for pinned host memory; one
+// crosses at a time on the GPU. Host memory grows by what the GPU sheds.
+TEST(Cost, ActivationOffloadMovesLayerInputsToTheHost) {
+  const int64_t S = 131072;
+  auto keep = price(longContext(S, {}));
+  auto some = price(longContext(S, {"strategy.offload_activations=8"}));
+  auto all = price(longContext(S, {"strategy.offload_activations=all"}));
+  const double input = double(S) * 4096 * 2; // one layer's bf16 input
+  EXPECT_EQ(some.strategy.offloadedLayers(32), 8);
+  EXPECT_EQ(all.strategy.offloadedLayers(32), 32);
+  // The GPU's peak: 8 (32) inputs fewer, one back in flight.
+  EXPECT_NEAR(double(keep.estimate.memory.peakBytes - some.estimate.memory.peakBytes),
+              7 * input, 0.01 * input);
+  EXPECT_NEAR(double(keep.estimate.memory.peakBytes - all.estimate.memory.peakBytes),
+              31 * input, 0.01 * input);
+  EXPECT_NEAR(double(all.estimate.memory.hostBytes - keep.estimate.memory.hostBytes),
+              32 * input, 0.01 * input);
+  EXPECT_EQ(all.estimate.memory.offloadedActivationBytes, int64_t(32 * input));
+  bool named = false;
+  for (const auto &[part, bytes] : all.estimate.memory.breakdown)
+    named |= part == "offload_buffers" && bytes == int64_t(input);
+  EXPECT_TRUE(named) << "the input crossing is a part of the peak";
+  // On an H100's PCIe 5 the copies hide under these layers' compute.
+  EXPECT_GT(all.estimate.time.activationCopySeconds, 0);
+  EXPECT_EQ(all.estimate.time.activationOffloadSeconds, 0);
+  EXPECT_EQ(keep.estimate.time.activationCopySeconds, 0);
+}
+
+// A copy slower than its layer's compute shows: what it takes beyond the
+// layer's forward (out) and backward (in), every offloaded layer.
+TEST(Cost, SlowHostLinkExposesTheCopies) {
+  auto fast = price(longContext(4096, {"strategy.offload_activations=all"}));
+  auto slow = price(longContext(4096, {"strategy.offload_activations=all",
+                                       "cluster.gpu.host_link_gbps=0.05"}));
+  EXPECT_GT(slow.estimate.time.activationOffloadSeconds, 0);
+  EXPECT_LE(slow.estimate.time.activationOffloadSeconds,
+            slow.estimate.time.activationCopySeconds);
+  EXPECT_GT(slow.estimate.time.stepSeconds, fast.estimate.time.stepSeconds);
+  // Only the copies' exposure differs between the two.
+  EXPECT_NEAR(slow.estimate.time.stepSeconds - fast.estimate.time.stepSeconds,
+              slow.estimate.time.activationOffloadSeconds -
+                  fast.estimate.time.activationOffloadSeconds,
+              1e-6 * slow.estimate.time.stepSeconds);
+}
+
+// Tiles: the MLP keeps only its input, and its backward's temporaries span
+// one tile; a fully checkpointed layer's recompute skips its MLP, so tiles
+// cost it no time; an uncheckpointed one recomputes gate/up.
+TEST(Cost, MlpTilesDropTheMlpsInternals) {
+  const int64_t S = 131072;
+  auto whole = price(longContext(S, {}));
+  auto tiled = price(longContext(S, {"strategy.mlp_tile_tokens=8192"}));
+  // gate/up (2 I) and the SwiGLU output (I), bf16, of the recomputed layer
+  const double dropped = double(S) * 3 * 14336 * 2;
+  EXPECT_GT(double(whole.estimate.memory.peakBytes - tiled.estimate.memory.peakBytes),
+            dropped);
+  EXPECT_NEAR(tiled.estimate.time.computeSeconds, whole.estimate.time.computeSeconds,
+              1e-9 * whole.estimate.time.computeSeconds);
+  std::vector<std::string> none = {
+      "model=llama3.2-1b", "training.global_batch_size=8",
+      "training.micro_batch_size=1", "cluster.gpus_per_node=8",
+      "strategy.zero=0", "strategy.offload=none", "strategy.checkpointing=none"};
+  auto a = price(none);
+  none.push_back("strategy.mlp_tile_tokens=512");
+  auto b = price(none);
+  EXPECT_LT(b.estimate.memory.peakBytes, a.estimate.memory.peakBytes);
+  EXPECT_GT(b.estimate.time.recomputeSeconds, a.estimate.time.recomputeSeconds);
+  EXPECT_GT(b.estimate.memory.layerActivationBytes, 0);
+  EXPECT_LT(b.estimate.memory.layerActivationBytes, a.estimate.memory.layerActivationBytes);
+}
+
+// The search adds offload, then tiles, to a fully checkpointed strategy that
+// does not fit, offloading the fewest layers that make it fit; a job that
+// fixes them keeps them; it never offloads to fix the host's memory.
+TEST(Search, LongContextOffloadsTheFewestLayersThatFit) {
+  for (int64_t S : {196608, 409600}) {
+    SCOPED_TRACE(S);
+    auto p = price(longContext(S, {}));
+    cost::FixedDecisions fixed;
+    fixed.zero = 0;
+    fixed.offload = cost::Offload::None;
+    fixed.checkpointing = cost::Checkpointing::Full;
+    cost::SearchResult r = cost::search(p.profile, p.setup, p.hw, fixed);
+    ASSERT_TRUE(r.best) << "nothing fits at " << S;
+    const cost::Strategy &s = r.best->strategy;
+    ASSERT_GT(s.offloadActivations, 0) << cost::describe(s);
+    EXPECT_EQ(s.mlpTileTokens > 0, S > 200000) << cost::describe(s);
+    // One layer fewer on the host does not fit the GPU.
+    cost::Strategy fewer = s;
+    fewer.offloadActivations -= 1;
+    if (fewer.offloadActivations > 0) {
+      cost::Estimate e = cost::estimate(p.profile, p.setup, p.hw, fewer);
+      EXPECT_GT(e.memory.peakBytes, r.usableBytes);
+    }
+    EXPECT_LE(r.best->estimate.memory.peakBytes, r.usableBytes);
+    // Fixed to none: nothing fits.
+    cost::FixedDecisions pinned = fixed;
+    pinned.offloadActivations = 0;
+    pinned.mlpTileTokens = 0;
+    cost::SearchResult none = cost::search(p.profile, p.setup, p.hw, pinned);
+    EXPECT_FALSE(none.best);
+  }
+  // A strategy short of host memory, not GPU memory, gets no offload.
+  auto p = price(longContext(8192, {"cluster.host.memory_gib=8"}));
+  cost::FixedDecisions fixed;
+  fixed.checkpointing = cost::Checkpointing::Full;
+  cost::SearchResult r = cost::search(p.profile, p.setup, p.hw, fixed);
+  for (const cost::Candidate &c : r.alternatives)
+    EXPECT_EQ(c.strategy.offloadActivations, 0) << cost::describe(c.strategy);
+}

@@ -95,6 +95,8 @@ rt::Plan planFromJob(const JobSpec &job, const rt::StrategyConfig &strategy) {
   m.qkNorm = s.qkNorm;
   p.world.size = job.cluster.numGpus();
   p.world.gpusPerNode = job.cluster.gpusPerNode;
+  // The capacity the job planned for, as plan.json carries it.
+  p.world.gpuMemoryBytes = int64_t(job.cluster.gpu.memoryGiB * double(int64_t(1) << 30));
   p.training.sequenceLength = job.training.sequenceLength;
   p.training.globalBatchSize = job.training.globalBatchSize;
   p.training.microBatchSize = *job.training.microBatchSize;

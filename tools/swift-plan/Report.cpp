@@ -156,6 +156,10 @@ void printJob(raw_ostream &os, const job::JobSpec &job, const Counts &facts) {
      << strategyKey(job.strategy.checkpointing);
   if (job.strategy.checkpointLayers)
     os << " (first " << *job.strategy.checkpointLayers << " layers)";
+  if (job.strategy.offloadActivations)
+    os << ", offload_activations " << *job.strategy.offloadActivations;
+  if (job.strategy.mlpTileTokens)
+    os << ", mlp_tile_tokens " << *job.strategy.mlpTileTokens;
   os << "\n";
 }
 
@@ -166,8 +170,39 @@ void writeDecisions(llvm::json::OStream &j, CandidateAttr s) {
   j.attribute("checkpointing", plan::toString(s.getCheckpointing()));
   if (s.getCheckpointLayers() >= 0)
     j.attribute("checkpoint_layers", s.getCheckpointLayers());
+  if (s.getOffloadActivations() != 0)
+    j.attribute("offload_activations", s.getOffloadActivations());
+  if (s.getMlpTileTokens() != 0)
+    j.attribute("mlp_tile_tokens", s.getMlpTileTokens());
   j.attribute("micro_batch_size", s.getMicroBatchSize());
   j.attribute("gradient_accumulation", s.getGradientAccumulation());
+}
+
+/// Where the strategy keeps activations beyond the GPU: the layer inputs on
+/// the host, the MLP in tiles (the search adds them to a fully checkpointed
+/// strategy only when it does not fit the GPU without them).
+void printActivationDecisions(raw_ostream &os, CandidateAttr s, EstimateAttr e,
+                              int64_t checkpointed) {
+  if (int64_t k = s.getOffloadActivations()) {
+    const int64_t n = k < 0 ? checkpointed : std::min(k, checkpointed);
+    os << "  activation offload: the checkpointed inputs of layers 0-" << n - 1
+       << " wait in pinned host memory (" << gib(e.getOffloadedActivationBytes())
+       << " per GPU); their copies take "
+       << llvm::format("%.3g", real(e.getActivationCopySeconds().value_or(
+                                   llvm::APFloat(0.0))))
+       << " s per step, "
+       << llvm::format("%.3g", real(e.getActivationOffloadSeconds().value_or(
+                                   llvm::APFloat(0.0))))
+       << " s of it not hidden under the layers' compute\n";
+  }
+  if (int64_t t = s.getMlpTileTokens())
+    os << "  MLP tiles of " << t
+       << " tokens: each layer's MLP keeps only its input and recomputes its "
+          "gate/up and SwiGLU tile by tile in backward\n";
+  if (s.getOffloadActivations() || s.getMlpTileTokens())
+    os << "  (added because the fully checkpointed strategy does not fit the "
+          "GPU without them; set strategy.offload_activations and "
+          "strategy.mlp_tile_tokens to fix them)\n";
 }
 
 /// The work and memory of each op of one decoder layer, from `swift.cost`.
@@ -201,6 +236,8 @@ std::string describe(CandidateAttr c) {
   s.offload = c.getOffload();
   s.checkpointing = c.getCheckpointing();
   s.checkpointLayers = c.getCheckpointLayers();
+  s.offloadActivations = c.getOffloadActivations();
+  s.mlpTileTokens = c.getMlpTileTokens();
   s.microBatchSize = c.getMicroBatchSize();
   s.gradientAccumulation = c.getGradientAccumulation();
   return cost::describe(s);
@@ -379,6 +416,7 @@ void printReport(raw_ostream &os, const job::JobSpec &spec, JobOp job,
       os << ", checkpointed " << gib(e.getCheckpointedLayerBytes()) << " (x "
          << k << " layers, one layer recomputed at a time)";
     os << "; head and loss " << gib(e.getHeadActivationBytes()) << "\n";
+    printActivationDecisions(os, s, e, k);
     printLayerOps(os, job->getParentOfType<ModuleOp>());
   }
 }

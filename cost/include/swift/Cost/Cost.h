@@ -163,12 +163,26 @@ struct Strategy {
   int64_t gradientAccumulation = 1;
   int64_t bucketBytes = 25 << 20;
   int prefetchDepth = 1;
+  /// The first k fully checkpointed layers keep their input in pinned host
+  /// memory between forward and backward; 0: none, -1: all of them
+  /// (plan::StrategyConfig::offloadActivations).
+  int64_t offloadActivations = 0;
+  /// Each layer's MLP runs in tiles of this many tokens; 0: untiled.
+  int64_t mlpTileTokens = 0;
 
   int64_t checkpointedLayers(int64_t numLayers) const {
     if (checkpointing == Checkpointing::None)
       return 0;
     return checkpointLayers < 0 ? numLayers
                                 : std::min(checkpointLayers, numLayers);
+  }
+  /// The layers whose checkpointed input lives on the host (the rule of
+  /// plan::layerOffloadsInput, counted).
+  int64_t offloadedLayers(int64_t numLayers) const {
+    if (checkpointing != Checkpointing::Full || offloadActivations == 0)
+      return 0;
+    const int64_t n = checkpointedLayers(numLayers);
+    return offloadActivations < 0 ? n : std::min(offloadActivations, n);
   }
 };
 
@@ -198,6 +212,9 @@ struct MemoryEstimate {
   // The peak of each phase.
   int64_t forwardPeakBytes = 0, backwardPeakBytes = 0, optimizerPeakBytes = 0;
   int64_t hostBytes = 0; // host memory per node the strategy needs
+  // Pinned host bytes per GPU holding offloaded layer inputs (part of
+  // hostBytes, per rank).
+  int64_t offloadedActivationBytes = 0;
   // Bytes one decoder layer keeps for backward (per micro-batch), without
   // and with checkpointing; the head's (final norm, lm_head, loss).
   int64_t layerActivationBytes = 0;
@@ -218,6 +235,10 @@ struct TimeEstimate {
   double exposedCommunicationSeconds = 0; // not hidden under compute
   double communicationSeconds = 0;        // all collectives, hidden or not
   double offloadSeconds = 0;              // host<->device copies exposed
+  // Of offloadSeconds: the offloaded layer inputs' copies not hidden under
+  // their layers' compute; and their total copy time, hidden or not.
+  double activationOffloadSeconds = 0;
+  double activationCopySeconds = 0;
   double optimizerSeconds = 0;
   double tokensPerSecond = 0;             // all GPUs
   double mfu = 0;                         // vs datasheet bf16 peak

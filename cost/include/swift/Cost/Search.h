@@ -32,6 +32,11 @@ struct FixedDecisions {
   std::optional<int64_t> microBatchSize;
   std::optional<int64_t> bucketBytes;
   std::optional<int> prefetchDepth;
+  /// strategy.offload_activations (0 none, -1 all, k) and
+  /// strategy.mlp_tile_tokens (0 untiled); open: the search adds them to a
+  /// fully checkpointed strategy that does not fit without them.
+  std::optional<int64_t> offloadActivations;
+  std::optional<int64_t> mlpTileTokens;
   /// The ZeRO stages the search chooses among when `zero` is open, in
   /// increasing order; empty: any (0-3). A stack that runs some stages only
   /// (ms-swift: QLoRA not under ZeRO-3, swift::emit::msSwiftMaxZero())
@@ -76,6 +81,11 @@ struct SearchResult {
 /// same margin as the GPU's (room for the OS and the page cache, and for
 /// the allocations the per-rank estimate misses).
 int64_t usableHostBytes(const Hardware &hw, double memoryMargin);
+
+/// The MLP tile the search tries (tokens): large enough that each tile's
+/// GEMMs run at full rate, small enough that a tile's [tile, ffn]
+/// temporaries are a few hundred MiB on 8B-70B models.
+inline constexpr int64_t kSearchMlpTileTokens = 8192;
 
 SearchResult search(const ModelProfile &model, const TrainingSetup &setup,
                     const Hardware &hw, const FixedDecisions &fixed,

@@ -284,7 +284,10 @@ def Swift_StrategyAttr : Swift_Attr<"Strategy", "strategy"> {
     An absent field is still to be decided by the planner (`auto` in the job
     file). `checkpoint_layers` restricts checkpointing to the first k decoder
     layers; `bucket_bytes` is the gradient bucket size and `prefetch_depth`
-    how many units ZeRO-3 gathers ahead.
+    how many units ZeRO-3 gathers ahead. `offload_activations` keeps the
+    checkpointed inputs of the first k fully checkpointed layers in pinned
+    host memory (-1: all of them, 0: none); `mlp_tile_tokens` runs each
+    layer's MLP over tiles of that many tokens (0: untiled).
 
     ```mlir
     #swift.strategy<zero = zero3, checkpointing = full>
@@ -296,7 +299,9 @@ def Swift_StrategyAttr : Swift_Attr<"Strategy", "strategy"> {
     Swift_OptionalEnumParameter<"::swift::plan::Checkpointing">:$checkpointing,
     OptionalParameter<"std::optional<int64_t>">:$checkpoint_layers,
     OptionalParameter<"std::optional<int64_t>">:$bucket_bytes,
-    OptionalParameter<"std::optional<int64_t>">:$prefetch_depth);
+    OptionalParameter<"std::optional<int64_t>">:$prefetch_depth,
+    OptionalParameter<"std::optional<int64_t>">:$offload_activations,
+    OptionalParameter<"std::optional<int64_t>">:$mlp_tile_tokens);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
@@ -316,6 +321,8 @@ def Swift_CandidateAttr : Swift_Attr<"Candidate", "candidate"> {
     search's verdict (`chosen`, or why it lost) and the parts alive at its
     peak (`breakdown`, name -> bytes, summing to the peak: what
     swift-plan --html draws for every strategy it priced).
+    `offload_activations` and `mlp_tile_tokens` (absent: 0) are the
+    activation decisions of #swift.strategy.
 
     ```mlir
     #swift.candidate<zero = 3, offload = none, checkpointing = full,
@@ -337,7 +344,9 @@ def Swift_CandidateAttr : Swift_Attr<"Candidate", "candidate"> {
     Swift_DoubleParameter:$step_seconds,
     Swift_DoubleParameter:$tokens_per_second,
     StringRefParameter<"why it lost, or chosen">:$verdict,
-    OptionalParameter<"::mlir::DictionaryAttr", "name -> bytes at its peak">:$breakdown);
+    OptionalParameter<"::mlir::DictionaryAttr", "name -> bytes at its peak">:$breakdown,
+    DefaultValuedParameter<"int64_t", "0">:$offload_activations,
+    DefaultValuedParameter<"int64_t", "0">:$mlp_tile_tokens);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
@@ -411,7 +420,11 @@ def Swift_EstimateAttr : Swift_Attr<"Estimate", "estimate"> {
     all GPUs and MFU against the datasheet bf16 peak; and the `timeline` of
     the step (#swift.memory_point, in step order: each decoder layer's
     forward, the loss, each layer's backward, the optimizer), whose largest
-    point is the peak (the verifier checks it).
+    point is the peak (the verifier checks it). With activation offload
+    (absent: 0): the pinned host bytes per GPU holding layer inputs
+    (`offloaded_activation_bytes`, part of `host_bytes`), the copies' time
+    per step (`activation_copy_seconds`) and the part of it no layer's
+    compute hides (`activation_offload_seconds`, part of `offload_seconds`).
   }];
   let parameters = (ins
     "int64_t":$peak_bytes,
@@ -436,7 +449,10 @@ def Swift_EstimateAttr : Swift_Attr<"Estimate", "estimate"> {
     Swift_DoubleParameter:$optimizer_seconds,
     Swift_DoubleParameter:$tokens_per_second,
     Swift_DoubleParameter:$mfu,
-    OptionalParameter<"::mlir::ArrayAttr", "#swift.memory_point list, in step order">:$timeline);
+    OptionalParameter<"::mlir::ArrayAttr", "#swift.memory_point list, in step order">:$timeline,
+    DefaultValuedParameter<"int64_t", "0">:$offloaded_activation_bytes,
+    Swift_OptionalDoubleParameter:$activation_copy_seconds,
+    Swift_OptionalDoubleParameter:$activation_offload_seconds);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

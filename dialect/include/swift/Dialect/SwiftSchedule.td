@@ -90,11 +90,14 @@ def Swift_UnitOp : Swift_Op<"unit", [HasParent<"ScheduleOp">]> {
     (a tied head owns only its final norm); `reads_embedding` marks a head
     that also reads unit 0's table (tied embeddings), so ZeRO-3 must gather
     unit 0 for it too. `checkpoint` (decoders only, absent: none) says how
-    the unit's activations are recomputed in backward.
+    the unit's activations are recomputed in backward; `offload_input` (a
+    fully checkpointed decoder only) that its checkpointed input waits for
+    the backward in pinned host memory, copied out during its forward and
+    back one unit ahead in the backward.
 
     ```mlir
     swift.unit 0 embedding params 262144
-    swift.unit 1 decoder layer 0 params 4096 checkpoint <full>
+    swift.unit 1 decoder layer 0 params 4096 checkpoint <full> offload_input
     swift.unit 3 head params 2048 reads_embedding
     ```
   }];
@@ -104,11 +107,12 @@ def Swift_UnitOp : Swift_Op<"unit", [HasParent<"ScheduleOp">]> {
     OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$layer,
     ConfinedAttr<I64Attr, [IntNonNegative]>:$parameters,
     UnitAttr:$reads_embedding,
-    OptionalAttr<Swift_CheckpointingAttr>:$checkpoint);
+    OptionalAttr<Swift_CheckpointingAttr>:$checkpoint,
+    UnitAttr:$offload_input);
   let assemblyFormat = [{
     $index custom<PlanEnum>($kind) (`layer` $layer^)? `params` $parameters
     (`reads_embedding` $reads_embedding^)? (`checkpoint` $checkpoint^)?
-    attr-dict
+    (`offload_input` $offload_input^)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -149,6 +149,10 @@ struct StrategySpec {
   std::optional<int64_t> checkpointLayers;  // first k layers only
   std::optional<int64_t> bucketBytes;       // gradient bucket (bucket_mib)
   std::optional<int64_t> prefetchDepth;     // ZeRO-3 units gathered ahead
+  // Layers whose checkpointed input lives on the host: 0 none, -1 all
+  // (the job's "all"), k the first k (offload_activations).
+  std::optional<int64_t> offloadActivations;
+  std::optional<int64_t> mlpTileTokens;     // 0: untiled (mlp_tile_tokens)
 };
 
 struct JobSpec {
