@@ -156,7 +156,7 @@ const int64_t kTiles[] = {4, 7, 14, 100};
 
 TEST(MlpTile, FullFineTuneMatchesUntiled) {
   for (at::ScalarType dt : {at::kFloat, at::kBFloat16}) {
-    const double tol = dt == at::kFloat ? 1e-5 : 3e-2;
+    const double tol = dt == at::kFloat ? 1e-5 : 1e-2; // bf16: 1.4e-3 seen
     Layer L = makeLayer(2, 7, false, dt);
     Out ref = run(L, 0);
     for (int64_t t : kTiles)
@@ -249,7 +249,7 @@ TEST(MlpTile, Fp8MatchesUntiled) {
   L.sinks = true;
   Out ref = run(L, 0);
   expectSame(run(L, 100), ref, 2e-2, "fp8 one tile");
-  expectSame(run(L, 4), ref, 0.25, "fp8 tiles of 4");
+  expectSame(run(L, 4), ref, 0.1, "fp8 tiles of 4"); // seen: 0.05
 }
 
 /// The CPU allocator, recording the largest allocation it serves.
@@ -295,7 +295,7 @@ TEST(MlpTile, NoTokensByIntermediateTensorIsWhole) {
 // swift-run: a plan with mlp_tile_tokens (tiles of 24 rows over B*S = 64
 // tokens: not dividing) trains as the plan without, full fine-tune and
 // LoRA, no checkpointing and full. fp32: the losses differ only by the
-// weight gradients' summation order (observed |delta loss| ~1e-6 over 4
+// weight gradients' summation order (observed: equal to 9 digits over 4
 // steps); kLossTol (1e-4) catches a missing or doubled tile.
 TEST(MlpTile, SwiftRunLossesMatchUntiled) {
   for (bool lora : {false, true})
@@ -319,6 +319,37 @@ TEST(MlpTile, SwiftRunLossesMatchUntiled) {
       expectSameLosses(a, b, kLossTol, what);
       EXPECT_EQ(a.losses().size(), 4u) << what;
     }
+}
+
+// That swift-run tiles at all: LoRA dropout draws tile t's masks with its
+// own seed, so tiles of 24 train on other masks than the untiled run (the
+// losses differ from step 2 on, when the B's are no longer 0), while one
+// tile of 64 = B*S tokens draws the untiled masks (the same losses). A
+// runtime that ignored mlp_tile_tokens fails the first.
+TEST(MlpTile, SwiftRunTilesWithTheirOwnDropoutMasks) {
+  json p = tinyPlan(0, 1);
+  p["training"]["method"] = "lora";
+  p["training"]["lora"] = {{"rank", 4},
+                           {"alpha", 8.0},
+                           {"dropout", 0.3},
+                           {"targets", {"gate_proj", "up_proj", "down_proj"}}};
+  p["training"]["optimizer"]["lr"] = 1e-2;
+  json one = p, tiles = p;
+  one["strategy"]["mlp_tile_tokens"] = 64;
+  tiles["strategy"]["mlp_tile_tokens"] = 24;
+  Result ref = runPlan(p, "--steps 4");
+  expectSameLosses(ref, runPlan(one, "--steps 4"), 1e-6, "one tile");
+  Result tiled = runPlan(tiles, "--steps 4");
+  ASSERT_EQ(tiled.exitCode, 0) << tiled.output;
+  std::vector<double> a = ref.losses(), b = tiled.losses();
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_NEAR(a[0], b[0], 1e-6); // B = 0: dropout changes nothing yet
+  double most = 0;
+  for (size_t i = 1; i < a.size(); ++i)
+    most = std::max(most, std::fabs(a[i] - b[i]));
+  EXPECT_GT(most, 1e-6); // seen: 5e-4
+  EXPECT_LT(most, 0.05); // the same distribution of masks
 }
 
 } // namespace
