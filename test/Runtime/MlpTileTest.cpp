@@ -135,9 +135,10 @@ void expectClose(const at::Tensor &a, const at::Tensor &b, double tol,
   if (!a.defined())
     return;
   const double ref = b.abs().max().item<double>();
-  const double diff = (a.to(at::kFloat) - b.to(at::kFloat)).abs().max().item<double>();
-  EXPECT_LE(diff, tol * std::max(ref, 1e-3)) << what << " (max |ref| " << ref
-                                             << ")";
+  const double diff =
+      (a.to(at::kFloat) - b.to(at::kFloat)).abs().max().item<double>();
+  EXPECT_LE(diff, tol * std::max(ref, 1e-3))
+      << what << " (max |ref| " << ref << ")";
 }
 
 void expectSame(const Out &tiled, const Out &ref, double tol,
@@ -146,7 +147,8 @@ void expectSame(const Out &tiled, const Out &ref, double tol,
     expectClose(tiled.y, ref.y, tol, what + ": output");
   expectClose(tiled.dx, ref.dx, tol, what + ": input gradient");
   expectClose(tiled.dflat, ref.dflat, tol, what + ": weight gradients");
-  expectClose(tiled.dadapters, ref.dadapters, tol, what + ": adapter gradients");
+  expectClose(tiled.dadapters, ref.dadapters, tol,
+              what + ": adapter gradients");
   expectClose(tiled.sinkBuf, ref.sinkBuf, tol, what + ": sinks");
 }
 
@@ -161,7 +163,8 @@ TEST(MlpTile, FullFineTuneMatchesUntiled) {
     Out ref = run(L, 0);
     for (int64_t t : kTiles)
       expectSame(run(L, t), ref, tol,
-                 "tile " + std::to_string(t) + (dt == at::kFloat ? " fp32" : " bf16"));
+                 "tile " + std::to_string(t) +
+                     (dt == at::kFloat ? " fp32" : " bf16"));
   }
 }
 
@@ -264,9 +267,7 @@ struct LargestAllocation : c10::Allocator {
     }
     return base->allocate(n);
   }
-  c10::DeleterFnPtr raw_deleter() const override {
-    return base->raw_deleter();
-  }
+  c10::DeleterFnPtr raw_deleter() const override { return base->raw_deleter(); }
 };
 
 // Tiled, no (B*S, I) tensor is ever allocated, forward or backward (the

@@ -117,14 +117,16 @@ std::vector<at::Tensor> recompute(const TensorFn &fn,
 
 namespace {
 /// The row inputs' rows [start, start + len), as leaves of the tile's graph.
+/// (`residual`'s gets none: its gradient is the output's.)
 std::vector<at::Tensor> tileRows(const SavedInputs &rows, int64_t start,
-                                 int64_t len) {
+                                 int64_t len, int64_t residual) {
   std::vector<at::Tensor> in;
   for (size_t i = 0; i < rows.size(); ++i) {
     const at::Tensor &t = rows.tensors[i];
-    in.push_back(t.defined() ? t.narrow(0, start, len).detach().requires_grad_(
-                                   rows.needsGrad[i])
-                             : t);
+    const bool grad = rows.needsGrad[i] && int64_t(i) != residual;
+    in.push_back(t.defined()
+                     ? t.narrow(0, start, len).detach().requires_grad_(grad)
+                     : t);
   }
   return in;
 }
@@ -132,19 +134,19 @@ std::vector<at::Tensor> tileRows(const SavedInputs &rows, int64_t start,
 /// tiledRecompute's backward: each tile recomputed and differentiated.
 std::vector<at::Tensor> tiledBackward(const TileFn &fn, const SavedInputs &rows,
                                       const SavedInputs &shared, int64_t tile,
-                                      const at::Tensor &dy) {
+                                      int64_t residual, const at::Tensor &dy) {
   const size_t nr = rows.size();
   std::vector<at::Tensor> r(nr + shared.size());
   if (!dy.defined())
     return r;
   for (size_t i = 0; i < nr; ++i)
     if (rows.tensors[i].defined() && rows.needsGrad[i])
-      r[i] = at::empty_like(rows.tensors[i]);
+      r[i] = int64_t(i) == residual ? dy : at::empty_like(rows.tensors[i]);
   std::vector<at::Tensor> sharedLeaves = shared.leaves();
   const int64_t R = dy.size(0);
   for (int64_t t = 0, start = 0; start < R; ++t, start += tile) {
     const int64_t len = std::min(tile, R - start);
-    std::vector<at::Tensor> in = tileRows(rows, start, len);
+    std::vector<at::Tensor> in = tileRows(rows, start, len, residual);
     at::Tensor out;
     {
       at::AutoGradMode enable(true);
@@ -154,7 +156,7 @@ std::vector<at::Tensor> tiledBackward(const TileFn &fn, const SavedInputs &rows,
     std::vector<at::Tensor> g =
         differentiate({out}, {dy.narrow(0, start, len)}, in);
     for (size_t i = 0; i < nr; ++i)
-      if (r[i].defined())
+      if (r[i].defined() && int64_t(i) != residual)
         g[i].defined() ? r[i].narrow(0, start, len).copy_(g[i])
                        : r[i].narrow(0, start, len).zero_();
     for (size_t j = nr; j < g.size(); ++j) // summed in fp32 at least
@@ -173,7 +175,7 @@ std::vector<at::Tensor> tiledBackward(const TileFn &fn, const SavedInputs &rows,
 at::Tensor tiledRecompute(const TileFn &fn,
                           const std::vector<at::Tensor> &rowInputs,
                           const std::vector<at::Tensor> &shared, int64_t tile,
-                          int64_t outCols, bool value) {
+                          int64_t outCols, bool value, int64_t residual) {
   SWIFT_ASSERT(tile > 0 && !rowInputs.empty() && rowInputs[0].defined(),
                "tiledRecompute: a tile size and a first row input");
   const at::Tensor &first = rowInputs[0];
@@ -196,9 +198,9 @@ at::Tensor tiledRecompute(const TileFn &fn,
   attachBackward(
       in, outs,
       [fn, rows = SavedInputs(rowInputs), saved = SavedInputs(shared),
-       tile](std::vector<at::Tensor> &&grads) mutable {
+       tile, residual](std::vector<at::Tensor> &&grads) mutable {
         std::vector<at::Tensor> r =
-            tiledBackward(fn, rows, saved, tile, grads[0]);
+            tiledBackward(fn, rows, saved, tile, residual, grads[0]);
         rows = saved = SavedInputs();
         return r;
       },

@@ -439,9 +439,9 @@ struct Gemms {
 
   /// The packed gate/up projection of h, (..., 2 I).
   at::Tensor gateUp(const at::Tensor &h) const {
-    return adapters ? adapted(h, w.gateUp, {}, w.gateUpSink,
-                              adapters->gateUp, 2)
-                    : dense(h, w.gateUp, {}, w.gateUpSink);
+    return adapters
+               ? adapted(h, w.gateUp, {}, w.gateUpSink, adapters->gateUp, 2)
+               : dense(h, w.gateUp, {}, w.gateUpSink);
   }
   bool downAdapted() const { return adapters && lora(adapters->down); }
   /// res + down_proj(a); `value` as residualLinear's.
@@ -508,8 +508,7 @@ at::Tensor wholeMlp(const Gemms &g, const at::Tensor &h, const at::Tensor &x1,
   TensorFn act = [](const std::vector<at::Tensor> &in) {
     return std::vector<at::Tensor>{swiglu(in[0])};
   };
-  if (selective &&
-      plan::selectiveDropsResidualInput(g.w.fp8, g.downAdapted()))
+  if (selective && plan::selectiveDropsResidualInput(g.w.fp8, g.downAdapted()))
     return recomputedResidualLinear(x1, act, {gateUp}, g.w.down, {},
                                     /*value=*/!forBackward, g.w.downSink);
   at::Tensor a = selective ? recompute(act, {gateUp})[0] : act({gateUp})[0];
@@ -542,8 +541,8 @@ at::Tensor tiledMlp(const Gemms &g, const at::Tensor &h, const at::Tensor &x1,
   base.fp8 = g.w.fp8;
   std::optional<DecoderAdapters> lora;
   if (ad) {
-    shared.insert(shared.end(), {ad->gateUp.a, ad->gateUp.b, ad->down.a,
-                                 ad->down.b});
+    shared.insert(shared.end(),
+                  {ad->gateUp.a, ad->gateUp.b, ad->down.a, ad->down.b});
     lora = *ad;
     lora->qkv = lora->o = AdapterGroup();
   }
@@ -564,10 +563,11 @@ at::Tensor tiledMlp(const Gemms &g, const at::Tensor &h, const at::Tensor &x1,
       a->dropoutSeed += uint64_t(t) * kTileSeedStep;
     }
     Gemms tg{w, a ? &*a : nullptr};
-    return tg.down(rows[1], swiglu(tg.gateUp(rows[0])), value);
+    at::Tensor act = swiglu(tg.gateUp(rows[0])); // gate/up's freed here
+    return tg.down(rows[1], act, value);
   };
-  return tiledRecompute(fn, {rows2d(h), rows2d(x1)}, shared, tile,
-                        x1.size(-1), /*value=*/!forBackward)
+  return tiledRecompute(fn, {rows2d(h), rows2d(x1)}, shared, tile, x1.size(-1),
+                        /*value=*/!forBackward, /*residual=*/1)
       .view(x1.sizes());
 }
 
@@ -586,9 +586,9 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
   // `res`: x as the attention's residual add reads it (rmsNormResidual).
   at::Tensor h, res;
   std::tie(h, res) = rmsNormResidual(x, w.inputNorm, m.rmsNormEps);
-  at::Tensor qkv = adapters ? g.adapted(h, w.qkv, w.qkvBias, w.qkvSink,
-                                        adapters->qkv, 0)
-                            : g.dense(h, w.qkv, w.qkvBias, w.qkvSink);
+  at::Tensor qkv =
+      adapters ? g.adapted(h, w.qkv, w.qkvBias, w.qkvSink, adapters->qkv, 0)
+               : g.dense(h, w.qkv, w.qkvBias, w.qkvSink);
   // Under selective checkpointing only the packed projection is kept; the
   // core's internals (rotated q, k, the S x S probabilities on the math
   // path) are recomputed in backward, and its output too where

@@ -77,10 +77,14 @@ using TileFn = std::function<at::Tensor(const std::vector<at::Tensor> &rows,
 /// the input's dtype). fn writing a gradient elsewhere (a GradSink) must
 /// add into it from tile 1 on. `value` false: the forward computes nothing
 /// (output uninitialized), only the node (full checkpointing's recompute).
+/// `residual` >= 0: the row input of that index is added unchanged to fn's
+/// output (a residual stream): its gradient is the output's, passed on
+/// without a copy, and the recompute does not differentiate it.
 at::Tensor tiledRecompute(const TileFn &fn,
                           const std::vector<at::Tensor> &rowInputs,
                           const std::vector<at::Tensor> &shared, int64_t tile,
-                          int64_t outCols, bool value = true);
+                          int64_t outCols, bool value = true,
+                          int64_t residual = -1);
 
 /// Inner-graph differentiation used by both: gradients of `outputs` (with
 /// `grads`, undefined entries skipped) w.r.t. `inputs` (entries that do not
