@@ -237,7 +237,8 @@ at::Tensor UnitDriver::computeUnit(int u, const at::Tensor &x,
             4099ull +
         uint64_t(u);
     return decoderForward(m_, bindDecoder(m_, base), x, rope, selective,
-                          forBackward, mb.packing, &adapters);
+                          forBackward, mb.packing, &adapters,
+                          plan_.strategy.mlpTileTokens);
   }
   const bool grads = !leaves.empty() && leaves.front().requires_grad();
   if (u == 0)
@@ -250,7 +251,8 @@ at::Tensor UnitDriver::computeUnit(int u, const at::Tensor &x,
   DecoderWeights w =
       bindDecoder(m_, leaves, grads ? makeSinks(u) : std::vector<GradSink>());
   w.fp8 = plan::fp8Gemms(plan_.training.precision);
-  return decoderForward(m_, w, x, rope, selective, forBackward, mb.packing);
+  return decoderForward(m_, w, x, rope, selective, forBackward, mb.packing,
+                        nullptr, plan_.strategy.mlpTileTokens);
 }
 
 at::Tensor UnitDriver::unitForward(int u, const at::Tensor &x,

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <tuple>
 
 namespace swift::rt {
@@ -389,62 +390,75 @@ at::Tensor swiglu(const at::Tensor &gateUp) {
 
 } // namespace
 
-at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
-                          const at::Tensor &x, const Rope &rope, bool selective,
-                          bool forBackward, const Packing &packing,
-                          const DecoderAdapters *adapters) {
-  // One GEMM for q, k, v and one for gate, up: their weights are adjacent
-  // in the unit's flat buffer (unitLayout stacks them into one leaf).
-  // `res`: x as the attention's residual add reads it (rmsNormResidual).
-  at::Tensor h, res;
-  std::tie(h, res) = rmsNormResidual(x, w.inputNorm, m.rmsNormEps);
-  // LoRA: peft's base(x) + lora_B(lora_A(dropout(x))) * scaling, one
-  // loraLinear per group of linears sharing an input (q/k/v, o, gate/up,
-  // down); o's and down's take the residual too. `group` (0-3) picks the
-  // group's dropout mask.
-  auto lora = [&](const AdapterGroup &g) { return adapters && g.a.defined(); };
-  auto adapterOp = [&](const at::Tensor &in, const at::Tensor &w,
+namespace {
+
+/// A decoder layer's GEMMs over its weights `w` and LoRA's `adapters` (null:
+/// none). The base model's GEMMs: bf16 (residual adds in the epilogues,
+/// addmm, where there is no bias) or FP8 (Fp8.h); adapters run bf16 only.
+/// LoRA: peft's base(x) + lora_B(lora_A(dropout(x))) * scaling, one
+/// loraLinear per group of linears sharing an input (q/k/v, o, gate/up,
+/// down); o's and down's take the residual too. `group` (0-3) picks the
+/// group's dropout mask.
+struct Gemms {
+  const DecoderWeights &w;
+  const DecoderAdapters *adapters;
+
+  bool lora(const AdapterGroup &g) const { return adapters && g.a.defined(); }
+  at::Tensor adapterOp(const at::Tensor &in, const at::Tensor &wt,
                        const at::Tensor &bias, const AdapterGroup &g,
-                       uint64_t group, const at::Tensor &res, bool value) {
+                       uint64_t group, const at::Tensor &res,
+                       bool value) const {
     at::Tensor dropped;
     if (adapters->dropout > 0) // one mask per group: the group shares x
       dropped = seededDropout(in, adapters->dropout,
                               adapters->dropoutSeed * 4 + group);
-    return loraLinear(in, dropped, w, bias, g.a,
+    return loraLinear(in, dropped, wt, bias, g.a,
                       loraBlockDiagonal(g, adapters->rank), adapters->scale,
                       res, value);
-  };
-  auto adapted = [&](const at::Tensor &in, const at::Tensor &w,
+  }
+  at::Tensor adapted(const at::Tensor &in, const at::Tensor &wt,
                      const at::Tensor &bias, const GradSink &sink,
-                     const AdapterGroup &g, uint64_t group) {
-    return lora(g) ? adapterOp(in, w, bias, g, group, {}, true)
-                   : linear(in, w, bias, sink);
-  };
-  // The base model's GEMMs: bf16 (residual adds in the epilogues, addmm,
-  // where there is no bias) or FP8 (Fp8.h); adapters run bf16 only.
-  SWIFT_ASSERT(!(w.fp8 && adapters), "FP8 GEMMs with LoRA adapters");
-  auto dense = [&](const at::Tensor &in, const at::Tensor &wt,
-                   const at::Tensor &bias, const GradSink &sink) {
+                     const AdapterGroup &g, uint64_t group) const {
+    return lora(g) ? adapterOp(in, wt, bias, g, group, {}, true)
+                   : linear(in, wt, bias, sink);
+  }
+  at::Tensor dense(const at::Tensor &in, const at::Tensor &wt,
+                   const at::Tensor &bias, const GradSink &sink) const {
     return w.fp8 ? fp8Linear(in, wt, bias, sink) : linear(in, wt, bias, sink);
-  };
+  }
   // `inputKept`: something else saves `in` for backward (attention its
   // output), so FP8 keeps it rather than its codes (Fp8.h keepCodes).
-  auto residualDense = [&](const at::Tensor &res, const at::Tensor &in,
+  at::Tensor residualDense(const at::Tensor &res, const at::Tensor &in,
                            const at::Tensor &wt, const at::Tensor &bias,
-                           const GradSink &sink, bool value, bool inputKept) {
+                           const GradSink &sink, bool value,
+                           bool inputKept) const {
     return w.fp8 ? fp8Linear(in, wt, bias, sink, res, value, !inputKept)
            : bias.defined() ? res + linear(in, wt, bias, sink)
                             : residualLinear(res, in, wt, value, sink);
-  };
-  at::Tensor qkv = adapters ? adapted(h, w.qkv, w.qkvBias, w.qkvSink,
-                                      adapters->qkv, 0)
-                            : dense(h, w.qkv, w.qkvBias, w.qkvSink);
+  }
 
-  // Attention core: q/k norm, rotary, softmax(QK^T)V. Under selective
-  // checkpointing only the packed projection is kept; its internals (rotated
-  // q, k, the S x S probabilities on the math path) are recomputed in
-  // backward.
-  TensorFn core = [&m, rope, packing](const std::vector<at::Tensor> &in) {
+  /// The packed gate/up projection of h, (..., 2 I).
+  at::Tensor gateUp(const at::Tensor &h) const {
+    return adapters
+               ? adapted(h, w.gateUp, {}, w.gateUpSink, adapters->gateUp, 2)
+               : dense(h, w.gateUp, {}, w.gateUpSink);
+  }
+  bool downAdapted() const { return adapters && lora(adapters->down); }
+  /// res + down_proj(a); `value` as residualLinear's.
+  at::Tensor down(const at::Tensor &res, const at::Tensor &a,
+                  bool value) const {
+    if (downAdapted())
+      return adapterOp(a, w.down, {}, adapters->down, 3, res, value);
+    return residualDense(res, a, w.down, {}, w.downSink, value,
+                         /*inputKept=*/false);
+  }
+};
+
+/// Attention core: q/k norm, rotary, softmax(QK^T)V of the packed q/k/v
+/// projection (and the q/k norm weights).
+TensorFn attentionCore(const ModelConfig &m, const Rope &rope,
+                       const Packing &packing) {
+  return [&m, rope, packing](const std::vector<at::Tensor> &in) {
     const at::Tensor &qkv = in[0];
     const int64_t B = qkv.size(0), S = qkv.size(1), D = m.headDim,
                   NH = m.numHeads, NKV = m.numKvHeads;
@@ -482,46 +496,126 @@ at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
                                            v.transpose(1, 2), packing.mask);
     return std::vector<at::Tensor>{a.transpose(1, 2).reshape({B, S, NH * D})};
   };
+}
+
+/// x1 + down(SwiGLU(gate/up(h))) in one piece (mlp_tile_tokens 0).
+/// Selective checkpointing keeps not the SwiGLU product where
+/// plan::selectiveDropsResidualInput says so (recomputedResidualLinear);
+/// elsewhere it is recomputed but kept.
+at::Tensor wholeMlp(const Gemms &g, const at::Tensor &h, const at::Tensor &x1,
+                    bool selective, bool forBackward) {
+  at::Tensor gateUp = g.gateUp(h); // (B, S, 2 I)
+  TensorFn act = [](const std::vector<at::Tensor> &in) {
+    return std::vector<at::Tensor>{swiglu(in[0])};
+  };
+  if (selective && plan::selectiveDropsResidualInput(g.w.fp8, g.downAdapted()))
+    return recomputedResidualLinear(x1, act, {gateUp}, g.w.down, {},
+                                    /*value=*/!forBackward, g.w.downSink);
+  at::Tensor a = selective ? recompute(act, {gateUp})[0] : act({gateUp})[0];
+  return g.down(x1, a, /*value=*/!forBackward);
+}
+
+/// A sink that adds into its buffer whatever its own flag says: the tiles
+/// of a tiled GEMM after the first.
+GradSink accumulating(const GradSink &sink) {
+  if (!sink)
+    return sink;
+  return [sink] { return std::make_pair(sink().first, true); };
+}
+
+/// The seed step between two tiles' LoRA dropout masks (tile 0 draws the
+/// untiled masks).
+constexpr uint64_t kTileSeedStep = 0x9E3779B97F4A7C15ull;
+
+/// The MLP over the B*S tokens in tiles of `tile` rows (tiledRecompute): no
+/// (tokens, I) tensor is ever whole; kept for backward: h and x1. Tile t's
+/// LoRA dropout masks are drawn with dropoutSeed + t kTileSeedStep, so a
+/// recompute draws them again, and one tile draws the untiled masks.
+at::Tensor tiledMlp(const Gemms &g, const at::Tensor &h, const at::Tensor &x1,
+                    int64_t tile, bool forBackward) {
+  const DecoderAdapters *ad = g.adapters;
+  std::vector<at::Tensor> shared{g.w.gateUp, g.w.down};
+  DecoderWeights base; // what a tile reads besides `shared`
+  base.gateUpSink = g.w.gateUpSink;
+  base.downSink = g.w.downSink;
+  base.fp8 = g.w.fp8;
+  std::optional<DecoderAdapters> lora;
+  if (ad) {
+    shared.insert(shared.end(),
+                  {ad->gateUp.a, ad->gateUp.b, ad->down.a, ad->down.b});
+    lora = *ad;
+    lora->qkv = lora->o = AdapterGroup();
+  }
+  TileFn fn = [base, lora](const std::vector<at::Tensor> &rows,
+                           const std::vector<at::Tensor> &sh, int64_t t,
+                           bool value) {
+    DecoderWeights w = base;
+    w.gateUp = sh[0];
+    w.down = sh[1];
+    if (t > 0) {
+      w.gateUpSink = accumulating(w.gateUpSink);
+      w.downSink = accumulating(w.downSink);
+    }
+    std::optional<DecoderAdapters> a = lora;
+    if (a) {
+      a->gateUp.a = sh[2], a->gateUp.b = sh[3];
+      a->down.a = sh[4], a->down.b = sh[5];
+      a->dropoutSeed += uint64_t(t) * kTileSeedStep;
+    }
+    Gemms tg{w, a ? &*a : nullptr};
+    at::Tensor act = swiglu(tg.gateUp(rows[0])); // gate/up's freed here
+    return tg.down(rows[1], act, value);
+  };
+  return tiledRecompute(fn, {rows2d(h), rows2d(x1)}, shared, tile, x1.size(-1),
+                        /*value=*/!forBackward, /*residual=*/1)
+      .view(x1.sizes());
+}
+
+} // namespace
+
+at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
+                          const at::Tensor &x, const Rope &rope, bool selective,
+                          bool forBackward, const Packing &packing,
+                          const DecoderAdapters *adapters,
+                          int64_t mlpTileTokens) {
+  SWIFT_ASSERT(!(w.fp8 && adapters), "FP8 GEMMs with LoRA adapters");
+  SWIFT_ASSERT(mlpTileTokens >= 0, "a negative MLP tile");
+  const Gemms g{w, adapters};
+  // One GEMM for q, k, v and one for gate, up: their weights are adjacent
+  // in the unit's flat buffer (unitLayout stacks them into one leaf).
+  // `res`: x as the attention's residual add reads it (rmsNormResidual).
+  at::Tensor h, res;
+  std::tie(h, res) = rmsNormResidual(x, w.inputNorm, m.rmsNormEps);
+  at::Tensor qkv =
+      adapters ? g.adapted(h, w.qkv, w.qkvBias, w.qkvSink, adapters->qkv, 0)
+               : g.dense(h, w.qkv, w.qkvBias, w.qkvSink);
+  // Under selective checkpointing only the packed projection is kept; the
+  // core's internals (rotated q, k, the S x S probabilities on the math
+  // path) are recomputed in backward, and its output too where
+  // plan::selectiveDropsResidualInput says so: it then feeds o_proj without
+  // being saved (recomputedResidualLinear).
+  TensorFn core = attentionCore(m, rope, packing);
   std::vector<at::Tensor> coreIn = {qkv};
   if (m.qkNorm) {
     coreIn.push_back(w.qNorm);
     coreIn.push_back(w.kNorm);
   }
-  // Selective checkpointing keeps neither the attention core's output nor
-  // the SwiGLU product where plan::selectiveDropsResidualInput says so: they
-  // feed o_proj and down_proj without being saved
-  // (recomputedResidualLinear); elsewhere they are recomputed but kept.
-  const bool oAdapted = adapters && lora(adapters->o);
-  auto dropsInput = [&](bool adapted) {
-    return selective && plan::selectiveDropsResidualInput(w.fp8, adapted);
-  };
+  const bool oAdapted = adapters && g.lora(adapters->o);
   at::Tensor x1;
-  if (dropsInput(oAdapted)) {
+  if (selective && plan::selectiveDropsResidualInput(w.fp8, oAdapted)) {
     x1 = recomputedResidualLinear(res, core, coreIn, w.o, w.oBias, true,
                                   w.oSink);
   } else {
     at::Tensor attn = selective ? recompute(core, coreIn)[0] : core(coreIn)[0];
-    x1 = oAdapted ? adapterOp(attn, w.o, w.oBias, adapters->o, 1, res, true)
-                  : residualDense(res, attn, w.o, w.oBias, w.oSink, true,
-                                  /*inputKept=*/true);
+    x1 = oAdapted ? g.adapterOp(attn, w.o, w.oBias, adapters->o, 1, res, true)
+                  : g.residualDense(res, attn, w.o, w.oBias, w.oSink, true,
+                                    /*inputKept=*/true);
   }
-
   std::tie(h, x1) = rmsNormResidual(x1, w.postNorm, m.rmsNormEps);
-  at::Tensor gateUp = // (B, S, 2 I)
-      adapters ? adapted(h, w.gateUp, {}, w.gateUpSink, adapters->gateUp, 2)
-               : dense(h, w.gateUp, {}, w.gateUpSink);
-  TensorFn act = [](const std::vector<at::Tensor> &in) {
-    return std::vector<at::Tensor>{swiglu(in[0])};
-  };
-  const bool downAdapted = adapters && lora(adapters->down);
-  if (dropsInput(downAdapted))
-    return recomputedResidualLinear(x1, act, {gateUp}, w.down, {},
-                                    /*value=*/!forBackward, w.downSink);
-  at::Tensor a = selective ? recompute(act, {gateUp})[0] : act({gateUp})[0];
-  if (downAdapted)
-    return adapterOp(a, w.down, {}, adapters->down, 3, x1, !forBackward);
-  return residualDense(x1, a, w.down, {}, w.downSink, /*value=*/!forBackward,
-                       /*inputKept=*/false);
+  // Tiled, the MLP recomputes its internals in backward whatever the
+  // checkpointing (it subsumes selective's part).
+  return mlpTileTokens > 0 ? tiledMlp(g, h, x1, mlpTileTokens, forBackward)
+                           : wholeMlp(g, h, x1, selective, forBackward);
 }
 
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids,

@@ -56,6 +56,36 @@ struct SavedInputs {
 std::vector<at::Tensor> recompute(const TensorFn &fn,
                                   const std::vector<at::Tensor> &inputs);
 
+/// One tile of tiledRecompute: `rows` are the row inputs' rows of tile
+/// number `tile` (0, 1, ...), `shared` the shared inputs whole; returns the
+/// tile's output rows. `value` false: only the graph is differentiated (the
+/// backward's recompute), so the output's values may be left uninitialized.
+/// Must be deterministic for a given tile (a random draw seeded by `tile`).
+using TileFn = std::function<at::Tensor(const std::vector<at::Tensor> &rows,
+                                        const std::vector<at::Tensor> &shared,
+                                        int64_t tile, bool value)>;
+
+/// recompute() of a row-wise region in tiles of `tile` rows: the row inputs
+/// (each (R, ...), the same R; undefined ones allowed) are cut into tiles,
+/// the output (R, outCols) is the tiles' outputs one under the other. The
+/// forward runs each tile without autograd and keeps none of its internals;
+/// the backward runs tile after tile (0 first) with autograd and
+/// differentiates it, so fn's intermediates exist for one tile at a time,
+/// forward and backward. Kept for backward: the inputs (detached). The row
+/// inputs' gradients are written tile by tile into (R, ...) tensors; the
+/// shared inputs' are summed over the tiles (in fp32 at least, then cast to
+/// the input's dtype). fn writing a gradient elsewhere (a GradSink) must
+/// add into it from tile 1 on. `value` false: the forward computes nothing
+/// (output uninitialized), only the node (full checkpointing's recompute).
+/// `residual` >= 0: the row input of that index is added unchanged to fn's
+/// output (a residual stream): its gradient is the output's, passed on
+/// without a copy, and the recompute does not differentiate it.
+at::Tensor tiledRecompute(const TileFn &fn,
+                          const std::vector<at::Tensor> &rowInputs,
+                          const std::vector<at::Tensor> &shared, int64_t tile,
+                          int64_t outCols, bool value = true,
+                          int64_t residual = -1);
+
 /// Inner-graph differentiation used by both: gradients of `outputs` (with
 /// `grads`, undefined entries skipped) w.r.t. `inputs` (entries that do not
 /// require grad get an undefined result).

@@ -163,11 +163,25 @@ Packing makePacking(const at::Tensor &segments, const at::Device &device,
 /// is skipped; the result is uninitialized, its autograd graph exact).
 /// `packing` empty: plain causal attention.
 /// `adapters`: LoRA's deltas added to the four GEMMs' outputs.
+/// `mlpTileTokens` > 0 (plan strategy.mlp_tile_tokens): the MLP (gate/up,
+/// SwiGLU, down and its residual add) runs over the B*S tokens in tiles of
+/// that many rows, forward and backward (tiledRecompute): its forward keeps
+/// only its inputs (the post-attention norm's output and the residual) and
+/// no (tokens, intermediate) tensor is ever whole; the backward recomputes
+/// each tile and differentiates it, adding the tiles' weight gradients
+/// (GradSinks: every tile after the first adds into the sink). Selective
+/// checkpointing then applies to the attention only. Under LoRA dropout
+/// tile t draws its gate/up and down masks from the seed dropoutSeed +
+/// t * 0x9E3779B97F4A7C15 (the same in the recompute; tile 0's are the
+/// untiled masks): with more than one tile the masks differ from the
+/// untiled ones, with the same distribution. FP8 scales each tile's
+/// operands by their own amax (tensorwise over the tile). 0: untiled.
 at::Tensor decoderForward(const ModelConfig &m, const DecoderWeights &w,
                           const at::Tensor &x, const Rope &rope, bool selective,
                           bool forBackward = false,
                           const Packing &packing = {},
-                          const DecoderAdapters *adapters = nullptr);
+                          const DecoderAdapters *adapters = nullptr,
+                          int64_t mlpTileTokens = 0);
 
 /// ids: (B, S) int64, table: (V, C) -> (B, S, C).
 at::Tensor embeddingForward(const at::Tensor &table, const at::Tensor &ids,
