@@ -368,10 +368,16 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
               std::optional<bool> fits = searcher.price(s);
               if (!fits)
                 break; // the backend cannot run this family
+              // Fitting only with activations on the host or the MLP in
+              // tiles: every layer stays checkpointed (fewer would need more
+              // of both).
+              bool refined = false;
               if (!*fits && ckpt == Checkpointing::Full &&
-                  setup.backend == Backend::SwiftRun)
+                  setup.backend == Backend::SwiftRun) {
                 fits = fitActivations(s, L, micro * m.sequenceLength, fixed,
                                       searcher);
+                refined = *fits;
+              }
               auto key = std::make_tuple(zero, int(offload), micro, bucket, prefetch);
               if (ckpt == Checkpointing::None && *fits)
                 fitWithout.insert(key);
@@ -379,7 +385,8 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
               // also names checkpoint_layers; first-k is the planner's own
               // refinement when checkpointing is open.
               if (ckpt != Checkpointing::None && !fixed.checkpointing && *fits &&
-                  setup.backend == Backend::SwiftRun && !fitWithout.count(key)) {
+                  !refined && setup.backend == Backend::SwiftRun &&
+                  !fitWithout.count(key)) {
                 // All layers fit; the fewest checkpointed layers that still
                 // fit recompute least. Memory falls as k grows: bisect.
                 int64_t lo = 0, hi = L;
