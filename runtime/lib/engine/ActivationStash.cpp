@@ -20,8 +20,8 @@ ActivationStash::ActivationStash(const Plan &plan, at::Device device,
     if (slots_[backward[i + 1].unit].offloaded)
       next_[backward[i].unit] = backward[i + 1].unit;
   const int64_t perUnit = plan.training.microBatchSize *
-                          plan.training.sequenceLength *
-                          plan.model.hiddenSize * c10::elementSize(dtype);
+                          plan.training.sequenceLength * plan.model.hiddenSize *
+                          c10::elementSize(dtype);
   hostBytes_ = perUnit * numOffloaded_;
 }
 
@@ -40,11 +40,7 @@ void ActivationStash::stash(int u, at::Tensor x) {
   // After the compute stream's work so far (x's producer); x's memory is
   // not handed out again before the copy is done, though the caller drops
   // it now.
-  copy_.run(
-      [&] {
-        host.copy_(x.reshape({n}), /*non_blocking=*/true);
-      },
-      {x});
+  copy_.run([&] { host.copy_(x.reshape({n}), /*non_blocking=*/true); }, {x});
   s.stashed = true;
 }
 
@@ -53,8 +49,8 @@ void ActivationStash::fetch(int u) {
   SWIFT_ASSERT(s.stashed, "unit ", u, "'s input fetched before its forward");
   // Allocated on the compute stream; the copy stream writes it after the
   // compute stream's work so far (whatever used this memory before).
-  at::Tensor dst = at::empty(
-      s.sizes, at::TensorOptions().device(device_).dtype(s.dtype));
+  at::Tensor dst =
+      at::empty(s.sizes, at::TensorOptions().device(device_).dtype(s.dtype));
   const at::Tensor host = s.host;
   HostFence arrived;
   copy_.run(

@@ -61,12 +61,12 @@ public:
 private:
   struct Slot {
     bool offloaded = false;
-    bool stashed = false;  // the host buffer holds an input not taken yet
-    at::Tensor host;       // the buffer, flat; allocated at the first stash
+    bool stashed = false; // the host buffer holds an input not taken yet
+    at::Tensor host;      // the buffer, flat; allocated at the first stash
     std::vector<int64_t> sizes;
     at::ScalarType dtype = at::kFloat;
-    at::Tensor fetched;    // prefetched, not taken yet
-    HostFence arrived;     // on the copy stream, after `fetched`'s copy
+    at::Tensor fetched; // prefetched, not taken yet
+    HostFence arrived;  // on the copy stream, after `fetched`'s copy
   };
   void fetch(int u);
 
