@@ -125,6 +125,15 @@ void HostFence::wait() {
 #endif
 }
 
+void HostFence::streamWait(const at::Device &device) const {
+#ifdef SWIFT_WITH_CUDA
+  if (event_ && device.is_cuda())
+    static_cast<at::cuda::CUDAEvent *>(event_.get())
+        ->block(c10::cuda::getCurrentCUDAStream(device.index()));
+#endif
+  (void)device;
+}
+
 double HostFence::secondsBetween(const HostFence &from, const HostFence &to) {
 #ifdef SWIFT_WITH_CUDA
   if (from.event_ && to.event_)
@@ -175,6 +184,36 @@ void SideStream::join() {
     done.block(c10::cuda::getCurrentCUDAStream(device_.index()));
   }
 #endif
+}
+
+int64_t deviceTotalMemory(const at::Device &device) {
+#ifdef SWIFT_WITH_CUDA
+  if (device.is_cuda()) {
+    size_t free = 0, total = 0;
+    c10::cuda::CUDAGuard guard(device);
+    SWIFT_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+    return int64_t(total);
+  }
+#endif
+  (void)device;
+  return 0;
+}
+
+void capDeviceMemory(const at::Device &device, int64_t bytes) {
+#ifdef SWIFT_WITH_CUDA
+  if (device.is_cuda()) {
+    // The allocator's limit is a fraction of the total cudaMemGetInfo
+    // reports, the total deviceTotalMemory returns.
+    const int64_t total = deviceTotalMemory(device);
+    SWIFT_ASSERT(bytes > 0 && bytes <= total, "a memory cap of ", bytes,
+                 " B on a device of ", total, " B");
+    c10::cuda::CUDACachingAllocator::setMemoryFraction(
+        double(bytes) / double(total), device.index());
+    return;
+  }
+#endif
+  (void)device;
+  (void)bytes;
 }
 
 int cudaDeviceCount() {

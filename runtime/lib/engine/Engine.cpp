@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "swift/Runtime/engine/Engine.h"
 
+#include "ActivationStash.h"
 #include "Unit.h"
 #include "UnitDriver.h"
 
@@ -58,9 +59,11 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
       units_, *collectives_, pending_);
   for (int u = 0; u < numUnits; ++u)
     units_.push_back(makeUnit(u, initial, base));
+  stash_ = std::make_unique<engine::ActivationStash>(plan, device_,
+                                                     computeDtype_);
   driver_ = std::make_unique<engine::UnitDriver>(
       plan, device_, computeDtype_, gradDtype_, units_, *collectives_,
-      *optimizer_, pending_);
+      *optimizer_, *stash_, pending_);
   if (initial)
     steps_ = initial->step();
   // Where the storage lets a gradient be final without a reduction
@@ -332,6 +335,10 @@ Engine::StateBytes Engine::stateBytes() const {
     add(b.host, U->opt.hostParamOut);
   }
   return b;
+}
+
+Engine::ActivationOffload Engine::activationOffload() const {
+  return {stash_->units(), stash_->hostBytes()};
 }
 
 int64_t Engine::heldGradientBytes() const {

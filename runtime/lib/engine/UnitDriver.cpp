@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "UnitDriver.h"
+#include "ActivationStash.h"
 #include "Unit.h"
 
 #include "swift/Runtime/core/Check.h"
@@ -33,10 +34,10 @@ UnitDriver::UnitDriver(const Plan &plan, at::Device device,
                        at::ScalarType computeDtype, at::ScalarType gradDtype,
                        const std::vector<std::unique_ptr<Unit>> &units,
                        Collectives &collectives, Optimizer &optimizer,
-                       std::deque<Pending> &inFlight)
+                       ActivationStash &stash, std::deque<Pending> &inFlight)
     : plan_(plan), m_(plan.model), device_(device), computeDtype_(computeDtype),
       gradDtype_(gradDtype), units_(units), collectives_(collectives),
-      optimizer_(optimizer), inFlight_(inFlight),
+      optimizer_(optimizer), stash_(stash), inFlight_(inFlight),
       lora_(plan.training.method != Method::Full) {
   const int numUnits = int(units_.size());
   backwardIndex_.resize(numUnits);
@@ -262,6 +263,11 @@ at::Tensor UnitDriver::unitForward(int u, const at::Tensor &x,
   const bool full = plan_.schedule.units[u].checkpoint == Checkpointing::Full;
   materializeBase(u); // QLoRA: dequantized for this computation only
   at::Tensor xIn = u == 0 ? at::Tensor() : x.detach();
+  // The plan's offload_input (always a full checkpoint): the input goes to
+  // the host while the unit computes; the backward takes it back.
+  const bool offload = full && stash_.offloads(u);
+  if (offload)
+    stash_.stash(u, xIn);
   at::Tensor out;
   std::vector<at::Tensor> inputs;
   if (full) {
@@ -277,7 +283,7 @@ at::Tensor UnitDriver::unitForward(int u, const at::Tensor &x,
   }
   dematerializeBase(u); // saved views keep the storage object, not its bytes
   std::vector<at::Tensor> outs{out.detach()};
-  at::Tensor xSaved = full ? xIn : at::Tensor();
+  at::Tensor xSaved = full && !offload ? xIn : at::Tensor();
   if (full)
     out = at::Tensor();
   MicroBatch mbCopy = mb;
@@ -299,13 +305,16 @@ UnitDriver::unitBackward(int u, std::vector<at::Tensor> &&grads, MicroBatch &mb,
   const ProgramStep &st = plan_.schedule.backward[backwardIndex_[u]];
   for (int g : st.gather)
     gather(g);
+  stash_.prefetchAfter(u); // one offloaded input ahead, on the copy stream
   if (u != 0) // the embedding's backward reads no weights
     for (int o : unitOwners(m_, u))
       waitGathered(o);
   materializeBase(u);   // QLoRA: the same values, dequantized again
   if (!out.defined()) { // full checkpointing: rebuild the inner graph
     at::AutoGradMode enable(true);
-    at::Tensor xIn = xSaved.detach().requires_grad_(true);
+    at::Tensor xIn = (stash_.offloads(u) ? stash_.take(u) : xSaved)
+                         .detach()
+                         .requires_grad_(true);
     inputs = makeLeaves(u, true);
     out = computeUnit(u, xIn, inputs, mb, /*forBackward=*/true);
     inputs.insert(inputs.begin(), xIn);

@@ -22,6 +22,7 @@
 
 namespace swift::rt::engine {
 
+class ActivationStash;
 class Collectives;
 class Optimizer;
 struct Unit;
@@ -38,13 +39,14 @@ struct MicroBatch {
 
 class UnitDriver {
 public:
-  /// `units`, `collectives`, `optimizer` and `inFlight` (the collectives
-  /// in flight, oldest first) are the Engine's, and outlive this.
+  /// `units`, `collectives`, `optimizer`, `stash` (the offloaded inputs)
+  /// and `inFlight` (the collectives in flight, oldest first) are the
+  /// Engine's, and outlive this.
   UnitDriver(const Plan &plan, at::Device device, at::ScalarType computeDtype,
              at::ScalarType gradDtype,
              const std::vector<std::unique_ptr<Unit>> &units,
              Collectives &collectives, Optimizer &optimizer,
-             std::deque<Pending> &inFlight);
+             ActivationStash &stash, std::deque<Pending> &inFlight);
 
   /// `b` on the device; `firstSample`: its first sample's global number
   /// where the batch has none; `divisor`: the masked loss sum's.
@@ -104,6 +106,7 @@ private:
   const std::vector<std::unique_ptr<Unit>> &units_;
   Collectives &collectives_;
   Optimizer &optimizer_;
+  ActivationStash &stash_;
   std::deque<Pending> &inFlight_;
   bool lora_ = false;
   std::vector<int> bucketOf_;      // unit -> its bucket in schedule.buckets

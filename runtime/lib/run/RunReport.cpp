@@ -66,6 +66,13 @@ std::vector<std::vector<std::string>> setupRows(const RunContext &run) {
                        (plan.predicted.tokensPerSecond > 0
                             ? " (plan " + readable(plan.predicted.tokensPerSecond) + ")"
                             : "")}};
+  if (const Engine::ActivationOffload ao = run.engine.activationOffload();
+      ao.units > 0)
+    rows.push_back({"activation offload",
+                    std::to_string(ao.units) + " of " +
+                        std::to_string(plan.model.numLayers) +
+                        " decoders keep their checkpointed input on the host (" +
+                        gib(ao.hostBytes) + ")"});
   if (const DataSummary *d = run.data.train->summary())
     rows.push_back({"data", d->line()});
   if (run.data.eval && run.data.eval->summary())

@@ -245,6 +245,53 @@ at::Device selectDevice(const Plan &plan, const RunOptions &a,
   return device;
 }
 
+/// `bytes` in GiB as "80.00", for the command lines the errors name.
+std::string gibNumber(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", double(bytes) / double(1ull << 30));
+  return buf;
+}
+
+/// The cap of the device's caching allocator and where it comes from.
+struct GpuMemoryCap {
+  int64_t bytes = 0; // 0: none
+  std::string source;
+};
+
+/// --gpu-memory, else the plan's world.gpu_memory_bytes where the GPU has
+/// more: the caching allocator's cap, set before anything is allocated. A
+/// plan whose predicted peak exceeds it is refused now, not at its OOM.
+GpuMemoryCap capGpuMemory(const Plan &plan, const RunOptions &a,
+                          const at::Device &device) {
+  GpuMemoryCap cap;
+  if (!device.is_cuda()) { // the plan's capacity means nothing here
+    SWIFT_CHECK(a.gpuMemoryGiB == 0, "command line: --gpu-memory needs "
+                                     "--device cuda (this run is on the CPU)");
+    return cap;
+  }
+  const int64_t total = deviceTotalMemory(device);
+  if (a.gpuMemoryGiB > 0) {
+    const double bytes = a.gpuMemoryGiB * double(1ull << 30);
+    SWIFT_CHECK(bytes <= double(total), "command line: --gpu-memory ",
+                a.gpuMemoryGiB, ": more than the GPU has (", gib(total), ")");
+    cap = {int64_t(bytes), "--gpu-memory"};
+  } else if (plan.world.gpuMemoryBytes > 0 &&
+             plan.world.gpuMemoryBytes < total) {
+    cap = {plan.world.gpuMemoryBytes, "the plan's world.gpu_memory_bytes"};
+  } else {
+    return cap;
+  }
+  const int64_t peak = plan.predicted.peakMemoryBytes;
+  SWIFT_CHECK(peak <= cap.bytes, plan.path,
+              ": predicted.peak_memory_bytes: the plan predicts a peak of ",
+              gib(peak), " per GPU, over the GPU memory cap of ",
+              gib(cap.bytes), " (", cap.source,
+              "); plan for that capacity: swift-plan JOB --set "
+              "cluster.gpu_memory_gib=", gibNumber(cap.bytes));
+  capDeviceMemory(device, cap.bytes);
+  return cap;
+}
+
 /// The ranks' communicator: none for one rank (unless SWIFT_COMM=nccl|gloo
 /// forces a backend, to exercise the collective path on a single GPU),
 /// NCCL between GPUs, Gloo between CPUs; through the launcher's TCP store.
@@ -608,6 +655,13 @@ void printStartLines(const Plan &plan, const RunOptions &a, const RankEnv &env,
             << sb.optimizer << " B, host " << sb.host << " B ("
             << gib(sb.parameters + sb.gradients + sb.optimizer)
             << " on the device)" << std::endl;
+  const Engine::ActivationOffload ao = engine.activationOffload();
+  if (ao.units > 0)
+    std::cout << "activation offload on rank 0: " << ao.units << " of "
+              << plan.model.numLayers
+              << " decoders keep their checkpointed input on the host, "
+              << ao.hostBytes << " B " << (device.is_cuda() ? "pinned " : "")
+              << "(" << gib(ao.hostBytes) << ")" << std::endl;
 }
 
 } // namespace
@@ -615,6 +669,11 @@ void printStartLines(const Plan &plan, const RunOptions &a, const RankEnv &env,
 int runRank(const Plan &plan, RunOptions a, const RankEnv &env) {
   checkPlanMatchesWorld(plan, env.world);
   const at::Device device = selectDevice(plan, a, env);
+  const GpuMemoryCap cap = capGpuMemory(plan, a, device);
+  if (cap.bytes > 0 && env.rank == 0)
+    std::cout << "swift-run: GPU memory capped at " << gib(cap.bytes)
+              << " of " << gib(deviceTotalMemory(device)) << " ("
+              << cap.source << ")" << std::endl;
   const double timeout = a.timeout > 0      ? a.timeout
                          : device.is_cuda() ? 600
                                             : 120;

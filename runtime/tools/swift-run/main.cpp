@@ -3,7 +3,7 @@
 // swift-run plan.json [--nproc-per-node N] [--steps N | --epochs E]
 //                     [--data FILE] [--inspect-data N]
 //                     [--eval-data FILE | --eval-split F] [--eval-every N]
-//                     [--device cpu|cuda] [--metrics FILE]
+//                     [--device cpu|cuda] [--gpu-memory GIB] [--metrics FILE]
 //                     [--save-params FILE] [--timeout SECONDS]
 //                     [--weights DIR] [--export-hf DIR [--export-dtype D]]
 //                     [--save-dir DIR [--save-every N] [--keep K]
@@ -45,8 +45,8 @@ const char *kUsage =
     "                 [--data FILE] [--inspect-data N]\n"
     "                 [--tokenizer DIR] [--chat-template FILE]\n"
     "                 [--eval-data FILE | --eval-split F] [--eval-every N]\n"
-    "                 [--device cpu|cuda] [--metrics FILE] [--save-params "
-    "FILE]\n"
+    "                 [--device cpu|cuda] [--gpu-memory GIB] [--metrics FILE]\n"
+    "                 [--save-params FILE]\n"
     "                 [--log-every N] [--tensorboard DIR] [--report FILE]\n"
     "                 [--set KEY=VALUE]\n"
     "                 [--timeout SECONDS] [--emit-plan FILE] [--trace FILE]\n"
@@ -125,6 +125,9 @@ const char *kUsage =
     "                    out (derived when the plan has none) and exit\n"
     "  --save-params FILE  after the run, write every parameter (fp32, the\n"
     "                    units' table order) to FILE, for comparisons\n"
+    "  --gpu-memory GIB  cap each GPU's caching allocator at GIB GiB (default:\n"
+    "                    the plan's world.gpu_memory_bytes where the GPU has\n"
+    "                    more); a plan predicting a higher peak is refused\n"
     "  --timeout SECONDS   a rank without progress this long exits (default\n"
     "                    120 on CPU, 600 on CUDA)\n"
     "  --trace FILE        write a Chrome trace (operators, CUDA kernels) of\n"
@@ -242,6 +245,8 @@ RunOptions parseArgs(int argc, char **argv, std::vector<std::string> &childArgs)
       a.exportDtype = value();
       a.exportDtypeGiven = true;
       (void)parseExportDtype(a.exportDtype);
+    } else if (s == "--gpu-memory") {
+      a.gpuMemoryGiB = parseReal(s, value(), 0, 1e6, true);
     } else if (s == "--timeout") {
       a.timeout = double(parseIntFlag(s, value(), 1, 1 << 20));
     } else {

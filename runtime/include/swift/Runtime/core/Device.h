@@ -39,6 +39,9 @@ public:
   /// `timed`: the event keeps the device's time, for secondsBetween.
   void record(const at::Device &device, bool timed = false);
   void wait();
+  /// The device's current stream waits for it; the host does not (a
+  /// fence recorded inside SideStream::run's work marks the side stream).
+  void streamWait(const at::Device &device) const;
   /// Device seconds from `from` to `to` (both recorded timed and done);
   /// negative where the device keeps no clock (CPU).
   static double secondsBetween(const HostFence &from, const HostFence &to);
@@ -68,6 +71,11 @@ private:
   at::Device device_;
   std::shared_ptr<void> stream_; // c10::cuda::CUDAStream
 };
+/// The device's memory in bytes (CUDA: the GPU's total); 0 on CPU.
+int64_t deviceTotalMemory(const at::Device &device);
+/// Caps the caching allocator of `device` (CUDA) at `bytes`: an allocation
+/// past it raises the out-of-memory error the device's own limit does.
+void capDeviceMemory(const at::Device &device, int64_t bytes);
 /// Number of CUDA devices (0 in a CPU-only build).
 int cudaDeviceCount();
 void setCudaDevice(int index);

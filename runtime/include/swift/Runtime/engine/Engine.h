@@ -32,10 +32,13 @@
 // Parts (private to the engine room, lib/engine/): the units' parameter
 // storage in three kinds (Storage.h: TrainableParams, LoRA's DenseBase,
 // QLoRA's Nf4Base), the optimizer (Optimizer.h: each unit's AdamW state,
-// the device, host and in-backward updates, clipping and the norm) and the
+// the device, host and in-backward updates, clipping and the norm), the
 // unit driver (UnitDriver.h: the forward and backward programs, gathers,
-// releases, bucket reductions). The Engine builds them and is the facade
-// the Run library calls.
+// releases, bucket reductions) and the activation stash
+// (ActivationStash.h: the checkpointed inputs of the units the schedule
+// marks offload_input, in host buffers between their forward and their
+// backward). The Engine builds them and is the facade the Run library
+// calls.
 //
 // Strategy and schedule. The plan's strategy decides only the storage
 // above (plan::StorageLayout, computed once in the constructor: which
@@ -83,6 +86,7 @@
 namespace swift::rt {
 
 namespace engine { // the Engine's parts (lib/engine/)
+class ActivationStash;
 class Collectives;
 class Optimizer;
 class UnitDriver;
@@ -222,6 +226,15 @@ public:
     int64_t parameters = 0, gradients = 0, optimizer = 0, host = 0;
   };
   StateBytes stateBytes() const;
+  /// Activation offload (plan.schedule.units[u].offload_input): the units
+  /// whose checkpointed input waits on the host between their forward and
+  /// their backward, and the (pinned) host bytes of their buffers, which
+  /// the first step allocates and every step reuses.
+  struct ActivationOffload {
+    int units = 0;
+    int64_t hostBytes = 0;
+  };
+  ActivationOffload activationOffload() const;
   /// Gradient bytes allocated on the device right now: between steps only
   /// ZeRO 1-3's reduced shards (ZeRO-0/1 free the full gradient after the
   /// optimizer, ZeRO-2/3 each micro-batch gradient after its reduction).
@@ -262,6 +275,8 @@ private:
   // The update in backward (see above): what the storage allows.
   bool inBackwardAllowed_ = false;
   std::unique_ptr<engine::Optimizer> optimizer_; // AdamW (Optimizer.h)
+  // The offloaded checkpointed inputs (ActivationStash.h).
+  std::unique_ptr<engine::ActivationStash> stash_;
   // The units' forward and backward (UnitDriver.h).
   std::unique_ptr<engine::UnitDriver> driver_;
   bool lora_ = false;

@@ -58,6 +58,7 @@ struct RunOptions {
   int nproc = 0;
   int64_t steps = 10;
   double timeout = 0; // 0: backend default
+  double gpuMemoryGiB = 0; // --gpu-memory; 0: the plan's world.gpu_memory_bytes
 };
 
 /// Runs one rank: setup, initial state, the steps, the export. Returns the
