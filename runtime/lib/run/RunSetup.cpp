@@ -287,7 +287,7 @@ GpuMemoryCap capGpuMemory(const Plan &plan, const RunOptions &a,
               gib(peak), " per GPU, over the GPU memory cap of ",
               gib(cap.bytes), " (", cap.source,
               "); plan for that capacity: swift-plan JOB --set "
-              "cluster.gpu_memory_gib=", gibNumber(cap.bytes));
+              "cluster.gpu.memory_gib=", gibNumber(cap.bytes));
   capDeviceMemory(device, cap.bytes);
   return cap;
 }
