@@ -37,10 +37,20 @@ void ActivationStash::stash(int u, at::Tensor x) {
   s.sizes = x.sizes().vec();
   s.dtype = x.scalar_type();
   at::Tensor host = s.host;
+  // The previous layer's copy out has had this layer's forward to finish;
+  // what it still needs, the compute stream waits for (one outstanding).
+  lastOut_.streamWait(device_);
   // After the compute stream's work so far (x's producer); x's memory is
   // not handed out again before the copy is done, though the caller drops
   // it now.
-  copy_.run([&] { host.copy_(x.reshape({n}), /*non_blocking=*/true); }, {x});
+  HostFence out;
+  copy_.run(
+      [&] {
+        host.copy_(x.reshape({n}), /*non_blocking=*/true);
+        out.record(device_); // on the copy stream (SideStream::run)
+      },
+      {x});
+  lastOut_ = out;
   s.stashed = true;
 }
 

@@ -17,7 +17,8 @@
 //    nothing prefetched it).
 // One copy stream for both directions: the next micro-batch's copy out of
 // a unit is queued after this micro-batch's copy back (accumulation reuses
-// the buffer). Host buffers: CUDA pinned memory (hostEmpty), one per unit,
+// the buffer). At most one copy out is outstanding when a layer's forward
+// ends (stash() waits on the previous one on the compute stream). Host buffers: CUDA pinned memory (hostEmpty), one per unit,
 // allocated at its first stash and reused by every micro-batch and step;
 // on CPU plain tensors, the same code (a copy out and back: the values,
 // and so the losses, are those of the run without offload).
@@ -74,6 +75,12 @@ private:
   std::vector<Slot> slots_;
   std::vector<int> next_; // unit -> next offloaded unit of the backward, -1
   SideStream copy_;
+  // The last copy out, on the copy stream: the next stash makes the compute
+  // stream wait for it, so at most one finished layer's input is on the
+  // device waiting for its copy (what swift-plan prices as
+  // offload_buffers); a copy slower than the next layer's forward then
+  // shows as that layer's wait, as the time model exposes it.
+  HostFence lastOut_;
   int numOffloaded_ = 0;
   int64_t hostBytes_ = 0;
 };
