@@ -33,15 +33,7 @@ json offloading(json p, int k) {
 }
 
 json loraPlan(int zero, int world, const std::string &method) {
-  json p = tinyPlan(zero, world);
-  p["training"]["method"] = method;
-  p["training"]["lora"] = {{"rank", 4},
-                           {"alpha", 8.0},
-                           {"dropout", 0.1},
-                           {"targets",
-                            {"q_proj", "k_proj", "v_proj", "o_proj",
-                             "gate_proj", "up_proj", "down_proj"}}};
-  return p;
+  return withLora(tinyPlan(zero, world), method, 0.1);
 }
 
 /// The run of `plan` with and without offloading `k` decoders' inputs

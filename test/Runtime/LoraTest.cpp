@@ -22,14 +22,7 @@ namespace {
 json loraPlan(int zero, int world, const std::string &offload = "none") {
   json p = tinyPlan(zero, world);
   p["strategy"]["offload"] = offload;
-  p["training"]["method"] = "lora";
-  p["training"]["lora"] = {{"rank", 4},
-                           {"alpha", 8.0},
-                           {"dropout", 0.0},
-                           {"targets",
-                            {"q_proj", "k_proj", "v_proj", "o_proj",
-                             "gate_proj", "up_proj", "down_proj"}}};
-  return p;
+  return withLora(p);
 }
 
 std::string nproc(int world) {

@@ -303,15 +303,8 @@ TEST(MlpTile, SwiftRunLossesMatchUntiled) {
     for (const char *ckpt : {"none", "full"}) {
       json p = tinyPlan(0, 1);
       p["strategy"]["checkpointing"] = ckpt;
-      if (lora) {
-        p["training"]["method"] = "lora";
-        p["training"]["lora"] = {{"rank", 4},
-                                 {"alpha", 8.0},
-                                 {"dropout", 0.0},
-                                 {"targets",
-                                  {"q_proj", "k_proj", "v_proj", "o_proj",
-                                   "gate_proj", "up_proj", "down_proj"}}};
-      }
+      if (lora)
+        p = withLora(p);
       json tiled = p;
       tiled["strategy"]["mlp_tile_tokens"] = 24;
       const std::string what =

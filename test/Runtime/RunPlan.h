@@ -76,6 +76,20 @@ inline json tinyPlan(int zero, int world) {
             {"prefetch_depth", 1}}}};
 }
 
+/// `p` training adapters (`method` lora or qlora) of rank 4, alpha 8, on
+/// every decoder linear, with lora_dropout `dropout`.
+inline json withLora(json p, const std::string &method = "lora",
+                     double dropout = 0.0) {
+  p["training"]["method"] = method;
+  p["training"]["lora"] = {{"rank", 4},
+                           {"alpha", 8.0},
+                           {"dropout", dropout},
+                           {"targets",
+                            {"q_proj", "k_proj", "v_proj", "o_proj",
+                             "gate_proj", "up_proj", "down_proj"}}};
+  return p;
+}
+
 struct Result {
   int exitCode = -1;
   std::string output;
