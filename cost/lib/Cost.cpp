@@ -63,12 +63,12 @@ std::string unsupportedReason(const ModelProfile &model,
            "only there)";
   if (s.offload != Offload::None && s.zero == 0)
     return "offloading the optimizer needs ZeRO-1 or higher";
-  if (s.offloadActivations != 0 && s.checkpointing != Checkpointing::Full)
-    return "offloading activations moves fully checkpointed layers' inputs; "
-           "it needs checkpointing full";
   if (setup.backend != Backend::SwiftRun &&
       (s.offloadActivations != 0 || s.mlpTileTokens != 0))
     return "activation offload and MLP tiles need swift-run";
+  if (s.offloadActivations != 0 && s.checkpointing != Checkpointing::Full)
+    return "offloading activations moves fully checkpointed layers' inputs; "
+           "it needs checkpointing full";
   switch (setup.backend) {
   case Backend::HF:
     if (s.zero == 1)

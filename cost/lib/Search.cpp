@@ -60,7 +60,9 @@ refusingKeys(const FixedDecisions &fixed, Backend backend) {
                     std::to_string(*fixed.checkpointLayers)});
   if (fixed.offloadActivations && *fixed.offloadActivations != 0)
     keys.push_back({"strategy.offload_activations",
-                    std::to_string(*fixed.offloadActivations)});
+                    *fixed.offloadActivations < 0
+                        ? std::string("all")
+                        : std::to_string(*fixed.offloadActivations)});
   if (fixed.mlpTileTokens && *fixed.mlpTileTokens != 0)
     keys.push_back({"strategy.mlp_tile_tokens",
                     std::to_string(*fixed.mlpTileTokens)});
