@@ -129,7 +129,10 @@ public:
   /// Prices `s`; returns whether it fits. Unsupported strategies are
   /// counted and skipped. `keepIt` false: a probe of a bisection, priced
   /// but not a candidate (the bisection's answer is priced again as one).
-  std::optional<bool> price(const Strategy &s, bool keepIt = true) {
+  /// `overGpu`: set to whether `s` needs more than the GPU's usable memory
+  /// (a strategy can also fail on the host's).
+  std::optional<bool> price(const Strategy &s, bool keepIt = true,
+                            bool *overGpu = nullptr) {
     ++result.considered;
     std::string why = unsupportedReason(m, setup, hw, s);
     if (!why.empty()) {
@@ -142,7 +145,8 @@ public:
     c.fits = c.estimate.memory.peakBytes <= result.usableBytes &&
              c.estimate.memory.hostBytes <= result.usableHostBytes;
     bool fits = c.fits;
-    lastOverGpu = c.estimate.memory.peakBytes > result.usableBytes;
+    if (overGpu)
+      *overGpu = c.estimate.memory.peakBytes > result.usableBytes;
     if (keepIt)
       keep(std::move(c));
     return fits;
@@ -150,9 +154,6 @@ public:
 
   /// Why the backend refused the first strategy it could not run.
   std::string firstRefusal;
-  /// Whether the last strategy priced needs more than the GPU's usable
-  /// memory (a strategy can also fail on the host's).
-  bool lastOverGpu = false;
 
   std::vector<Candidate> ranked() {
     std::vector<Candidate> all;
@@ -195,8 +196,8 @@ bool fewestOffloaded(Strategy s, int64_t L, Searcher &searcher) {
     int64_t k = (lo + hi) / 2;
     Strategy probe = s;
     probe.offloadActivations = k;
-    std::optional<bool> ok = searcher.price(probe, /*keepIt=*/false);
-    if (ok && !searcher.lastOverGpu)
+    bool overGpu = true;
+    if (searcher.price(probe, /*keepIt=*/false, &overGpu) && !overGpu)
       hi = k;
     else
       lo = k;
@@ -210,13 +211,11 @@ bool fewestOffloaded(Strategy s, int64_t L, Searcher &searcher) {
 /// layer inputs moved to the host first (their copies overlap with the
 /// layers' compute), then the MLP tiled (which recomputes gate/up), then
 /// both; the first that fits, with the fewest layers offloaded. Decisions
-/// the job fixed stay as fixed. Returns whether one fits.
+/// the job fixed stay as fixed. Returns whether one fits. Only for `s`
+/// over the GPU's memory: moving activations to the host cannot help one
+/// over the host's.
 bool fitActivations(const Strategy &s, int64_t L, int64_t tokens,
                     const FixedDecisions &fixed, Searcher &searcher) {
-  // Over the host's memory, not the GPU's: moving activations there cannot
-  // help.
-  if (!searcher.lastOverGpu)
-    return false;
   const bool offloadOpen = !fixed.offloadActivations;
   const bool tilesOpen = !fixed.mlpTileTokens && tokens > kSearchMlpTileTokens;
   struct Option { bool offload, tiles; };
@@ -229,11 +228,12 @@ bool fitActivations(const Strategy &s, int64_t L, int64_t tokens,
       probe.offloadActivations = -1;
     if (o.tiles)
       probe.mlpTileTokens = kSearchMlpTileTokens;
-    // A candidate when nothing fits (the closest), else the probe of the
-    // fewest layers offloaded.
-    std::optional<bool> ok = searcher.price(probe, /*keepIt=*/false);
+    // A probe: the candidate is the fewest layers offloaded that fit, or,
+    // when no option fits, the last one (the leanest on the GPU).
+    bool overGpu = true;
+    std::optional<bool> ok = searcher.price(probe, /*keepIt=*/false, &overGpu);
     leanest = probe;
-    if (!ok || searcher.lastOverGpu)
+    if (!ok || overGpu)
       continue;
     if (o.offload ? fewestOffloaded(probe, L, searcher) : *searcher.price(probe))
       return true;
@@ -367,14 +367,15 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
               // offload.
               if (W == 1 && zero > 0 && offload == Offload::None && !fixed.zero)
                 break;
-              std::optional<bool> fits = searcher.price(s);
+              bool overGpu = false;
+              std::optional<bool> fits = searcher.price(s, true, &overGpu);
               if (!fits)
                 break; // the backend cannot run this family
               // Fitting only with activations on the host or the MLP in
               // tiles: every layer stays checkpointed (fewer would need more
               // of both).
               bool refined = false;
-              if (!*fits && ckpt == Checkpointing::Full &&
+              if (overGpu && ckpt == Checkpointing::Full &&
                   setup.backend == Backend::SwiftRun) {
                 fits = fitActivations(s, L, micro * m.sequenceLength, fixed,
                                       searcher);

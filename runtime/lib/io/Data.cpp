@@ -238,18 +238,10 @@ public:
   }
 
   int64_t trainedTokens(int64_t first, int64_t count) override {
-    int64_t n = 0;
-    for (int64_t i = 0; i < count; ++i)
-      if (const data::Window *w = window(first + i))
-        n += w->trained;
-    return n;
+    return sumOver(first, count, &data::Window::trained);
   }
   int64_t realTokens(int64_t first, int64_t count) override {
-    int64_t n = 0;
-    for (int64_t i = 0; i < count; ++i)
-      if (const data::Window *w = window(first + i))
-        n += w->used;
-    return n;
+    return sumOver(first, count, &data::Window::used);
   }
   int64_t windowsPerEpoch() const override { return int64_t(windows_.size()); }
   const DataSummary *summary() const override { return &summary_; }
@@ -266,6 +258,15 @@ private:
     if (epoch == 0)
       return &windows_[size_t(i)];
     return &windows_[size_t(epochOrder(epoch)[size_t(i)])];
+  }
+  /// `field` summed over the windows of samples first..first+count-1.
+  int64_t sumOver(int64_t first, int64_t count,
+                  int64_t data::Window::*field) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < count; ++i)
+      if (const data::Window *w = window(first + i))
+        n += w->*field;
+    return n;
   }
   /// Epoch e's permutation of the windows (e >= 1), from (seed, e); the
   /// last two are kept (a step spans at most a few epochs' ends).
