@@ -207,6 +207,10 @@ void capDeviceMemory(const at::Device &device, int64_t bytes) {
     const int64_t total = deviceTotalMemory(device);
     SWIFT_ASSERT(bytes > 0 && bytes <= total, "a memory cap of ", bytes,
                  " B on a device of ", total, " B");
+    // The caching allocator is made at CUDA's lazy initialization (the
+    // first tensor on a GPU); before it, setMemoryFraction refuses with
+    // "Allocator not initialized for device".
+    (void)at::empty({1}, at::TensorOptions().device(device).dtype(at::kByte));
     c10::cuda::CUDACachingAllocator::setMemoryFraction(
         double(bytes) / double(total), device.index());
     return;

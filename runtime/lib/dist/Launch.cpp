@@ -4,6 +4,7 @@
 #include "swift/Runtime/core/Check.h"
 #include <execinfo.h>
 #include <signal.h>
+#include <ucontext.h>
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -429,15 +430,32 @@ void Watchdog::progress(const char *what) {
 namespace {
 const char *gCrashWho = "swift-run";
 
-void onCrash(int sig) {
+void onCrash(int sig, siginfo_t *info, void *context) {
   // Only async-signal-safe calls: write(2) and backtrace_symbols_fd.
-  char line[160];
-  const int n = std::snprintf(line, sizeof line,
-                              "%s: fatal signal %d (%s): a bug in swift-run; "
-                              "backtrace:\n",
-                              gCrashWho, sig, strsignal(sig));
+  char line[240];
+  int n = std::snprintf(line, sizeof line,
+                        "%s: fatal signal %d (%s) at address %p: a bug in "
+                        "swift-run; backtrace:\n",
+                        gCrashWho, sig, strsignal(sig),
+                        info ? info->si_addr : nullptr);
   if (n > 0)
     (void)!::write(2, line, size_t(n));
+  // The faulting instruction, and the caller's return address on top of
+  // the stack: a call through a null pointer has no frame to unwind, and
+  // the return address is all that names the caller.
+#if defined(__x86_64__)
+  if (context) {
+    const auto *uc = static_cast<const ucontext_t *>(context);
+    void *where[2] = {
+        reinterpret_cast<void *>(uc->uc_mcontext.gregs[REG_RIP]),
+        *reinterpret_cast<void *const *>(uc->uc_mcontext.gregs[REG_RSP])};
+    n = std::snprintf(line, sizeof line, "faulting instruction, then [rsp]:\n");
+    (void)!::write(2, line, size_t(n));
+    backtrace_symbols_fd(where, 2, 2);
+  }
+#else
+  (void)context;
+#endif
   void *frames[64];
   backtrace_symbols_fd(frames, backtrace(frames, 64), 2);
   ::signal(sig, SIG_DFL);
@@ -450,8 +468,8 @@ void installCrashHandler(const char *who) {
   void *warm[1];
   backtrace(warm, 1); // loads libgcc now, not in the handler
   struct sigaction sa {};
-  sa.sa_handler = onCrash;
-  sa.sa_flags = SA_RESETHAND;
+  sa.sa_sigaction = onCrash;
+  sa.sa_flags = SA_RESETHAND | SA_SIGINFO;
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL})
     sigaction(sig, &sa, nullptr);
 }

@@ -5,6 +5,8 @@
 #include "swift/Runtime/model/Kernels.h"
 #include "swift/Runtime/model/Nf4.h"
 
+#include <ATen/core/grad_mode.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
