@@ -29,6 +29,10 @@ for a quoted path that exists relative to the including file, by the folder
 it resolves into. Third-party includes are checked too: plan, job and cost
 are plain C++ (no MLIR/LLVM, no LibTorch/CUDA), the compiler layers do not
 use LibTorch/CUDA, and the runtime never uses MLIR/LLVM.
+
+Banned calls: a few library calls are wrong in this tree whatever the
+layer (BANNED_CALLS: the call, and what to use instead). A line whose code
+(comments aside) calls one is a violation.
 """
 
 import os
@@ -43,6 +47,14 @@ RUNTIME_ROOMS = ["core", "model", "io", "dist", "engine", "run", "tools"]
 
 # Top-level folders whose sources may include anything.
 EXEMPT = {"test", "benchmarks"}
+
+# Calls no layer makes: (pattern, why and what instead).
+BANNED_CALLS = [
+    (re.compile(r"\bremove_all\s*\("),
+     "std::filesystem::remove_all crashes in LibTorch binaries (the torch "
+     "wheels export a copy that jumps through a null pointer); use "
+     "swift::plan::removeTree (swift/Plan/Files.h)"),
+]
 
 # (layer, lower layer) -> the only headers of the lower layer it may include,
 # narrowing may_include(): emitters read the IR through the dialect's views,
@@ -185,6 +197,29 @@ def top_folder(rel):
     return parts[0] if len(parts) > 1 else ""
 
 
+def banned_calls(path):
+    """(line number, why) of each line whose code makes a banned call."""
+    problems = []
+    in_comment = False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            code = line
+            if in_comment:
+                end = code.find("*/")
+                if end < 0:
+                    continue
+                code, in_comment = code[end + 2:], False
+            code = re.sub(r"/\*.*?\*/", "", code)
+            start = code.find("/*")
+            if start >= 0:
+                code, in_comment = code[:start], True
+            code = code.split("//", 1)[0]
+            for pattern, why in BANNED_CALLS:
+                if pattern.search(code):
+                    problems.append((number, why))
+    return problems
+
+
 def includes(path):
     """(line number, quote char, included path) of each include line."""
     td = path.endswith(".td")
@@ -257,6 +292,8 @@ def check(root):
                     (rel, ", ".join(RUNTIME_ROOMS[:-1])))
 
         full = os.path.join(root, rel)
+        problems.extend("%s:%d: banned call: %s" % (rel, number, why)
+                        for number, why in banned_calls(full))
         for number, quote, header in includes(full):
             target = None
             target_room = None
@@ -318,7 +355,10 @@ def check(root):
                     "%s:%d: layer %s includes %s header %s (%s does not "
                     "depend on %s)" % (rel, number, layer, group, header,
                                        layer, group))
-    return problems
+    def where(problem):
+        path, line = problem.split(":")[:2]
+        return path, int(line)
+    return sorted(problems, key=where)
 
 
 def main(argv):

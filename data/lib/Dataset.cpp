@@ -4,6 +4,7 @@
 #include "swift/Data/Files.h"
 #include "swift/Data/Hash.h"
 #include "swift/Plan/Error.h"
+#include "swift/Plan/Files.h"
 #include "swift/Plan/Json.h"
 
 #include "DataSources.h" // generated: the hash of the data layer's sources
@@ -146,10 +147,8 @@ class TempDir {
 public:
   explicit TempDir(std::string path) : path_(std::move(path)) {}
   ~TempDir() {
-    if (!path_.empty()) {
-      std::error_code ec;
-      fs::remove_all(path_, ec);
-    }
+    if (!path_.empty())
+      (void)plan::removeTree(path_);
   }
   const std::string &path() const { return path_; }
   void release() { path_.clear(); }
@@ -709,14 +708,14 @@ TokenizedFile::open(const std::string &path, const TokenizeOptions &o) {
     f->reused_ = false;
     f->map_.reset();
   }
-  std::error_code ec;
-  fs::remove_all(entry, ec); // a damaged entry
+  (void)plan::removeTree(entry); // a damaged entry
   // What a builder of this key left when it was killed (the lock is ours,
   // so no other builder is at work on it).
   const std::string stale = fs::path(entry).filename().string() + ".tmp.";
+  std::error_code ec;
   for (const auto &e : fs::directory_iterator(tokens, ec))
     if (e.path().filename().string().rfind(stale, 0) == 0)
-      fs::remove_all(e.path(), ec);
+      (void)plan::removeTree(e.path().string());
   TempDir dir(entry + ".tmp." + std::to_string(::getpid()));
   mkdirs(dir.path(), what);
   const auto start = Clock::now();

@@ -1,6 +1,7 @@
 //===- Launch.cpp - local launcher, env parsing, watchdog -----------------===//
 #include "swift/Runtime/dist/Launch.h"
 
+#include "swift/Plan/Files.h"
 #include "swift/Runtime/core/Check.h"
 #include <execinfo.h>
 #include <signal.h>
@@ -190,10 +191,7 @@ int launchLocalRanks(int nproc, const std::vector<std::string> &childArgs) {
               "cannot create a temporary directory: ", std::strerror(errno));
   struct RemoveDir {
     std::string path;
-    ~RemoveDir() {
-      std::error_code ec;
-      std::filesystem::remove_all(path, ec);
-    }
+    ~RemoveDir() { (void)plan::removeTree(path); }
   } removeErrorDir{errorDir};
 
   struct sigaction sa {};

@@ -2,6 +2,7 @@
 
 #include "swift/Runtime/io/Checkpoint.h"
 
+#include "swift/Plan/Files.h"
 #include "swift/Plan/Json.h"
 #include "swift/Runtime/core/Check.h"
 #include "swift/Runtime/io/Weights.h"
@@ -113,12 +114,10 @@ void rotate(const fs::path &saveDir, const std::string &written, int keep,
   std::sort(others.begin(), others.end(), std::greater<>());
   for (size_t i = size_t(std::max(keep - 1, 0)); i < others.size(); ++i)
     remove.push_back(saveDir / others[i].second);
-  for (const fs::path &p : remove) {
-    fs::remove_all(p, ec);
-    if (ec)
-      std::cerr << "swift-run: warning: cannot remove " << p.string() << ": "
-                << ec.message() << std::endl;
-  }
+  for (const fs::path &p : remove)
+    if (const std::string why = plan::removeTree(p.string()); !why.empty())
+      std::cerr << "swift-run: warning: --keep: cannot remove " << why
+                << std::endl;
 }
 
 } // namespace
@@ -175,7 +174,7 @@ std::string saveCheckpoint(ModelState &state, const Plan &plan,
   const fs::path finalDir = fs::path(saveDir) / stepDirName(step);
   const fs::path partial = fs::path(saveDir) / (".partial-" + stepDirName(step));
   std::error_code ec;
-  fs::remove_all(partial, ec);
+  (void)plan::removeTree(partial.string());
   st::write(
       partial.string(), specs,
       [&](size_t i, const st::ByteSink &sink) {
@@ -211,7 +210,9 @@ std::string saveCheckpoint(ModelState &state, const Plan &plan,
     writeTokenizerFiles(partial.string(), *request.tokenizer);
   st::writeFileAtomically((partial / "manifest.json").string(),
                           manifestToJson(manifest));
-  fs::remove_all(finalDir, ec);
+  const std::string stale = plan::removeTree(finalDir.string());
+  SWIFT_CHECK(stale.empty(), finalDir.string(),
+              ": cannot replace the checkpoint there: ", stale);
   fs::rename(partial, finalDir, ec);
   SWIFT_CHECK(!ec, finalDir.string(), ": cannot rename from ", partial.string(),
               ": ", ec.message());
