@@ -1,12 +1,13 @@
 //===- Files.h - file-system operations every layer may use ------*- C++ -*-===//
 //
-// Plain POSIX, not std::filesystem, where a LibTorch binary must not bind
-// to std::filesystem: the torch wheels' libtorch.so exports its own copy of
-// libstdc++'s filesystem functions, and an executable that links it calls
-// that copy. torch 2.11's std::filesystem::remove_all(path, error_code&)
-// jumps through a null pointer on any directory with entries (swift-run on
-// the GPU machine: SIGSEGV removing --data-cache off's temporary tokens).
-// scripts/check_sources.py keeps remove_all out of the tree.
+// Plain POSIX where std::filesystem is unsafe in a LibTorch binary. The
+// torch wheels link libstdc++'s filesystem code statically and export it
+// (pytorch/pytorch#133437), and an executable linked with libtorch binds
+// its std::filesystem calls to that copy. torch 2.11's
+// std::filesystem::remove_all(path, error_code&) jumps through a null
+// pointer on any directory with entries. That was swift-run's SIGSEGV on
+// the GPU machine, when it removed --data-cache off's temporary tokens.
+// scripts/check_layers.py bans remove_all from the tree.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SWIFT_PLAN_FILES_H
