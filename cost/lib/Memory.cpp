@@ -107,6 +107,19 @@ struct Activations {
   // fp8-mixed / fp8-bf16: the FP8 copies of the largest decoder GEMM's
   // operands while it runs (in forward and again in backward).
   double fp8Copies = 0;
+  // swift-run, checkpointing full or none: a layer's backward has two
+  // moments, priced apart (`phased`). In the MLP's (SwiGLU's backward) the
+  // SwiGLU output is freed already (down_proj's backward is done) and the
+  // gradient of the layer's output is alive; in the attention core's the
+  // MLP's saved tensors are gone, and what is left of the layer's (through
+  // its attention), the residual stream's gradient, o_proj's input gradient
+  // and SDPA's backward buffers are alive.
+  bool phased = false;
+  double layerInput = 0;        // a layer's input (recompute's, counted apart)
+  double swigluOutput = 0;      // freed before SwiGLU's backward (untiled)
+  double residualGradient = 0;  // the residual stream's gradient
+  double attentionSaved = 0;    // a layer's saved tensors through attention
+  double attentionBackward = 0; // dO and SDPA's backward buffers
 };
 
 /// Bytes per token selective checkpointing does not keep: the attention
@@ -132,15 +145,42 @@ double selectivelyRecomputedBytes(const std::vector<OpProfile> &layer,
 }
 
 /// Bytes per token a decoder layer's MLP keeps beyond its input when it runs
-/// untiled: the gate/up output (SwiGLU's saved input) and the SwiGLU output
-/// (down_proj's saved input). Tiled, it keeps neither.
+/// untiled: the gate and up outputs (SwiGLU's saved inputs) and the SwiGLU
+/// output (down_proj's saved input), three [T, ffn]. Tiled, it keeps none.
 double tiledMlpDroppedPerToken(const std::vector<OpProfile> &layer, int64_t seq,
                                int act) {
   double bytes = 0;
   for (const OpProfile &op : layer)
     if (op.kind == OpKind::SiluMul)
-      bytes += act * (op.inputWidth(seq) + op.outputWidth(seq));
+      bytes += 3.0 * act * op.outputWidth(seq);
   return bytes;
+}
+
+/// The ops of a decoder layer up to and including its attention core: what
+/// is left of a layer's saved tensors once its backward has passed the MLP
+/// and o_proj.
+std::vector<OpProfile> throughAttention(const std::vector<OpProfile> &layer) {
+  std::vector<OpProfile> ops;
+  for (const OpProfile &op : layer) {
+    ops.push_back(op);
+    if (op.kind == OpKind::Attention)
+      break;
+  }
+  return ops;
+}
+
+/// Bytes per token SDPA's causal backward allocates beyond its inputs, the
+/// saved output and log-sum-exp, and the output's gradient: dq, dk, dv;
+/// with GQA in the kernel, dk and dv at the query heads' width (summed over
+/// each group after); a fp32 dq accumulator; a fp32 rowsum(dO * O) per head.
+/// On an H100 (torch 2.11, cuDNN's SDPA backend, Llama-3.1-8B's heads) the
+/// measured peak is 45,184 B/token at S = 16K, 64K and 256K alike:
+/// 11.03 x heads x head_dim (benchmarks/runtime/attention_memory.py).
+double attentionBackwardPerToken(const OpProfile &op, int act) {
+  const double q = double(op.heads) * op.headDim;
+  const double kv = double(op.kvHeads) * op.headDim;
+  const double expanded = op.kvHeads < op.heads ? 2.0 * act * q : 0;
+  return act * (q + 2 * kv) + expanded + 4 * q + 4.0 * op.heads;
 }
 
 double tokens(const ModelProfile &m, const Strategy &s) {
@@ -229,6 +269,20 @@ Activations hfActivations(const ModelProfile &m, const TrainingSetup &setup,
       a.ffnWidth = op.outputWidth(m.sequenceLength);
   if (exec == Exec::Lora && checkpointed)
     a.lateExtra = 4 * T * m.hiddenSize;
+  if (exec == Exec::Fused && s.checkpointing != Checkpointing::Selective) {
+    a.phased = true;
+    a.layerInput = T * m.hiddenSize * act;
+    a.swigluOutput = s.mlpTileTokens > 0 ? 0 : T * a.ffnWidth * act;
+    a.residualGradient = T * m.hiddenSize * act;
+    a.attentionSaved =
+        T * savedBytes(throughAttention(m.layer), m.sequenceLength, exec, setup,
+                       fp8Linears(setup, hw))
+                .perToken;
+    for (const OpProfile &op : m.layer)
+      if (op.kind == OpKind::Attention)
+        a.attentionBackward =
+            T * (act * double(op.heads) * op.headDim + attentionBackwardPerToken(op, act));
+  }
   // QLoRA computes with copies of the NF4 linears in the compute dtype:
   // bitsandbytes dequantizes one linear at a time to bf16 (peft under HF and
   // DeepSpeed); swift-run materializes the layer's whole base buffer (its
@@ -356,10 +410,11 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
                      {"workspace", a.workspace}});
   candidates.push_back(loss);
 
-  // Start of each layer's backward (layers run L-1 .. 0): earlier layers'
-  // saved tensors still alive, the gradients of later layers and the head
+  // Each layer's backward (layers run L-1 .. 0): earlier layers' saved
+  // tensors still alive, the gradients of later layers and the head
   // allocated, this layer's recompute, gradient and SwiGLU backward
-  // temporaries (three bf16 [T, ffn]) in flight.
+  // temporaries (three bf16 [T, ffn]) in flight. swift-run's (`phased`):
+  // the larger of the MLP's moment and the attention core's.
   double perLayer = a.layers / L - (a.kvShared ? a.kvCache / L : 0);
   // Tiled (swift-run), one tile's: its recomputed gate/up output and SwiGLU
   // output, and their gradients, six bf16 [tile, ffn].
@@ -372,20 +427,56 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
     return st.layerGradients ? st.layerGradients(done)
                              : headGrad + (done + 1) * layerGrad;
   };
+  const bool fullyCheckpointed = a.recompute > 0 && s.checkpointing == Checkpointing::Full;
   for (int64_t done = 0; done < L; ++done) {
-    Candidate c{{"backward", L - 1 - done, "decoder layer"}, base};
-    c.parts.insert(
-        c.parts.end(),
-        {{"previous_outputs", outHeld},
-         {"gradients", gradientsAt(done)},
-         {"activations", (L - done) * perLayer + a.recompute +
-                             (autocastCheckpointed ? a.layerWeightCopies : 0)},
-         {"backward_temporaries", mlpBackward},
-         {"gathered_parameters", sharded.layerBackward(done)},
-         {"offload_buffers", a.offloadBuffers},
-         {"dequantized_weights", a.dequantized},
-         {"fp8_copies", a.fp8Copies},
-         {"workspace", a.workspace}});
+    const double layers = (L - done) * perLayer;
+    // The layer's own saved tensors: recomputed, or kept since the forward.
+    // A kept input is the recompute's input too (counted once); an
+    // offloaded one comes back into a buffer of its own.
+    const bool inputKept = L - 1 - done >= s.offloadedLayers(L);
+    const double recomputedInput = fullyCheckpointed && inputKept ? a.layerInput : 0;
+    const double own = !a.phased ? a.recompute
+                       : fullyCheckpointed ? a.recompute - recomputedInput
+                                           : 0;
+    auto layerCandidate = [&](double activations, Parts temporaries) {
+      Candidate c{{"backward", L - 1 - done, "decoder layer"}, base};
+      c.parts.insert(
+          c.parts.end(),
+          {{"previous_outputs", outHeld},
+           {"gradients", gradientsAt(done)},
+           {"activations", activations +
+                               (autocastCheckpointed ? a.layerWeightCopies : 0)}});
+      c.parts.insert(c.parts.end(), temporaries.begin(), temporaries.end());
+      c.parts.insert(c.parts.end(),
+                     {{"gathered_parameters", sharded.layerBackward(done)},
+                      {"offload_buffers", a.offloadBuffers},
+                      {"dequantized_weights", a.dequantized},
+                      {"fp8_copies", a.fp8Copies},
+                      {"workspace", a.workspace}});
+      return c;
+    };
+    // The residual stream's gradient: the layer's output gradient, and
+    // tiled, the MLP input's gradient the tiles fill. Untiled, measured
+    // on the H100 and not yet explained: one more tensor of its size (the
+    // peaks of 32K and 131K QLoRA; 48K capped to 24 GB, 32K with every
+    // input offloaded and 64K full fine-tuning agree: docs/cost-model.md).
+    Candidate c = layerCandidate(
+        layers + own - a.swigluOutput,
+        {{"backward_temporaries", mlpBackward + 2 * a.residualGradient}});
+    if (a.phased) {
+      // What the layer keeps past its attention is gone: recomputed, only
+      // the part through attention was; kept, the rest is freed.
+      // The residual stream's gradient twice: the layer's output gradient
+      // (held by the unit's backward throughout) and the MLP's input's.
+      const double ownThroughAttention =
+          fullyCheckpointed ? a.attentionSaved - recomputedInput
+                            : a.attentionSaved - (a.perLayer - a.layerWeightCopies);
+      Candidate attention = layerCandidate(
+          layers + ownThroughAttention,
+          {{"attention_backward", a.attentionBackward + 2 * a.residualGradient}});
+      if (attention.total() > c.total())
+        c = attention;
+    }
     if (c.total() > worstTotal) {
       worstTotal = c.total();
       worst = c;

@@ -638,11 +638,13 @@ TEST(Cost, ActivationOffloadMovesLayerInputsToTheHost) {
   const double input = double(S) * 4096 * 2; // one layer's bf16 input
   EXPECT_EQ(some.strategy.offloadedLayers(32), 8);
   EXPECT_EQ(all.strategy.offloadedLayers(32), 32);
-  // The GPU's peak: 8 (32) inputs fewer, one back in flight.
+  // The GPU's peak: 8 (32) inputs fewer, one back in flight. Kept, the
+  // recomputed layer's input is the kept one; all offloaded, it is a copy
+  // brought back beside the next one prefetched.
   EXPECT_NEAR(double(keep.estimate.memory.peakBytes - some.estimate.memory.peakBytes),
               7 * input, 0.01 * input);
   EXPECT_NEAR(double(keep.estimate.memory.peakBytes - all.estimate.memory.peakBytes),
-              31 * input, 0.01 * input);
+              30 * input, 0.01 * input);
   EXPECT_NEAR(double(all.estimate.memory.hostBytes - keep.estimate.memory.hostBytes),
               32 * input, 0.01 * input);
   EXPECT_EQ(all.estimate.memory.offloadedActivationBytes, int64_t(32 * input));
