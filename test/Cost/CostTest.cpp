@@ -658,6 +658,35 @@ TEST(Cost, ActivationOffloadMovesLayerInputsToTheHost) {
   EXPECT_EQ(keep.estimate.time.activationCopySeconds, 0);
 }
 
+// A layer's backward has two moments on swift-run. Tiled at 400K, the MLP's
+// is small and the peak sits in the attention core's: SDPA's backward
+// buffers at the 45,184 B/token measured on the H100 for Llama-3.1-8B's
+// heads (benchmarks/runtime/attention_memory.py), o_proj's input gradient
+// and the residual stream's two gradients beside them. Untiled at 131K the
+// SwiGLU backward's three [T, ffn] win.
+TEST(Cost, LongSequencesPeakInTheAttentionCoresBackward) {
+  const double S = 409600, C = 4096, q = 32 * 128;
+  auto tiled = price(longContext(409600, {"strategy.offload_activations=24",
+                                          "strategy.mlp_tile_tokens=8192"}));
+  EXPECT_EQ(tiled.estimate.memory.peak.phase, "backward");
+  const double attention = part(tiled, "attention_backward");
+  EXPECT_NEAR(attention / S - 2 * q - 2 * 2 * C, 45184, 1);
+  EXPECT_EQ(part(tiled, "backward_temporaries"), 0) << "the MLP's moment is not the peak";
+
+  auto untiled = price(longContext(131072, {}));
+  EXPECT_EQ(part(untiled, "attention_backward"), 0);
+  // d(SwiGLU), d(gate), d(up) and the two residual gradients.
+  EXPECT_NEAR(part(untiled, "backward_temporaries") / 131072, 3 * 2 * 14336 + 2 * 2 * C, 1);
+
+  // Dropping the tiles moves the peak back into the MLP, by more than the
+  // three [T, ffn] the tiles no longer drop from the recompute.
+  auto sameUntiled = price(longContext(409600, {"strategy.offload_activations=24",
+                                                "strategy.mlp_tile_tokens=0"}));
+  EXPECT_GT(part(sameUntiled, "backward_temporaries"), 0);
+  EXPECT_GT(sameUntiled.estimate.memory.peakBytes,
+            tiled.estimate.memory.peakBytes + 3 * 2 * 14336 * S);
+}
+
 // A copy slower than its layer's compute shows: what it takes beyond the
 // layer's forward (out) and backward (in), every offloaded layer.
 TEST(Cost, SlowHostLinkExposesTheCopies) {
