@@ -7,7 +7,9 @@
 // std::filesystem::remove_all(path, error_code&) jumps through a null
 // pointer on any directory with entries. That was swift-run's SIGSEGV on
 // the GPU machine, when it removed --data-cache off's temporary tokens.
-// scripts/check_layers.py bans remove_all from the tree.
+// scripts/check_layers.py bans remove_all from the tree. The runtime's
+// binaries also name libstdc++ before LibTorch (runtime/CMakeLists.txt), so
+// that the other std::filesystem calls bind to the system's copy.
 //
 //===----------------------------------------------------------------------===//
 #ifndef SWIFT_PLAN_FILES_H
