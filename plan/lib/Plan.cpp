@@ -185,7 +185,7 @@ Checkpointing parseCheckpointing(const JsonField &n) {
 StrategyConfig parseStrategy(const JsonField &n) {
   n.object().onlyKeys({"zero", "offload", "checkpointing", "checkpoint_layers",
                        "bucket_bytes", "prefetch_depth", "offload_activations",
-                       "mlp_tile_tokens"});
+                       "mlp_tile_tokens", "dp_shard"});
   StrategyConfig s;
   s.zero = int(n.at("zero").integer(0, 3));
   s.offload = n.at("offload").choice<Offload>();
@@ -201,6 +201,8 @@ StrategyConfig parseStrategy(const JsonField &n) {
         n.at("offload_activations").integer(-1, 1 << 20);
   if (n.has("mlp_tile_tokens"))
     s.mlpTileTokens = n.at("mlp_tile_tokens").integer(0, kBig);
+  if (n.has("dp_shard")) // against world.size: checkShardGroups()
+    s.dpShard = n.at("dp_shard").integer(1, 1 << 20);
   if (std::optional<std::string> why = offloadViolation(s))
     n.at("offload").fail(*why);
   if (std::optional<std::string> why = activationOffloadViolation(s))
@@ -208,6 +210,30 @@ StrategyConfig parseStrategy(const JsonField &n) {
                                       : "mlp_tile_tokens")
         .fail(*why);
   return s;
+}
+
+/// strategy.dp_shard against the world: it divides world.size, and a
+/// shard group smaller than the world needs sharded state (zero >= 1:
+/// ZeRO-0 keeps every unit whole on every rank, so there is nothing to
+/// shard within a group). Equal to world.size it is the default, kept as 0
+/// (the writer leaves it out).
+void checkShardGroups(StrategyConfig &s, const WorldConfig &w,
+                      const JsonField &n) {
+  if (s.dpShard == 0)
+    return;
+  JsonField f = n.at("dp_shard");
+  if (w.size % s.dpShard != 0)
+    f.fail(std::to_string(s.dpShard) + " does not divide world.size (" +
+           std::to_string(w.size) + ")");
+  if (s.dpShard == w.size) {
+    s.dpShard = 0;
+    return;
+  }
+  if (s.zero == 0)
+    f.fail("shard groups of " + std::to_string(s.dpShard) + " of the " +
+           std::to_string(w.size) +
+           " ranks need zero >= 1 (zero 0 keeps every unit whole on "
+           "every rank; leave dp_shard out)");
 }
 
 std::vector<int> intList(const JsonField &n, int lo, int hi) {
@@ -313,6 +339,7 @@ Plan parsePlanText(const std::string &text, const std::string &file) {
   p.training = parseTraining(root.at("training"));
   p.world = parseWorld(root.at("world"));
   p.strategy = parseStrategy(root.at("strategy"));
+  checkShardGroups(p.strategy, p.world, root.at("strategy"));
   const TrainingConfig &t = p.training;
   // micro x world x accumulation = global, checked without overflow: each
   // factor is at most the global batch, and their product is formed only
@@ -476,6 +503,10 @@ std::string planToJson(const Plan &p) {
     j["strategy"]["offload_activations"] = st.offloadActivations;
   if (st.mlpTileTokens != 0)
     j["strategy"]["mlp_tile_tokens"] = st.mlpTileTokens;
+  // Written only when smaller than world.size (the default: plain ZeRO).
+  const ShardGroups groups = shardGroups(st, p.world);
+  if (groups.hybrid())
+    j["strategy"]["dp_shard"] = groups.shard;
   if (p.world.gpuMemoryBytes != 0)
     j["world"]["gpu_memory_bytes"] = p.world.gpuMemoryBytes;
   if (!t.packing) // the default (true) is left out: older plans stay as is
@@ -536,6 +567,15 @@ double lrAt(const TrainingConfig &t, int64_t step, int64_t totalSteps) {
     f = m + (1 - m) * f;
   }
   return t.optimizer.lr * f;
+}
+
+ShardGroups shardGroups(const StrategyConfig &s, const WorldConfig &w) {
+  ShardGroups g;
+  g.shard = s.dpShard > 0 && s.dpShard < w.size ? s.dpShard : w.size;
+  g.replicas = w.size / g.shard;
+  SWIFT_ASSERT(g.shard * g.replicas == w.size, "dp_shard ", s.dpShard,
+               " does not divide world.size ", w.size);
+  return g;
 }
 
 void checkPlanMatchesWorld(const Plan &plan, int64_t worldSize) {

@@ -449,6 +449,68 @@ TEST(Plan, WorldMismatchIsAUserError) {
   }
 }
 
+// strategy.dp_shard (HSDP): absent means one shard group of every rank and
+// is left out again; a smaller group is read, written and read back the
+// same; a value equal to world.size is that default.
+TEST(Plan, DpShardDefaultsToTheWorldAndRoundTrips) {
+  Plan p = parsePlanText(basePlan(3, 4).dump(), "p.json");
+  EXPECT_EQ(p.strategy.dpShard, 0);
+  ShardGroups g = shardGroups(p.strategy, p.world);
+  EXPECT_EQ(g.shard, 4);
+  EXPECT_EQ(g.replicas, 1);
+  EXPECT_FALSE(g.hybrid());
+  EXPECT_FALSE(json::parse(planToJson(p))["strategy"].contains("dp_shard"));
+
+  for (int zero : {1, 2, 3})
+    for (int shard : {1, 2}) {
+      json j = basePlan(zero, 4);
+      j["strategy"]["dp_shard"] = shard;
+      p = parsePlanText(j.dump(), "p.json");
+      g = shardGroups(p.strategy, p.world);
+      EXPECT_EQ(g.shard, shard);
+      EXPECT_EQ(g.replicas, 4 / shard);
+      EXPECT_TRUE(g.hybrid());
+      // The schedule is the plain ZeRO one: reduce-scatter buckets (the
+      // all-reduce across the groups is implied by dp_shard).
+      for (const Bucket &b : p.schedule.buckets)
+        EXPECT_EQ(b.collective, Collective::ReduceScatter);
+      json out = json::parse(planToJson(p));
+      EXPECT_EQ(out["strategy"]["dp_shard"], shard) << "zero " << zero;
+      EXPECT_EQ(planToJson(parsePlanText(out.dump(), "q")), planToJson(p));
+    }
+
+  json all = basePlan(0, 4); // the whole world: the default, even at zero 0
+  all["strategy"]["dp_shard"] = 4;
+  p = parsePlanText(all.dump(), "p.json");
+  EXPECT_EQ(p.strategy.dpShard, 0);
+  EXPECT_FALSE(json::parse(planToJson(p))["strategy"].contains("dp_shard"));
+}
+
+TEST(Plan, DpShardRefusalsNameTheFieldAndWhy) {
+  json j = basePlan(3, 4);
+  j["strategy"]["dp_shard"] = 3;
+  EXPECT_EQ(errorOf(j),
+            "p.json: strategy.dp_shard: 3 does not divide world.size (4)");
+  j["strategy"]["dp_shard"] = 8;
+  EXPECT_EQ(errorOf(j),
+            "p.json: strategy.dp_shard: 8 does not divide world.size (4)");
+  j = basePlan(0, 4);
+  j["strategy"]["dp_shard"] = 2;
+  EXPECT_EQ(errorOf(j),
+            "p.json: strategy.dp_shard: shard groups of 2 of the 4 ranks "
+            "need zero >= 1 (zero 0 keeps every unit whole on every rank; "
+            "leave dp_shard out)");
+  j = basePlan(3, 4);
+  j["strategy"]["dp_shard"] = 0;
+  EXPECT_NE(errorOf(j).find("p.json: strategy.dp_shard: value 0 out of range"),
+            std::string::npos)
+      << errorOf(j);
+  j["strategy"]["dp_shard"] = "2";
+  EXPECT_NE(errorOf(j).find("p.json: strategy.dp_shard: expected an integer"),
+            std::string::npos)
+      << errorOf(j);
+}
+
 TEST(Schedule, ZeroThreeUseBeforeGatherIsRejected) {
   json j = explicitPlan(3, 2);
   // Unit 1 is prefetched by unit 0's entry and listed again in its own

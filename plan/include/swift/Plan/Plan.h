@@ -202,6 +202,12 @@ struct StrategyConfig {
   /// backward (which recomputes each tile), so that no (tokens x
   /// intermediate) tensor is ever whole; 0: untiled (absent).
   int64_t mlpTileTokens = 0;
+  /// "dp_shard": HSDP. The ranks each unit's state is sharded over (a shard
+  /// group); the world.size / dp_shard groups are replicas of each other,
+  /// whose reduced gradient shards are all-reduced across the groups.
+  /// Divides world.size; below it only at zero >= 1. 0 (absent, or equal to
+  /// world.size): every rank in one group, plain ZeRO. shardRanks() reads it.
+  int64_t dpShard = 0;
 };
 
 /// The units of the model: the granularity of sharding, gathering, gradient
@@ -306,5 +312,16 @@ int64_t unitParameterCount(const ModelConfig &m, int unit);
 
 /// Checks the plan against the launched job (world size).
 void checkPlanMatchesWorld(const Plan &plan, int64_t worldSize);
+
+/// HSDP's 2-D layout of the plan's ranks (strategy.dp_shard), replicate
+/// major: rank r is rank r % shard of shard group r / shard and rank
+/// r / shard of replica group r % shard. Without dp_shard: one shard group
+/// of world.size ranks, one replica.
+struct ShardGroups {
+  int64_t shard = 1;    // ranks per shard group (dp_shard)
+  int64_t replicas = 1; // shard groups (world.size / dp_shard)
+  bool hybrid() const { return replicas > 1; }
+};
+ShardGroups shardGroups(const StrategyConfig &s, const WorldConfig &w);
 
 } // namespace swift::plan
