@@ -2,6 +2,8 @@
 #include "swift/Runtime/dist/Comm.h"
 #include "swift/Runtime/core/Check.h"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
 // LibTorch declares ProcessGroupGloo only under USE_C10D_GLOO (set by its
 // CMake targets) and needs Gloo's own headers, which not every LibTorch
 // distribution ships; without them this build has no Gloo backend.
@@ -145,6 +147,33 @@ std::unique_ptr<Comm> makeComm(const CommOptions &opt) {
 #endif
   SWIFT_CHECK(false, "communication backend \"", opt.backend,
               "\" is not available in this build");
+}
+
+MeshComms::MeshComms(Comm &world, const CommOptions &opt, int shardRanks)
+    : world_(world), shard_(&world) {
+  const int W = world.worldSize(), S = shardRanks, r = world.rank();
+  SWIFT_ASSERT(S >= 1 && W % S == 0, "shard groups of ", S, " ranks in ", W);
+  if (S == W)
+    return;
+  // One communicator per group this rank is in, on the group's own keys
+  // (NCCL's unique id, Gloo's rendezvous). Every rank creates its shard
+  // communicator, then its replica one: the groups' inits never wait on
+  // each other.
+  auto group = [&](const std::string &name, int rank, int size) {
+    CommOptions o = opt;
+    o.rank = rank;
+    o.world = size;
+    if (size == 1) {
+      o.backend = "local";
+      o.store.reset();
+    } else {
+      o.store = c10::make_intrusive<c10d::PrefixStore>(name, opt.store);
+    }
+    return makeComm(o);
+  };
+  ownShard_ = group("shard/" + std::to_string(r / S), r % S, S);
+  shard_ = ownShard_.get();
+  replica_ = group("replica/" + std::to_string(r % S), r / S, W / S);
 }
 
 } // namespace swift::rt

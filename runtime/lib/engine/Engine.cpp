@@ -31,15 +31,34 @@ at::ScalarType computeDtypeOf(Precision p) {
 
 } // namespace
 
+Engine::Engine(const Plan &plan, const MeshComms &mesh, at::Device device,
+               const StateSource *initial, const StateSource *base)
+    : Engine(plan, nullptr, &mesh, device, initial, base) {}
+
 Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
                const StateSource *initial, const StateSource *base)
-    : plan_(plan), m_(plan.model), comm_(comm), device_(device),
+    : Engine(plan, std::make_unique<MeshComms>(comm), nullptr, device, initial,
+             base) {}
+
+Engine::Engine(const Plan &plan, std::unique_ptr<MeshComms> own,
+               const MeshComms *mesh, at::Device device,
+               const StateSource *initial, const StateSource *base)
+    : plan_(plan), m_(plan.model), ownMesh_(std::move(own)),
+      mesh_(mesh ? *mesh : *ownMesh_), comm_(mesh_.world()), device_(device),
       storage_(plan::storageLayout(plan.strategy)),
       lora_(plan.training.method != Method::Full) {
 
   // The storage layout: the only code of the Engine that reads the
   // strategy (storage_, masterInCompute_, inBackwardAllowed_; Engine.h).
-  const int W = comm.worldSize();
+  const int W = comm_.worldSize();
+  // The communicators are the plan's shard groups (RunSetup builds them
+  // from plan::shardGroups).
+  const plan::ShardGroups groups = plan::shardGroups(plan.strategy, plan.world);
+  SWIFT_ASSERT(W != plan.world.size ||
+                   (mesh_.shard().worldSize() == groups.shard &&
+                    (mesh_.replica() != nullptr) == groups.hybrid()),
+               "the communicators are not the plan's shard groups of ",
+               groups.shard, " ranks");
   const bool offload = storage_.optimizerOnHost;
   // The schedule rules (plan::checkSchedule) put the optimizer where its
   // state lives.
@@ -53,7 +72,7 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
   masterInCompute_ =
       plan::masterInComputeCopy(plan.training.precision, plan.strategy.offload);
   const int numUnits = int(m_.numLayers) + 2;
-  collectives_ = std::make_unique<engine::Collectives>(comm);
+  collectives_ = std::make_unique<engine::Collectives>(mesh_);
   optimizer_ = std::make_unique<engine::Optimizer>(
       plan, storage_, device_, W, computeDtype_, gradDtype_, masterInCompute_,
       units_, *collectives_, pending_);
@@ -77,7 +96,9 @@ Engine::Engine(const Plan &plan, Comm &comm, at::Device device,
 
 std::unique_ptr<Engine::Unit>
 Engine::makeUnit(int u, const StateSource *initial, const StateSource *base) {
-  const int W = comm_.worldSize(), rank = comm_.rank();
+  // Sharded over the shard group (the world without HSDP): its ranks' shards
+  // make the whole unit, and every replica group holds the same ones.
+  const int W = mesh_.shard().worldSize(), rank = mesh_.shard().rank();
   auto onDevice = at::TensorOptions().device(device_);
   const engine::Placement place{
       W,       rank,         storage_.paramsSharded, storage_.paramsOnHost,
@@ -144,6 +165,8 @@ Engine::~Engine() {
     } catch (...) {
     }
   };
+  // HSDP's all-reduces issued from a reduce-scatter's wait: not now.
+  collectives_->abandon();
   for (Pending &p : pending_)
     settle(p);
   for (auto &U : units_) {

@@ -138,6 +138,7 @@ void Optimizer::sumSquares() {
   for (auto &U : units_)
     if (!U->opt.normed)
       addSquares(*U);
+  // Over the shard group (Collectives): its shards are the whole gradient.
   if (storage_.optimizerSharded)
     collectives_.allReduceSum(sumSq_).wait();
 }
@@ -253,7 +254,9 @@ void Optimizer::step() {
   // The global gradient norm. Every element is counted once: at ZeRO-0
   // each rank holds the whole all-reduced gradient (this rank's sum is the
   // total), at ZeRO 1-3 each rank its disjoint shard of it (the sum over
-  // ranks is); padding is zero. Sums of squares in fp64, over per-unit fp32
+  // the shard group's ranks is: with HSDP the replica groups hold the same
+  // shards, and a sum over the world would count each of them once per
+  // group); padding is zero. Sums of squares in fp64, over per-unit fp32
   // norms (or the AdamW kernels' block sums), then * scale: the norm of the
   // mean gradient. Clipping needs it before the update. Without clipping
   // it is only reported: the fused AdamW kernels add this rank's squares

@@ -98,7 +98,8 @@ public:
 private:
   at::Tensor &gradOf(Unit &U) const;
   void addSquares(Unit &U);
-  /// This rank's squares of the units not normed yet, summed over ranks.
+  /// This rank's squares of the units not normed yet, summed over the
+  /// shard group (the ranks whose shards make the whole gradient).
   void sumSquares();
   /// AdamW on U's partition on the device, gradients times `scale`.
   /// Returns whether the compute copy was written; sets `summed` when a

@@ -12,17 +12,25 @@ namespace swift::rt::engine {
 
 Pending Collectives::allReduceSum(at::Tensor t) {
   ++counts.allReduce;
-  return comm_.allReduceSum(std::move(t));
+  return mesh_.shard().allReduceSum(std::move(t));
 }
 
 Pending Collectives::reduceScatterAdd(at::Tensor full, at::Tensor accum) {
   ++counts.reduceScatter;
-  return comm_.reduceScatterAdd(std::move(full), std::move(accum));
+  return mesh_.shard().reduceScatterAdd(std::move(full), std::move(accum));
 }
 
 Pending Collectives::allGather(at::Tensor shard, at::Tensor full) {
   ++counts.allGather;
-  return comm_.allGather(std::move(shard), std::move(full));
+  return mesh_.shard().allGather(std::move(shard), std::move(full));
+}
+
+Pending Collectives::allReduceReplicas(at::Tensor t) {
+  SWIFT_ASSERT(mesh_.replica(), "no replica groups (not HSDP)");
+  if (abandoned_)
+    return {};
+  ++counts.allReduceReplicas;
+  return mesh_.replica()->allReduceSum(std::move(t));
 }
 
 int64_t shardLength(int64_t numel, int64_t world) {

@@ -32,26 +32,41 @@
 
 namespace swift::rt::engine {
 
-/// The Engine's collectives through its Comm, counted by kind.
+/// The Engine's collectives, counted by kind. Over the shard group (the
+/// world without HSDP, MeshComms): the units' state is sharded there, so
+/// gathers, reduce-scatters, ZeRO-0's all-reduces (whose group is the
+/// world) and the norm's sum over shards run on it; the replica group only
+/// sums the reduced gradient shards across the groups.
 class Collectives {
 public:
-  explicit Collectives(Comm &comm) : comm_(comm) {}
+  explicit Collectives(const MeshComms &mesh) : mesh_(mesh) {}
   Pending allReduceSum(at::Tensor t);
   Pending reduceScatterAdd(at::Tensor full, at::Tensor accum);
   Pending allGather(at::Tensor shard, at::Tensor full);
+  /// HSDP: t := the sum over the replica group (in place). Nothing once
+  /// abandon()ed.
+  Pending allReduceReplicas(at::Tensor t);
+  /// After a failure (the Engine's destructor, settling what is in flight):
+  /// the collectives still to be issued from a Pending's wait are not, so
+  /// that no rank waits for peers that never join.
+  void abandon() { abandoned_ = true; }
+  /// Whether there are replica groups to sum across (HSDP).
+  bool hasReplicas() const { return mesh_.replica() != nullptr; }
   /// Since the current step's launch.
   CollectiveCounts counts;
 
 private:
-  Comm &comm_;
+  const MeshComms &mesh_;
+  bool abandoned_ = false;
 };
 
 /// Shards start on 64-element boundaries (256 B in fp32): NCCL and the
 /// vectorized kernels want aligned chunks.
 int64_t shardLength(int64_t numel, int64_t world);
 
-/// Where a unit's parameters live: sharded over the ranks (ZeRO-3), the
-/// shard on the host (offload optimizer+params), in which dtype.
+/// Where a unit's parameters live: sharded over the ranks of the shard
+/// group (ZeRO-3; `world` of them, this one `rank` among them), the shard
+/// on the host (offload optimizer+params), in which dtype.
 struct Placement {
   int world = 1, rank = 0;
   bool sharded = false, onHost = false;

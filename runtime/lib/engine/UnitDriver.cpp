@@ -366,6 +366,26 @@ void UnitDriver::accumulateGrads(int u,
   SWIFT_ASSERT(i == leafGrads.size(), "gradient count mismatch");
 }
 
+void UnitDriver::reduceScatter(Unit &U, at::Tensor full) {
+  Pending rs = collectives_.reduceScatterAdd(std::move(full), U.gradShard);
+  if (!lastMicroBatch_ || !collectives_.hasReplicas()) {
+    inFlight_.push_back(std::move(rs));
+    return;
+  }
+  // HSDP: the step's shard, complete once this (its last) reduce-scatter
+  // is (inFlight_ is waited for oldest first, so the earlier micro-batches'
+  // are too), summed across the replica groups. Issued when this is waited
+  // for: every rank waits in the same order, and the Gloo reduce-scatter
+  // adds into the shard only in its own wait.
+  auto reduced = std::make_shared<Pending>(std::move(rs));
+  at::Tensor shard = U.gradShard;
+  inFlight_.push_back(Pending([this, reduced, shard]() mutable {
+    reduced->wait();
+    collectives_.allReduceReplicas(shard).wait();
+    shard = at::Tensor();
+  }));
+}
+
 void UnitDriver::reduceBucket(int b) {
   const plan::Bucket &bucket = plan_.schedule.buckets[b];
   const bool allReduce = bucket.collective == plan::Collective::AllReduce;
@@ -376,9 +396,10 @@ void UnitDriver::reduceBucket(int b) {
       continue;
     }
     if (!bucket.everyMicroBatch) { // the step's accumulated gradient
-      inFlight_.push_back(
-          allReduce ? collectives_.allReduceSum(U.grad)
-                    : collectives_.reduceScatterAdd(U.grad, U.gradShard));
+      if (allReduce)
+        inFlight_.push_back(collectives_.allReduceSum(U.grad));
+      else
+        reduceScatter(U, U.grad);
       continue;
     }
     SWIFT_ASSERT(U.microGrad.defined(), "unit ", u, " has no gradient");
@@ -387,8 +408,7 @@ void UnitDriver::reduceBucket(int b) {
     at::Tensor micro = std::move(U.microGrad);
     U.microGrad = at::Tensor();
     if (!allReduce) {
-      inFlight_.push_back(
-          collectives_.reduceScatterAdd(std::move(micro), U.gradShard));
+      reduceScatter(U, std::move(micro));
       continue;
     }
     // All-reduced in place, then added into the step's gradient (the first

@@ -98,6 +98,10 @@ private:
   /// it now (Optimizer.h), unless it is reduced every micro-batch.
   void gradientFinal(int u);
   void reduceBucket(int b);
+  /// Unit U's reduce-scatter of `full` into its gradient shard; with HSDP,
+  /// on the step's last micro-batch, followed by the shard's all-reduce
+  /// across the replica groups.
+  void reduceScatter(Unit &U, at::Tensor full);
 
   const Plan &plan_;
   const ModelConfig &m_;

@@ -250,7 +250,8 @@ void TrainLoop::report(int64_t s, const Engine::StepResult &r,
         {"collectives",
          {{"all_reduce", r.collectives.allReduce},
           {"reduce_scatter", r.collectives.reduceScatter},
-          {"all_gather", r.collectives.allGather}}}};
+          {"all_gather", r.collectives.allGather},
+          {"all_reduce_replicas", r.collectives.allReduceReplicas}}}};
     if (i.steps > 1) // a --log-every interval: the steps it averages
       j["logged_steps"] = i.steps;
     if (epoch)

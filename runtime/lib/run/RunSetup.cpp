@@ -292,11 +292,20 @@ GpuMemoryCap capGpuMemory(const Plan &plan, const RunOptions &a,
   return cap;
 }
 
+/// The ranks' communicators: the world's and, with HSDP (the plan's
+/// strategy.dp_shard), each rank's shard and replica groups'.
+struct Comms {
+  std::unique_ptr<Comm> world;
+  std::unique_ptr<MeshComms> mesh;
+};
+
 /// The ranks' communicator: none for one rank (unless SWIFT_COMM=nccl|gloo
 /// forces a backend, to exercise the collective path on a single GPU),
 /// NCCL between GPUs, Gloo between CPUs; through the launcher's TCP store.
-std::unique_ptr<Comm> connect(const RankEnv &env, const at::Device &device,
-                              double timeout) {
+/// With HSDP, the groups' communicators of the same backend on the same
+/// store (MeshComms).
+Comms connect(const Plan &plan, const RankEnv &env, const at::Device &device,
+              double timeout) {
   const char *forced = std::getenv("SWIFT_COMM");
   std::string backend = forced             ? forced
                         : env.world == 1   ? "local"
@@ -324,7 +333,12 @@ std::unique_ptr<Comm> connect(const RankEnv &env, const at::Device &device,
   copt.localRank = env.localRank;
   copt.store = store;
   copt.timeoutSeconds = timeout;
-  return makeComm(copt);
+  Comms comms;
+  comms.world = makeComm(copt);
+  comms.mesh = std::make_unique<MeshComms>(
+      *comms.world, copt,
+      int(plan::shardGroups(plan.strategy, plan.world).shard));
+  return comms;
 }
 
 /// The options that give the initial state, checked against each other
@@ -641,9 +655,14 @@ void printStartLines(const Plan &plan, const RunOptions &a, const RankEnv &env,
                 << engine.stepsDone() << ", at sample " << d.firstSample
                 << std::endl;
   }
+  const plan::ShardGroups groups = plan::shardGroups(plan.strategy, plan.world);
   std::cout << "swift-run: " << plan.path << ": "
             << plan.model.numParameters() << " parameters, world "
-            << env.world << ", zero " << plan.strategy.zero << ", offload "
+            << env.world;
+  if (groups.hybrid()) // HSDP
+    std::cout << " (" << groups.replicas << " shard groups of " << groups.shard
+              << ")";
+  std::cout << ", zero " << plan.strategy.zero << ", offload "
             << toString(plan.strategy.offload) << ", checkpointing "
             << toString(plan.strategy.checkpointing) << ", "
             << toString(plan.training.precision) << ", device " << device
@@ -678,7 +697,8 @@ int runRank(const Plan &plan, RunOptions a, const RankEnv &env) {
                          : device.is_cuda() ? 600
                                             : 120;
   Watchdog watchdog(timeout);
-  std::unique_ptr<Comm> comm = connect(env, device, timeout);
+  const Comms comms = connect(plan, env, device, timeout);
+  Comm *comm = comms.world.get();
   const InitialState state = openInitialState(plan, a);
   RunData data = openRunData(plan, a, state, env, watchdog);
   checkExportIsNoInput(a, state);
@@ -687,7 +707,8 @@ int runRank(const Plan &plan, RunOptions a, const RankEnv &env) {
                             : "allocating the model states");
   const RunArtifacts artifacts = readArtifacts(a, state);
   const auto loadStart = std::chrono::steady_clock::now();
-  Engine engine(plan, *comm, device, state.initial.get(), state.base.get());
+  Engine engine(plan, *comms.mesh, device, state.initial.get(),
+                state.base.get());
   if (env.rank == 0)
     printStartLines(plan, a, env, device, state, data, engine,
                     secondsSince(loadStart));

@@ -84,6 +84,33 @@ struct CommOptions {
 /// "nccl" (only when built with CUDA). Unknown or unavailable: UserError.
 std::unique_ptr<Comm> makeComm(const CommOptions &opt);
 
+/// The ranks as HSDP's 2-D mesh (plan strategy.dp_shard; plan::ShardGroups):
+/// `shard` connects the ranks that shard each unit's state among them,
+/// `replica` the ranks that hold the same shard in the other groups. Without
+/// HSDP the shard group is the world and there is no replica communicator.
+/// Replicate major: world rank r is shard rank r % S of group r / S and
+/// replica rank r / S of group r % S (S = dp_shard); with S <= GPUs per node
+/// a shard group is a node.
+class MeshComms {
+public:
+  /// One shard group of every rank: `world` for both.
+  explicit MeshComms(Comm &world) : world_(world), shard_(&world) {}
+  /// HSDP: `world.worldSize() / shardRanks` groups of `shardRanks` ranks,
+  /// each communicator from makeComm() with `opt`'s backend on its own
+  /// prefix of `opt.store` ("shard/<g>", "replica/<g>"). `opt` is the
+  /// world's. shardRanks == world size: as MeshComms(world).
+  MeshComms(Comm &world, const CommOptions &opt, int shardRanks);
+  Comm &world() const { return world_; }
+  Comm &shard() const { return *shard_; }
+  /// Null without HSDP (one replica).
+  Comm *replica() const { return replica_.get(); }
+
+private:
+  Comm &world_;
+  Comm *shard_;
+  std::unique_ptr<Comm> ownShard_, replica_;
+};
+
 /// A tensor aliasing t's memory with its own version counter: writes through
 /// it are invisible to autograd's saved-tensor checks.
 at::Tensor rawAlias(const at::Tensor &t);

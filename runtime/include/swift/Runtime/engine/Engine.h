@@ -1,7 +1,8 @@
 //===- Engine.h - executes a plan's schedule: ZeRO 0-3, offload, recompute ==//
 //
 // Ownership. The Engine owns every buffer of the model state:
-//   per unit (Plan.h's units), world size W, padded size P = W * shard:
+//   per unit (Plan.h's units), W ranks in the unit's shard group (the
+//   world size, or strategy.dp_shard with HSDP), padded size P = W * shard:
 //     full      (P)      compute dtype, device. ZeRO 0-2: always resident.
 //                        ZeRO-3: its storage is allocated by a gather and
 //                        freed by a release (tensors saved for backward
@@ -27,7 +28,12 @@
 //                        alive from the unit's backward until its
 //                        reduction completes.
 //   grad dtype: fp32, except bf16 for pure bf16.
-// The Engine borrows the Comm and the Plan; both must outlive it.
+//   HSDP (plan strategy.dp_shard): the shard group's W ranks shard the
+//   units as above; each of the world / W groups holds the same shards, and
+//   the reduced gradient shards (gradShard) are summed across the groups
+//   (the replica communicator) before the optimizer reads them.
+// The Engine borrows the communicators (MeshComms) and the Plan; both must
+// outlive it.
 //
 // Parts (private to the engine room, lib/engine/): the units' parameter
 // storage in three kinds (Storage.h: TrainableParams, LoRA's DenseBase,
@@ -93,9 +99,12 @@ class UnitDriver;
 struct Unit;
 } // namespace engine
 
-/// Collectives issued through the Engine's Comm, by kind.
+/// Collectives the Engine issued, by kind: over the shard group (the world
+/// without HSDP), and HSDP's all-reduces of gradient shards across the
+/// replica groups.
 struct CollectiveCounts {
   int64_t allReduce = 0, reduceScatter = 0, allGather = 0;
+  int64_t allReduceReplicas = 0;
 };
 
 class Engine : public ModelState {
@@ -106,6 +115,12 @@ public:
   /// LoRA (plan training.method lora/qlora): `initial` holds the adapters
   /// (a checkpoint or a peft adapter; none: A random, B zero) and `base`
   /// the frozen base (HF weights; none: random from the seed).
+  /// `mesh`: the ranks of the plan's world, in the plan's shard groups
+  /// (plan::shardGroups); the units' state is sharded over the shard group.
+  Engine(const Plan &plan, const MeshComms &mesh, at::Device device,
+         const StateSource *initial = nullptr,
+         const StateSource *base = nullptr);
+  /// One shard group of all of `comm`'s ranks (a plan without dp_shard).
   Engine(const Plan &plan, Comm &comm, at::Device device,
          const StateSource *initial = nullptr,
          const StateSource *base = nullptr);
@@ -243,6 +258,11 @@ public:
 private:
   using Unit = engine::Unit; // lib/engine/Unit.h
 
+  /// The public constructors': `mesh`, else `own` (MeshComms of one group).
+  Engine(const Plan &plan, std::unique_ptr<MeshComms> own,
+         const MeshComms *mesh, at::Device device, const StateSource *initial,
+         const StateSource *base);
+
   /// Unit u's storage (Storage.h) and optimizer state, from `initial` and
   /// LoRA's `base` (the constructor's).
   std::unique_ptr<Unit> makeUnit(int u, const StateSource *initial,
@@ -255,7 +275,9 @@ private:
 
   const Plan &plan_;
   const ModelConfig &m_;
-  Comm &comm_;
+  std::unique_ptr<MeshComms> ownMesh_; // the Comm& constructor's
+  const MeshComms &mesh_;
+  Comm &comm_; // the world's
   at::Device device_;
   // What the strategy lays out (see above); the only reader of it.
   plan::StorageLayout storage_;
