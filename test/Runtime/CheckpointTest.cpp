@@ -2,8 +2,9 @@
 //
 // swift-run --save-dir / --resume on CPU: N steps straight equal k steps +
 // a resume to N bit for bit (losses and parameters) at world 1 and 2,
-// ZeRO 0-3, with and without offload; a checkpoint written at one world
-// size and ZeRO stage resumes at others; a rank killed in the middle of a
+// ZeRO 0-3, with and without offload, and in HSDP's 2 shard groups of 2; a
+// checkpoint written at one world size, ZeRO stage or HSDP layout resumes
+// at others; a rank killed in the middle of a
 // save leaves the previous checkpoint loadable and `latest` naming it.
 // Damaged manifests and symlink loops are one-line refusals naming the
 // field; --keep orders by the manifests' steps and never deletes the
@@ -35,6 +36,7 @@ std::string nproc(int world) {
 struct Case {
   int zero, world;
   const char *offload;
+  int dpShard = 0; // HSDP's shard groups (strategy.dp_shard); 0: none
 };
 
 class Resume : public ::testing::TestWithParam<Case> {};
@@ -42,6 +44,8 @@ class Resume : public ::testing::TestWithParam<Case> {};
 TEST_P(Resume, StraightEqualsSavedAndResumedBitForBit) {
   const Case c = GetParam();
   json p = planWith(c.zero, c.world, c.offload);
+  if (c.dpShard > 0)
+    p["strategy"]["dp_shard"] = c.dpShard;
   Result straight =
       runPlan(p, "--steps 6 --save-params params.bin" + nproc(c.world));
   ASSERT_EQ(straight.exitCode, 0) << straight.output;
@@ -77,12 +81,16 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{0, 1, "none"}, Case{1, 1, "optimizer"},
                       Case{0, 2, "none"}, Case{1, 2, "none"},
                       Case{2, 2, "optimizer"}, Case{3, 2, "none"},
-                      Case{3, 2, "optimizer+params"}),
+                      Case{3, 2, "optimizer+params"},
+                      Case{1, 4, "none", 2}, Case{3, 4, "optimizer", 2}),
     [](const ::testing::TestParamInfo<Case> &info) {
       std::string o = info.param.offload;
       std::replace(o.begin(), o.end(), '+', '_');
-      return "zero" + std::to_string(info.param.zero) + "_world" +
-             std::to_string(info.param.world) + "_" + o;
+      std::string name = "zero" + std::to_string(info.param.zero) + "_world" +
+                         std::to_string(info.param.world) + "_" + o;
+      if (info.param.dpShard > 0)
+        name += "_shard" + std::to_string(info.param.dpShard);
+      return name;
     });
 
 TEST(Checkpoint, DoesNotDependOnTheWorldOrStageThatWroteIt) {
@@ -103,6 +111,46 @@ TEST(Checkpoint, DoesNotDependOnTheWorldOrStageThatWroteIt) {
                   straight.metrics[size_t(i + 3)].at("loss").get<double>(), 1e-6)
           << "zero " << zero << " world " << world << " step " << i + 4;
   }
+}
+
+// HSDP: a checkpoint of 2 shard groups of 2 ranks holds every unit whole,
+// by name (each group's shards gathered once), so it resumes at world 1 and
+// at plain world 4; and one written at world 1 resumes in 2 shard groups.
+// Other worlds sum the same gradients in another order: 1e-6, as above.
+TEST(Checkpoint, ReshardsBetweenHsdpAndWorldOne) {
+  auto hsdp = [](int zero) {
+    json p = planWith(zero, 4, "none");
+    p["strategy"]["dp_shard"] = 2;
+    return p;
+  };
+  struct Run {
+    json plan;
+    int world;
+  };
+  auto check = [](const Run &from, const std::vector<Run> &to) {
+    Result straight = runPlan(from.plan, "--steps 6" + nproc(from.world));
+    ASSERT_EQ(straight.exitCode, 0) << straight.output;
+    Result first =
+        runPlan(from.plan, "--steps 3 --save-dir ckpt" + nproc(from.world));
+    ASSERT_EQ(first.exitCode, 0) << first.output;
+    for (const Run &r : to) {
+      Result resumed = runPlan(r.plan, "--steps 6 --resume " + first.dir +
+                                           "/ckpt" + nproc(r.world));
+      ASSERT_EQ(resumed.exitCode, 0) << resumed.output;
+      ASSERT_EQ(resumed.metrics.size(), 3u);
+      for (int i = 0; i < 3; ++i)
+        EXPECT_NEAR(resumed.metrics[size_t(i)].at("loss").get<double>(),
+                    straight.metrics[size_t(i + 3)].at("loss").get<double>(),
+                    1e-6)
+            << "world " << from.world << " -> " << r.plan["strategy"].dump()
+            << " world " << r.world << ", step " << i + 4;
+    }
+  };
+  // Written in 2x2 at ZeRO-3 (each rank holds half of every unit).
+  check({hsdp(3), 4}, {{planWith(0, 1, "none"), 1},
+                       {planWith(3, 4, "none"), 4}});
+  // Written at world 1, resumed in 2x2 at ZeRO 1 and 3.
+  check({planWith(0, 1, "none"), 1}, {{hsdp(1), 4}, {hsdp(3), 4}});
 }
 
 TEST(Checkpoint, KeepsTheInputConfigForExportsAfterAResume) {
