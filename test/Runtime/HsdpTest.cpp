@@ -68,15 +68,20 @@ TEST_P(Hsdp, TwoByTwoMatchesWorldOne) {
   const int zero = GetParam();
   const std::string args = "--steps 6 --save-params params.bin";
   Result one = runPlan(tinyPlan(zero, 1), args + nproc(1));
-  Result hsdp = runPlan(hsdpPlan(zero, 2), args + nproc(4));
+  Result hsdp = runPlan(hsdpPlan(zero, 2), args + " --report r.html" + nproc(4));
   Result plain = runPlan(tinyPlan(zero, 4), args + nproc(4));
   ASSERT_EQ(one.exitCode, 0) << one.output;
   ASSERT_EQ(hsdp.exitCode, 0) << hsdp.output;
   ASSERT_EQ(plain.exitCode, 0) << plain.output;
-  EXPECT_NE(hsdp.output.find("world 4 (2 shard groups of 2), zero " +
+  // The start line and the run report say the layout.
+  const std::string layout = "in 2 shard groups of 2 ranks (HSDP)";
+  EXPECT_NE(hsdp.output.find("world 4 " + layout + ", zero " +
                              std::to_string(zero)),
             std::string::npos)
       << hsdp.output;
+  EXPECT_NE(slurp(hsdp.dir + "/r.html")
+                .find("ZeRO-" + std::to_string(zero) + " " + layout),
+            std::string::npos);
   // The model learns, and world 4 in two groups trains as world 1 does.
   ASSERT_EQ(one.losses().size(), 6u);
   EXPECT_LT(one.losses().back(), one.losses().front() - 0.05);

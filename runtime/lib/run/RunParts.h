@@ -29,6 +29,9 @@ double secondsSince(std::chrono::steady_clock::time_point start);
 int64_t safetensorsBytes(const std::string &dir);
 /// "16.06 GB in 7.2 s, 2.23 GB/s".
 std::string transferReport(int64_t bytes, double seconds);
+/// HSDP's layout as the run's start line and report say it: " in 2 shard
+/// groups of 4 ranks (HSDP)"; "" without strategy.dp_shard.
+std::string hsdpText(const Plan &plan);
 
 /// The state a run starts from: full fine-tuning's weights (a checkpoint,
 /// or HF weights); LoRA's adapters (a checkpoint, or a peft adapter) and

@@ -54,7 +54,8 @@ std::vector<std::vector<std::string>> setupRows(const RunContext &run) {
                        " (micro " + std::to_string(t.microBatchSize) + " x " +
                        std::to_string(t.gradientAccumulation) + " x " +
                        std::to_string(run.env.world) + " ranks)"},
-      {"strategy", "ZeRO-" + std::to_string(plan.strategy.zero) + ", offload " +
+      {"strategy", "ZeRO-" + std::to_string(plan.strategy.zero) +
+                       hsdpText(plan) + ", offload " +
                        toString(plan.strategy.offload) + ", checkpointing " +
                        toString(plan.strategy.checkpointing)},
       {"device", run.device.str() + " x " + std::to_string(run.env.world)},

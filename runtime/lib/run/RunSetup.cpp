@@ -38,6 +38,15 @@ std::string gib(int64_t bytes) {
   return buf;
 }
 
+std::string hsdpText(const Plan &plan) {
+  const plan::ShardGroups g = plan::shardGroups(plan.strategy, plan.world);
+  if (!g.hybrid())
+    return "";
+  return " in " + std::to_string(g.replicas) + " shard groups of " +
+         std::to_string(g.shard) + (g.shard == 1 ? " rank" : " ranks") +
+         " (HSDP)";
+}
+
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
       .count();
@@ -655,14 +664,10 @@ void printStartLines(const Plan &plan, const RunOptions &a, const RankEnv &env,
                 << engine.stepsDone() << ", at sample " << d.firstSample
                 << std::endl;
   }
-  const plan::ShardGroups groups = plan::shardGroups(plan.strategy, plan.world);
   std::cout << "swift-run: " << plan.path << ": "
             << plan.model.numParameters() << " parameters, world "
-            << env.world;
-  if (groups.hybrid()) // HSDP
-    std::cout << " (" << groups.replicas << " shard groups of " << groups.shard
-              << ")";
-  std::cout << ", zero " << plan.strategy.zero << ", offload "
+            << env.world << hsdpText(plan) << ", zero " << plan.strategy.zero
+            << ", offload "
             << toString(plan.strategy.offload) << ", checkpointing "
             << toString(plan.strategy.checkpointing) << ", "
             << toString(plan.training.precision) << ", device " << device
