@@ -187,6 +187,21 @@ TEST(HsdpCollectives, OneReplicaAllReducePerUnitPerStep) {
   }
 }
 
+TEST(HsdpLora, AdaptersAndTheirBaseAreShardedInTheGroup) {
+  // LoRA's frozen base (dense, or QLoRA's NF4 bytes) is sharded and
+  // gathered with its unit over the shard group, the adapters trained as
+  // the full parameters are.
+  for (const char *method : {"lora", "qlora"}) {
+    Result one = runPlan(withLora(tinyPlan(0, 1), method), "--steps 3");
+    Result hsdp =
+        runPlan(withLora(hsdpPlan(3, 2), method), "--steps 3" + nproc(4));
+    ASSERT_EQ(one.exitCode, 0) << one.output;
+    ASSERT_EQ(hsdp.exitCode, 0) << hsdp.output;
+    EXPECT_NE(one.losses()[2], one.losses()[0]) << method; // it trains
+    expectRelativelyNear(one.losses(), hsdp.losses(), kRelLoss, method);
+  }
+}
+
 TEST(HsdpPlan, ZeroZeroWithShardGroupsIsRefused) {
   Result r = runPlan(hsdpPlan(0, 2), "--steps 1" + nproc(4));
   EXPECT_EQ(r.exitCode, 2) << r.output;
