@@ -211,7 +211,12 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
                                     job.strategy.bucketBytes,
                                     job.strategy.prefetchDepth,
                                     job.strategy.offloadActivations,
-                                    job.strategy.mlpTileTokens);
+                                    job.strategy.mlpTileTokens,
+                                    /*tp=*/std::nullopt, /*pp=*/std::nullopt,
+                                    /*cp=*/std::nullopt,
+                                    /*dp_shard=*/std::nullopt,
+                                    /*pp_schedule=*/std::nullopt,
+                                    /*virtual_stages=*/std::nullopt);
   Method method = t.method;
   LoraAttr lora;
   if (method != Method::Full) {

@@ -60,8 +60,12 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
     Training hyper-parameters of the job. `micro_batch_size` absent means the
     planner chooses it; `global_batch_size` sequences are consumed per
     optimizer step whatever the micro-batch, in `gradient_accumulation`
-    micro-steps per rank (global = micro x accumulation x GPUs), which
-    swift-choose-strategy records with the micro-batch. `decision` (the
+    micro-steps per data-parallel rank (global = micro x accumulation x
+    data-parallel ranks, the GPUs / the strategy's tp x pp x cp), which
+    swift-choose-strategy records with the micro-batch. The strategy's
+    layout degrees divide the cluster's GPUs, and each candidate's
+    #swift.mesh spans them with its `stage_layers` summing to the model's
+    decoder layers. `decision` (the
     search: chosen, closest, runners-up) and `estimate` (memory and time of
     the strategy) are what swift-choose-strategy and swift-estimate-cost
     found; the report and the emitters read them. `packing` (default true,
