@@ -68,6 +68,12 @@ struct ChooseStrategyPass
         job.emitOpError("needs its model and cluster");
         return WalkResult::interrupt();
       }
+      // A layout the cost model cannot price is refused, not searched as
+      // if it were the trivial one.
+      if (std::string why = job.unpricedLayout(); !why.empty()) {
+        job.emitError(why);
+        return WalkResult::interrupt();
+      }
       cost::SearchOptions options;
       options.memoryMargin = memoryMargin;
       options.alternatives = alternatives;
