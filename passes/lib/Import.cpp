@@ -212,11 +212,10 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
                                     job.strategy.prefetchDepth,
                                     job.strategy.offloadActivations,
                                     job.strategy.mlpTileTokens,
-                                    /*tp=*/std::nullopt, /*pp=*/std::nullopt,
-                                    /*cp=*/std::nullopt,
-                                    /*dp_shard=*/std::nullopt,
-                                    /*pp_schedule=*/std::nullopt,
-                                    /*virtual_stages=*/std::nullopt);
+                                    job.strategy.tp, job.strategy.pp,
+                                    job.strategy.cp, job.strategy.dpShard,
+                                    job.strategy.ppSchedule,
+                                    job.strategy.virtualStages);
   Method method = t.method;
   LoraAttr lora;
   if (method != Method::Full) {
