@@ -1100,7 +1100,7 @@ void readLayout(const Reader &r, const YAML::Node &st, const ModelSpec &model,
                  " GPUs (cluster.nodes x cluster.gpus_per_node)");
     return value;
   };
-  const std::string heads = " does not divide the model's ";
+  const std::string notDividing = " does not divide the model's ";
   if ((s.tp = degree("tp", 1024))) {
     const YAML::Node n = st["tp"];
     const int64_t tp = *s.tp, kv = model.numKeyValueHeads;
@@ -1109,7 +1109,7 @@ void readLayout(const Reader &r, const YAML::Node &st, const ModelSpec &model,
     // than ranks (each rank then holds one).
     if (model.numAttentionHeads % tp != 0)
       r.fail(n, "strategy.tp",
-             std::to_string(tp) + heads +
+             std::to_string(tp) + notDividing +
                  std::to_string(model.numAttentionHeads) +
                  " attention heads (each tensor-parallel rank computes whole "
                  "heads)");
@@ -1120,7 +1120,7 @@ void readLayout(const Reader &r, const YAML::Node &st, const ModelSpec &model,
                  "ranks split whole key/value heads, or replicate them)");
     if (model.intermediateSize % tp != 0)
       r.fail(n, "strategy.tp",
-             std::to_string(tp) + heads + "intermediate_size " +
+             std::to_string(tp) + notDividing + "intermediate_size " +
                  std::to_string(model.intermediateSize) +
                  " (the MLP's columns are split over tensor-parallel ranks)");
   }
