@@ -6,9 +6,12 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 
 using namespace mlir;
 using namespace mlir::swift;
@@ -178,6 +181,32 @@ bool LoraAttr::targets(StringRef weightName) const {
   return false;
 }
 
+namespace {
+/// The rules a pipeline's keys follow, wherever they are written (a
+/// strategy's may be open; a mesh's are all set): a schedule needs pp > 1,
+/// more than one chunk per rank needs the interleaved schedule and that
+/// needs at least two. `prefix` starts each message ("mesh: ").
+LogicalResult verifyPipeline(function_ref<InFlightDiagnostic()> emitError,
+                             StringRef prefix, std::optional<int64_t> pp,
+                             std::optional<PipelineSchedule> schedule,
+                             std::optional<int64_t> virtualStages) {
+  if (pp == 1 && schedule)
+    return emitError() << prefix << "pp_schedule " << irKeyword(*schedule)
+                       << " needs a pipeline (pp > 1), but pp is 1";
+  if (pp == 1 && virtualStages > 1)
+    return emitError() << prefix << "virtual_stages " << *virtualStages
+                       << " needs a pipeline (pp > 1), but pp is 1";
+  if (schedule == PipelineSchedule::OneFOneB && virtualStages > 1)
+    return emitError() << prefix << "virtual_stages " << *virtualStages
+                       << " needs pp_schedule interleaved, not one_f_one_b";
+  if (schedule == PipelineSchedule::Interleaved && virtualStages == 1)
+    return emitError() << prefix
+                       << "pp_schedule interleaved needs virtual_stages >= "
+                          "2 (model chunks per pipeline rank), not 1";
+  return success();
+}
+} // namespace
+
 LogicalResult
 StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                      std::optional<ZeroStage> zero,
@@ -187,7 +216,22 @@ StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                      std::optional<int64_t> bucketBytes,
                      std::optional<int64_t> prefetchDepth,
                      std::optional<int64_t> offloadActivations,
-                     std::optional<int64_t> mlpTileTokens) {
+                     std::optional<int64_t> mlpTileTokens,
+                     std::optional<int64_t> tp, std::optional<int64_t> pp,
+                     std::optional<int64_t> cp, std::optional<int64_t> dpShard,
+                     std::optional<PipelineSchedule> ppSchedule,
+                     std::optional<int64_t> virtualStages) {
+  for (auto [name, degree] :
+       {std::pair<StringRef, std::optional<int64_t>>{"tp", tp},
+        {"pp", pp},
+        {"cp", cp},
+        {"dp_shard", dpShard},
+        {"virtual_stages", virtualStages}})
+    if (degree && *degree < 1)
+      return emitError() << name << " must be >= 1, not " << *degree;
+  if (failed(verifyPipeline(emitError, "", pp, ppSchedule,
+                            virtualStages)))
+    return failure();
   if (bucketBytes && *bucketBytes <= 0)
     return emitError() << "bucket_bytes must be positive";
   if (prefetchDepth && *prefetchDepth < 1)
@@ -208,6 +252,60 @@ StrategyAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "checkpoint_layers needs checkpointing selective "
                           "or full, not none";
   return success();
+}
+
+LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               int64_t dpReplicate, int64_t dpShard, int64_t cp,
+                               int64_t pp, int64_t tp,
+                               PipelineSchedule ppSchedule,
+                               int64_t virtualStages, bool sequenceParallel,
+                               ContextParallel cpKind,
+                               DenseI64ArrayAttr stageLayers) {
+  for (auto [name, degree] : {std::pair<StringRef, int64_t>{"dp_replicate", dpReplicate},
+                              {"dp_shard", dpShard},
+                              {"cp", cp},
+                              {"pp", pp},
+                              {"tp", tp},
+                              {"virtual_stages", virtualStages}})
+    if (degree < 1)
+      return emitError() << "mesh: " << name << " must be >= 1, not " << degree;
+  // The schedule is the default one_f_one_b without a pipeline: only an
+  // interleaved one is a statement about it.
+  if (failed(verifyPipeline(
+          emitError, "mesh: ", pp,
+          ppSchedule == PipelineSchedule::Interleaved || pp > 1
+              ? std::optional<PipelineSchedule>(ppSchedule)
+              : std::nullopt,
+          virtualStages)))
+    return failure();
+  if (sequenceParallel && tp == 1)
+    return emitError() << "mesh: sequence_parallel needs tp > 1";
+  if (cpKind != ContextParallel::Ring && cp == 1)
+    return emitError() << "mesh: cp_kind " << irKeyword(cpKind)
+                       << " needs cp > 1";
+  if (!stageLayers)
+    return success();
+  // pp x virtual_stages chunks; both are at least 1 here and a real one
+  // far below 2^31, so a count that large is no match anyway.
+  if (pp > (int64_t(1) << 31) || virtualStages > (int64_t(1) << 31) ||
+      int64_t(stageLayers.size()) != pp * virtualStages)
+    return emitError() << "mesh: stage_layers has " << stageLayers.size()
+                       << " entries, not pp x virtual_stages = " << pp
+                       << " x " << virtualStages;
+  for (int64_t layers : stageLayers.asArrayRef())
+    if (layers < 0)
+      return emitError() << "mesh: stage_layers must be >= 0, not " << layers;
+  return success();
+}
+
+int64_t MeshAttr::getSize() const {
+  // Saturates: a hand-written mesh of absurd degrees is larger than any
+  // cluster, not a wrapped-around match.
+  uint64_t size = 1;
+  for (int64_t degree :
+       {getDpReplicate(), getDpShard(), getCp(), getPp(), getTp()})
+    size = llvm::SaturatingMultiply(size, uint64_t(degree));
+  return int64_t(std::min<uint64_t>(size, INT64_MAX));
 }
 
 namespace {
@@ -240,7 +338,7 @@ CandidateAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       bool fits, int64_t peakBytes, APFloat stepSeconds,
                       APFloat tokensPerSecond, StringRef verdict,
                       DictionaryAttr breakdown, int64_t offloadActivations,
-                      int64_t mlpTileTokens) {
+                      int64_t mlpTileTokens, MeshAttr mesh) {
   if (offloadActivations < -1 || mlpTileTokens < 0)
     return emitError() << "candidate: offload_activations must be >= -1 and "
                           "mlp_tile_tokens >= 0";

@@ -6,6 +6,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <algorithm>
+#include <string>
+
 using namespace mlir;
 using namespace mlir::swift;
 
@@ -75,15 +78,72 @@ LogicalResult JobOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       symbolTable.lookupNearestSymbolFrom<ClusterOp>(*this, getClusterAttr());
   if (!cluster)
     return emitOpError("'") << getCluster() << "' is not a swift.cluster";
+  // The layout's degrees divide the GPUs in turn (no product can overflow):
+  // tp x pp x cp GPUs per data-parallel rank, dp_shard ranks per group.
+  const int64_t gpus = cluster.getNumGpus();
+  StrategyAttr strategy = getStrategy();
+  int64_t dataParallel = gpus;
+  std::string perRank;
+  for (auto [name, degree] :
+       {std::pair<StringRef, std::optional<int64_t>>{"tp", strategy.getTp()},
+        {"pp", strategy.getPp()},
+        {"cp", strategy.getCp()}}) {
+    if (!degree)
+      continue;
+    perRank += (perRank.empty() ? "" : " x ") + (name + " " + Twine(*degree)).str();
+    if (dataParallel % *degree != 0)
+      return emitOpError("strategy ")
+             << perRank << " does not divide the cluster's " << gpus << " GPUs";
+    dataParallel /= *degree;
+  }
+  if (std::optional<int64_t> shard = strategy.getDpShard();
+      shard && dataParallel % *shard != 0)
+    return emitOpError("strategy dp_shard ")
+           << *shard << " does not divide the " << dataParallel
+           << " data-parallel ranks (" << gpus << " GPUs"
+           << (perRank.empty() ? "" : " / " + perRank) << ")";
   if (getGradientAccumulation() && !getMicroBatchSize())
     return emitOpError("gradient_accumulation needs micro_batch_size");
+  // Each data-parallel rank takes its own micro-batches.
   if (getGradientAccumulation() &&
-      *getMicroBatchSize() * *getGradientAccumulation() * cluster.getNumGpus() !=
+      *getMicroBatchSize() * *getGradientAccumulation() * dataParallel !=
           getGlobalBatchSize())
     return emitOpError("micro_batch_size (")
            << *getMicroBatchSize() << ") x gradient_accumulation ("
-           << *getGradientAccumulation() << ") x " << cluster.getNumGpus()
-           << " GPUs != global_batch_size (" << getGlobalBatchSize() << ")";
+           << *getGradientAccumulation() << ") x " << dataParallel
+           << (dataParallel == gpus ? " GPUs"
+                                    : " data-parallel ranks (" +
+                                          std::to_string(gpus) + " GPUs / " +
+                                          perRank + ")")
+           << " != global_batch_size (" << getGlobalBatchSize() << ")";
+  // Every candidate's layout spans the cluster and splits the model's
+  // layers over its pipeline chunks.
+  if (DecisionAttr decision = getDecisionAttr()) {
+    SmallVector<CandidateAttr> candidates = decision.getAlternativeCandidates();
+    candidates.push_back(decision.getChosen());
+    candidates.push_back(decision.getClosest());
+    int64_t layers = 0;
+    model.walk([&](RepeatOp repeat) { layers += repeat.getCount(); });
+    for (CandidateAttr candidate : candidates) {
+      MeshAttr mesh = candidate ? candidate.getMesh() : MeshAttr();
+      if (!mesh)
+        continue;
+      if (mesh.getSize() != gpus)
+        return emitOpError("a candidate's mesh spans ")
+               << mesh.getSize() << " GPUs (dp_replicate x dp_shard x cp x "
+                                    "pp x tp), not the cluster's "
+               << gpus;
+      if (DenseI64ArrayAttr stages = mesh.getStageLayers()) {
+        int64_t sum = 0;
+        for (int64_t n : stages.asArrayRef())
+          sum += std::min<int64_t>(n, layers + 1); // no overflow
+        if (sum != layers)
+          return emitOpError("a candidate's mesh puts ")
+                 << sum << " decoder layers in its stage_layers, not the "
+                 << "model's " << layers;
+      }
+    }
+  }
   return success();
 }
 

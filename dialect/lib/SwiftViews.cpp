@@ -1,7 +1,8 @@
 //===- SwiftViews.cpp - the job, model and cluster as other layers read them ===//
 //
 // The cost model's compact view of the IR (ModelOp::profile(),
-// JobOp::trainingSetup(), ClusterOp::hardware(), JobOp::fixedStrategy())
+// JobOp::trainingSetup(), ClusterOp::hardware(), JobOp::fixedStrategy(),
+// JobOp::unpricedLayout())
 // and plan.json's model section (ModelOp::planModel()).
 //
 //===----------------------------------------------------------------------===//
@@ -12,6 +13,9 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <string>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::swift;
@@ -294,8 +298,56 @@ cost::Hardware ClusterOp::hardware() {
   return hw;
 }
 
+std::string JobOp::unpricedLayout() {
+  StrategyAttr attr = getStrategy();
+  // (key, what it is, its value, its trivial value or "" for none).
+  auto refuse = [](const std::string &key, const std::string &what,
+                   const std::string &value, const std::string &trivial) {
+    return "strategy." + key + ": the planner does not price " + what +
+           " yet (" + key + " " + value + "); leave it auto" +
+           (trivial.empty() ? "" : " or set " + trivial);
+  };
+  for (auto [key, what, degree] :
+       {std::tuple<const char *, const char *, std::optional<int64_t>>{
+            "tp", "tensor parallelism", attr.getTp()},
+        {"pp", "pipeline parallelism", attr.getPp()},
+        {"cp", "context parallelism", attr.getCp()}})
+    if (degree > 1)
+      return refuse(key, what, std::to_string(*degree), "1");
+  // With tp, pp and cp 1 every GPU is a data-parallel rank.
+  ClusterOp cluster = lookupCluster();
+  int64_t dataParallel = cluster ? cluster.getNumGpus() : 0;
+  if (std::optional<int64_t> shard = attr.getDpShard();
+      shard && *shard != dataParallel)
+    return refuse("dp_shard", "hybrid sharding (HSDP)",
+                  std::to_string(*shard) + " of the " +
+                      std::to_string(dataParallel) + " data-parallel ranks",
+                  std::to_string(dataParallel));
+  if (std::optional<PipelineSchedule> schedule = attr.getPpSchedule())
+    return refuse("pp_schedule", "pipeline schedules",
+                  ::swift::plan::toString(*schedule), "");
+  if (attr.getVirtualStages() > 1)
+    return refuse("virtual_stages", "interleaved pipeline stages",
+                  std::to_string(*attr.getVirtualStages()), "1");
+  return "";
+}
+
+FailureOr<cost::Strategy> JobOp::completeStrategy(StringRef whenOpen) {
+  if (std::string why = unpricedLayout(); !why.empty())
+    return emitOpError(why);
+  std::string missing;
+  std::optional<cost::Strategy> s = fixedStrategy(missing);
+  if (!s)
+    return emitOpError("strategy is not complete (open: ")
+           << missing << "); " << whenOpen;
+  return *s;
+}
+
 std::optional<cost::Strategy> JobOp::fixedStrategy(std::string &missing) {
   StrategyAttr attr = getStrategy();
+  missing.clear();
+  if (!unpricedLayout().empty())
+    return std::nullopt;
   std::vector<std::string> open;
   if (!attr.getZero())
     open.push_back("strategy.zero");
@@ -307,7 +359,6 @@ std::optional<cost::Strategy> JobOp::fixedStrategy(std::string &missing) {
     open.push_back("training.micro_batch_size");
   if (!getGradientAccumulation())
     open.push_back("training.gradient_accumulation");
-  missing.clear();
   for (const std::string &key : open)
     missing += (missing.empty() ? "" : ", ") + key;
   if (!open.empty())

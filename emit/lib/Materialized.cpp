@@ -25,11 +25,9 @@ FailureOr<Materialized> findMaterialized(ModuleOp module) {
   if (!m.model)
     return m.job.emitOpError("needs its model to emit");
   m.worldSize = m.cluster.getNumGpus();
-  std::string missing;
-  std::optional<cost::Strategy> s = m.job.fixedStrategy(missing);
-  if (!s)
-    return m.job.emitOpError("strategy is not complete (open: ")
-           << missing << "); nothing to emit";
+  FailureOr<cost::Strategy> s = m.job.completeStrategy("nothing to emit");
+  if (failed(s))
+    return failure();
   m.strategy = *s;
   m.schedule = m.job.lookupSchedule();
   if (!m.schedule || !m.schedule.getOptimizerStep() ||

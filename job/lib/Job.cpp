@@ -133,7 +133,8 @@ const std::map<std::string, std::vector<std::string>> &schema() {
       {"cluster.host", {"memory_gib"}},
       {"strategy",
        {"zero", "offload", "checkpointing", "checkpoint_layers", "bucket_mib",
-        "prefetch_depth", "offload_activations", "mlp_tile_tokens"}},
+        "prefetch_depth", "offload_activations", "mlp_tile_tokens", "tp", "pp",
+        "cp", "dp_shard", "pp_schedule", "virtual_stages"}},
   };
   return sections;
 }
@@ -1068,8 +1069,122 @@ ClusterSpec readCluster(const Reader &r, const YAML::Node &root) {
   return s;
 }
 
+/// strategy's layout keys (tp, pp, cp, dp_shard, pp_schedule,
+/// virtual_stages) into `s`, each checked against what the job knows: the
+/// GPUs (tp x pp x cp divides them, dp_shard the data-parallel ranks left;
+/// an open degree counts 1, so these are necessary whatever the search
+/// picks for it), the model (tp splits its heads and MLP, pp stages and
+/// chunks hold its layers) and the sequence (cp's balanced chunks).
+void readLayout(const Reader &r, const YAML::Node &st, const ModelSpec &model,
+                const TrainingSpec &training, const ClusterSpec &cluster,
+                StrategySpec &s) {
+  const int64_t gpus = cluster.numGpus();
+  const int64_t layers = model.numHiddenLayers;
+  int64_t perRank = 1; // GPUs one data-parallel rank spans (fixed degrees)
+  std::string product; // "tp 4 x pp 4"
+  // tp, pp and cp in turn: an integer in [1, max] whose product with the
+  // ones before divides the GPUs.
+  auto degree = [&](const char *key, int64_t max) -> std::optional<int64_t> {
+    YAML::Node n = st[key];
+    if (Reader::isAuto(n))
+      return std::nullopt;
+    const std::string field = join("strategy", key);
+    int64_t value = r.integer(n, field, 1, max);
+    product += (product.empty() ? "" : " x ") + std::string(key) + " " +
+               std::to_string(value);
+    perRank *= value; // at most 2^10 x 2^12 x 2^16
+    if (gpus % perRank != 0)
+      r.fail(n, field,
+             product + (perRank == value ? "" : " = " + std::to_string(perRank)) +
+                 " does not divide the cluster's " + std::to_string(gpus) +
+                 " GPUs (cluster.nodes x cluster.gpus_per_node)");
+    return value;
+  };
+  const std::string notDividing = " does not divide the model's ";
+  if ((s.tp = degree("tp", 1024))) {
+    const YAML::Node n = st["tp"];
+    const int64_t tp = *s.tp, kv = model.numKeyValueHeads;
+    // Each tensor-parallel rank computes whole heads and whole MLP columns;
+    // key/value heads are split too, or replicated when there are fewer
+    // than ranks (each rank then holds one).
+    if (model.numAttentionHeads % tp != 0)
+      r.fail(n, "strategy.tp",
+             std::to_string(tp) + notDividing +
+                 std::to_string(model.numAttentionHeads) +
+                 " attention heads (each tensor-parallel rank computes whole "
+                 "heads)");
+    if (kv % tp != 0 && tp % kv != 0)
+      r.fail(n, "strategy.tp",
+             std::to_string(tp) + " and the model's " + std::to_string(kv) +
+                 " key/value heads: neither divides the other (tensor-parallel "
+                 "ranks split whole key/value heads, or replicate them)");
+    if (model.intermediateSize % tp != 0)
+      r.fail(n, "strategy.tp",
+             std::to_string(tp) + notDividing + "intermediate_size " +
+                 std::to_string(model.intermediateSize) +
+                 " (the MLP's columns are split over tensor-parallel ranks)");
+  }
+  if ((s.pp = degree("pp", limits::kLayers)) && *s.pp > layers)
+    r.fail(st["pp"], "strategy.pp",
+           std::to_string(*s.pp) + " pipeline stages exceed the model's " +
+               std::to_string(layers) + " decoder layers");
+  if ((s.cp = degree("cp", 1 << 16)) && *s.cp > 1 &&
+      training.sequenceLength % (2 * *s.cp) != 0)
+    r.fail(st["cp"], "strategy.cp",
+           std::to_string(*s.cp) +
+               " needs training.sequence_length to be a multiple of 2 x cp = " +
+               std::to_string(2 * *s.cp) + " (each rank takes a chunk from "
+               "each end of the sequence, balancing causal attention), got " +
+               std::to_string(training.sequenceLength));
+  if (YAML::Node n = st["dp_shard"]; !Reader::isAuto(n)) {
+    s.dpShard = r.integer(n, "strategy.dp_shard", 1, kMaxWorld);
+    const int64_t dataParallel = gpus / perRank;
+    if (dataParallel % *s.dpShard != 0)
+      r.fail(n, "strategy.dp_shard",
+             std::to_string(*s.dpShard) + " does not divide the " +
+                 std::to_string(dataParallel) + " data-parallel ranks (" +
+                 (product.empty() ? "the cluster's " + std::to_string(gpus) +
+                                        " GPUs"
+                                  : std::to_string(gpus) + " GPUs / " + product) +
+                 ") into equal groups, each sharing one copy of the model "
+                 "states");
+  }
+  if (YAML::Node n = st["pp_schedule"]; !Reader::isAuto(n)) {
+    s.ppSchedule = r.oneOf<plan::PipelineSchedule>(n, "strategy.pp_schedule");
+    if (s.pp == 1)
+      r.fail(n, "strategy.pp_schedule",
+             std::string(plan::toString(*s.ppSchedule)) +
+                 " schedules a pipeline, but strategy.pp is 1; set pp > 1 or "
+                 "leave pp_schedule auto");
+  }
+  if (YAML::Node n = st["virtual_stages"]; !Reader::isAuto(n)) {
+    const std::string field = "strategy.virtual_stages";
+    const int64_t v = *(s.virtualStages = r.integer(n, field, 1, limits::kLayers));
+    const std::string chunks = std::to_string(v) + " model chunks per pipeline rank";
+    if (s.ppSchedule == plan::PipelineSchedule::Interleaved && v == 1)
+      r.fail(n, field,
+             "pp_schedule interleaved needs at least 2 model chunks per "
+             "pipeline rank, got 1");
+    if (v > 1 && s.pp == 1)
+      r.fail(n, field, chunks + " need a pipeline, but strategy.pp is 1");
+    if (v > 1 && s.ppSchedule == plan::PipelineSchedule::OneFOneB)
+      r.fail(n, field,
+             chunks + " need pp_schedule interleaved, not 1f1b");
+    const std::string decoder = " exceed the model's " +
+                                std::to_string(layers) + " decoder layers";
+    if (v > layers)
+      r.fail(n, field, chunks + decoder);
+    if (s.pp && *s.pp * v > layers)
+      r.fail(n, field,
+             "pp " + std::to_string(*s.pp) + " x virtual_stages " +
+                 std::to_string(v) + " = " + std::to_string(*s.pp * v) +
+                 " model chunks" + decoder);
+  }
+}
+
 StrategySpec readStrategy(const Reader &r, const YAML::Node &root,
-                          const ModelSpec &model) {
+                          const ModelSpec &model, const TrainingSpec &training,
+                          const ClusterSpec &cluster) {
   StrategySpec s;
   YAML::Node st = r.mapping(root, "strategy", "");
   if (!st || st.IsNull())
@@ -1132,6 +1247,7 @@ StrategySpec readStrategy(const Reader &r, const YAML::Node &root,
                           ? 0
                           : r.integer(t, "strategy.mlp_tile_tokens", 0,
                                       limits::kSequenceLength);
+  readLayout(r, st, model, training, cluster, s);
   return s;
 }
 
@@ -1371,7 +1487,7 @@ std::optional<JobSpec> loadJob(const std::string &path,
     job.cluster = readCluster(r, root);
     if (root["backend"])
       job.backend = r.oneOf<plan::Backend>(root["backend"], "backend");
-    job.strategy = readStrategy(r, root, job.model);
+    job.strategy = readStrategy(r, root, job.model, job.training, job.cluster);
     job.origins = origins(r, root);
     if (std::string why = unsupportedPrecision(job); !why.empty())
       throw JobError{diagnoseJob(job, why)};

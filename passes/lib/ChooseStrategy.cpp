@@ -50,7 +50,8 @@ CandidateAttr candidateAttr(MLIRContext *context, const cost::Candidate &c) {
       s.microBatchSize, s.gradientAccumulation, c.fits,
       c.estimate.memory.peakBytes, llvm::APFloat(c.estimate.time.stepSeconds),
       llvm::APFloat(c.estimate.time.tokensPerSecond), c.verdict,
-      b.getDictionaryAttr(breakdown), s.offloadActivations, s.mlpTileTokens);
+      b.getDictionaryAttr(breakdown), s.offloadActivations, s.mlpTileTokens,
+      /*mesh=*/MeshAttr());
 }
 
 struct ChooseStrategyPass
@@ -65,6 +66,12 @@ struct ChooseStrategyPass
       auto cluster = symbols.lookup<ClusterOp>(job.getCluster());
       if (!model || !cluster) {
         job.emitOpError("needs its model and cluster");
+        return WalkResult::interrupt();
+      }
+      // A layout the cost model cannot price is refused, not searched as
+      // if it were the trivial one.
+      if (std::string why = job.unpricedLayout(); !why.empty()) {
+        job.emitError(why);
         return WalkResult::interrupt();
       }
       cost::SearchOptions options;
@@ -105,7 +112,10 @@ struct ChooseStrategyPass
             s.offloadActivations ? std::optional<int64_t>(s.offloadActivations)
                                  : std::nullopt,
             s.mlpTileTokens ? std::optional<int64_t>(s.mlpTileTokens)
-                            : std::nullopt));
+                            : std::nullopt,
+            /*tp=*/std::nullopt, /*pp=*/std::nullopt, /*cp=*/std::nullopt,
+            /*dp_shard=*/std::nullopt, /*pp_schedule=*/std::nullopt,
+            /*virtual_stages=*/std::nullopt));
         job.setMicroBatchSizeAttr(b.getI64IntegerAttr(s.microBatchSize));
         job.setGradientAccumulationAttr(b.getI64IntegerAttr(s.gradientAccumulation));
       }

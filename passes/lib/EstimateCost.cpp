@@ -86,13 +86,10 @@ struct EstimateCostPass
         job.emitOpError("needs its model and cluster");
         return WalkResult::interrupt();
       }
-      std::string missing;
-      std::optional<cost::Strategy> strategy = job.fixedStrategy(missing);
-      if (!strategy) {
-        job.emitOpError("strategy is not complete (open: ")
-            << missing << "); fix every decision before estimating";
+      FailureOr<cost::Strategy> strategy =
+          job.completeStrategy("fix every decision before estimating");
+      if (failed(strategy))
         return WalkResult::interrupt();
-      }
       cost::ModelProfile profile = model.profile(job);
       cost::TrainingSetup setup = job.trainingSetup();
       cost::Hardware hw = cluster.hardware();

@@ -211,7 +211,11 @@ OwningOpRef<ModuleOp> importJob(const JobSpec &job, MLIRContext &context) {
                                     job.strategy.bucketBytes,
                                     job.strategy.prefetchDepth,
                                     job.strategy.offloadActivations,
-                                    job.strategy.mlpTileTokens);
+                                    job.strategy.mlpTileTokens,
+                                    job.strategy.tp, job.strategy.pp,
+                                    job.strategy.cp, job.strategy.dpShard,
+                                    job.strategy.ppSchedule,
+                                    job.strategy.virtualStages);
   Method method = t.method;
   LoraAttr lora;
   if (method != Method::Full) {

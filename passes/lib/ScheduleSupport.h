@@ -28,7 +28,8 @@ struct ScheduleTarget {
 };
 
 /// Resolves `job` or reports why `pass` cannot run on it: a missing model
-/// or cluster, an open strategy decision, or (with `needSchedule`) no
+/// or cluster, an open strategy decision or a layout the cost model does
+/// not price (JobOp::completeStrategy()), or (with `needSchedule`) no
 /// schedule yet.
 inline FailureOr<ScheduleTarget>
 resolveScheduleTarget(JobOp job, StringRef pass, bool needSchedule) {
@@ -38,11 +39,10 @@ resolveScheduleTarget(JobOp job, StringRef pass, bool needSchedule) {
   t.cluster = job.lookupCluster();
   if (!t.model || !t.cluster)
     return job.emitOpError("needs its model and cluster for ") << pass;
-  std::string missing;
-  std::optional<::swift::cost::Strategy> s = job.fixedStrategy(missing);
-  if (!s)
-    return job.emitOpError("strategy is not complete (open: ")
-           << missing << "); " << pass << " materializes a fixed strategy only";
+  FailureOr<::swift::cost::Strategy> s = job.completeStrategy(
+      (pass + " materializes a fixed strategy only").str());
+  if (failed(s))
+    return failure();
   t.strategy = *s;
   t.config = t.model.planModel();
   t.schedule = job.lookupSchedule();

@@ -84,6 +84,10 @@ TEST(Import, EveryJobValueRoundTripsThroughTheIR) {
   expectRoundTrip<swift::plan::Checkpointing>(
       context, "strategy.checkpointing",
       [](JobOp j) { return *j.getStrategy().getCheckpointing(); });
+  // 1f1b is the keyword one_f_one_b (a keyword cannot start with a digit).
+  expectRoundTrip<swift::plan::PipelineSchedule>(
+      context, "strategy.pp_schedule",
+      [](JobOp j) { return *j.getStrategy().getPpSchedule(); });
   // Absent from the IR when default (drop, assistant).
   expectRoundTrip<swift::plan::Truncation>(
       context, "training.truncation", [](JobOp j) {
@@ -111,6 +115,39 @@ TEST(Import, StrategyAndTrainingReachTheJob) {
   ASSERT_TRUE(job.getLora());
   EXPECT_EQ(job.getLora()->getRank(), 16);
   EXPECT_EQ(job.getLora()->getDropout().convertToDouble(), 0.0);
+}
+
+// The layout keys reach #swift.strategy as the job gives them, trivial
+// values included; auto ones stay absent, and the IR text is then what it
+// was before the keys existed.
+TEST(Import, LayoutKeysReachTheStrategy) {
+  mlir::MLIRContext context;
+  auto strategyOf = [&](std::vector<std::string> sets) {
+    auto module = import(context, std::move(sets));
+    mlir::swift::StrategyAttr strategy;
+    module->walk([&](mlir::swift::JobOp op) { strategy = op.getStrategy(); });
+    return strategy;
+  };
+  auto set = strategyOf({"cluster.nodes=2", "strategy.tp=2", "strategy.pp=2",
+                         "strategy.cp=2", "strategy.dp_shard=1",
+                         "strategy.pp_schedule=interleaved",
+                         "strategy.virtual_stages=2"});
+  EXPECT_EQ(set.getTp(), 2);
+  EXPECT_EQ(set.getPp(), 2);
+  EXPECT_EQ(set.getCp(), 2);
+  EXPECT_EQ(set.getDpShard(), 1);
+  EXPECT_EQ(set.getPpSchedule(), swift::plan::PipelineSchedule::Interleaved);
+  EXPECT_EQ(set.getVirtualStages(), 2);
+  auto trivial = strategyOf({"strategy.tp=1", "strategy.dp_shard=8"});
+  EXPECT_EQ(trivial.getTp(), 1);
+  EXPECT_EQ(trivial.getDpShard(), 8);
+  auto open = strategyOf({"strategy.tp=auto", "strategy.pp=auto",
+                          "strategy.pp_schedule=auto"});
+  EXPECT_EQ(open, strategyOf({}));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << mlir::Attribute(open);
+  EXPECT_EQ(text, "#swift.strategy<>");
 }
 
 // training.lora reaches #swift.lora whole: rank, alpha, dropout, targets.

@@ -600,6 +600,139 @@ TEST(JobErrors, MissingFile) {
   EXPECT_EQ(d.str(), "/nonexistent/job.yaml: error: no such file");
 }
 
+// strategy's layout over the GPUs (tp, pp, cp, dp_shard, pp_schedule,
+// virtual_stages): auto unless given in the file or by --set.
+TEST(Job, LayoutKeysAreReadAndAuto) {
+  auto expectOpen = [](const StrategySpec &s) {
+    EXPECT_FALSE(s.tp);
+    EXPECT_FALSE(s.pp);
+    EXPECT_FALSE(s.cp);
+    EXPECT_FALSE(s.dpShard);
+    EXPECT_FALSE(s.ppSchedule);
+    EXPECT_FALSE(s.virtualStages);
+  };
+  expectOpen(load(kBaseJob).strategy);
+  expectOpen(load(std::string(kBaseJob) +
+                  "strategy: {tp: auto, pp: auto, cp: auto, dp_shard: auto, "
+                  "pp_schedule: auto, virtual_stages: auto}\n")
+                 .strategy);
+  // 8 GPUs = tp 2 x pp 2 x cp 2, one data-parallel rank.
+  StrategySpec file =
+      load(std::string(kBaseJob) +
+           "strategy: {tp: 2, pp: 2, cp: 2, dp_shard: 1, pp_schedule: "
+           "interleaved, virtual_stages: 2}\n")
+          .strategy;
+  EXPECT_EQ(file.tp, 2);
+  EXPECT_EQ(file.pp, 2);
+  EXPECT_EQ(file.cp, 2);
+  EXPECT_EQ(file.dpShard, 1);
+  EXPECT_EQ(file.ppSchedule, swift::plan::PipelineSchedule::Interleaved);
+  EXPECT_EQ(file.virtualStages, 2);
+  // 32 GPUs = tp 8 x pp 2 x 2 data-parallel ranks, in one group of 2.
+  StrategySpec set = load(kBaseJob, {"cluster.nodes=4", "strategy.tp=8",
+                                     "strategy.pp=2", "strategy.dp_shard=2",
+                                     "strategy.pp_schedule=1f1b"})
+                         .strategy;
+  EXPECT_EQ(set.tp, 8);
+  EXPECT_EQ(set.pp, 2);
+  EXPECT_FALSE(set.cp);
+  EXPECT_EQ(set.dpShard, 2);
+  EXPECT_EQ(set.ppSchedule, swift::plan::PipelineSchedule::OneFOneB);
+  // More tensor-parallel ranks than the 8 key/value heads replicate them.
+  EXPECT_EQ(load(kBaseJob, {"cluster.nodes=2", "strategy.tp=16"}).strategy.tp, 16);
+  // Chunks per rank with the schedule left open: interleaved is implied.
+  EXPECT_EQ(load(kBaseJob, {"strategy.virtual_stages=2"}).strategy.virtualStages, 2);
+}
+
+TEST(JobErrors, LayoutDividesTheGpus) {
+  Diagnostic d = fail(std::string(kBaseJob) + "strategy: {tp: 3}\n");
+  EXPECT_EQ(d.field, "strategy.tp");
+  EXPECT_EQ(d.line, 4);
+  EXPECT_EQ(d.column, 16);
+  EXPECT_EQ(d.message, "tp 3 does not divide the cluster's 8 GPUs "
+                       "(cluster.nodes x cluster.gpus_per_node)");
+  d = fail(kBaseJob, {"strategy.tp=4", "strategy.pp=4"});
+  EXPECT_EQ(d.field, "strategy.pp");
+  EXPECT_EQ(d.file, "--set strategy.pp=4");
+  EXPECT_EQ(d.message, "tp 4 x pp 4 = 16 does not divide the cluster's 8 "
+                       "GPUs (cluster.nodes x cluster.gpus_per_node)");
+  d = fail(kBaseJob, {"strategy.tp=2", "strategy.dp_shard=3"});
+  EXPECT_EQ(d.field, "strategy.dp_shard");
+  EXPECT_EQ(d.message,
+            "3 does not divide the 4 data-parallel ranks (8 GPUs / tp 2) "
+            "into equal groups, each sharing one copy of the model states");
+  d = fail(kBaseJob, {"strategy.dp_shard=16"});
+  EXPECT_EQ(d.message,
+            "16 does not divide the 8 data-parallel ranks (the cluster's 8 "
+            "GPUs) into equal groups, each sharing one copy of the model "
+            "states");
+  auto message = [](const std::string &set) {
+    Diagnostic e = fail(kBaseJob, {set});
+    EXPECT_EQ(e.field, set.substr(0, set.find('='))) << e.str();
+    return e.message;
+  };
+  EXPECT_EQ(message("strategy.tp=2048"), "out of range: 2048 (at most 1024)");
+  EXPECT_EQ(message("strategy.cp=0"), "must be positive, got 0");
+  EXPECT_EQ(message("strategy.dp_shard=-1"), "must be positive, got -1");
+  EXPECT_EQ(message("strategy.pp=two"), "expected an integer, got 'two'");
+}
+
+TEST(JobErrors, LayoutFitsTheModelAndSequence) {
+  Diagnostic d = fail(kBaseJob, {"cluster.nodes=8", "strategy.tp=64"});
+  EXPECT_EQ(d.field, "strategy.tp");
+  EXPECT_EQ(d.message, "64 does not divide the model's 32 attention heads "
+                       "(each tensor-parallel rank computes whole heads)");
+  // 24 heads and 6 key/value heads over 4 ranks: 6 K/V heads neither split
+  // evenly nor replicate evenly.
+  d = fail(kBaseJob, {"model.num_attention_heads=24", "model.head_dim=64",
+                      "model.num_key_value_heads=6", "strategy.tp=4"});
+  EXPECT_EQ(d.message,
+            "4 and the model's 6 key/value heads: neither divides the other "
+            "(tensor-parallel ranks split whole key/value heads, or "
+            "replicate them)");
+  d = fail(kBaseJob, {"model.intermediate_size=8196", "strategy.tp=8"});
+  EXPECT_EQ(d.message, "8 does not divide the model's intermediate_size 8196 "
+                       "(the MLP's columns are split over tensor-parallel "
+                       "ranks)");
+  d = fail(kBaseJob, {"cluster.nodes=4", "strategy.pp=32"});
+  EXPECT_EQ(d.field, "strategy.pp");
+  EXPECT_EQ(d.message, "32 pipeline stages exceed the model's 16 decoder layers");
+  d = fail(kBaseJob, {"training.sequence_length=2052", "strategy.cp=4"});
+  EXPECT_EQ(d.field, "strategy.cp");
+  EXPECT_EQ(d.message,
+            "4 needs training.sequence_length to be a multiple of 2 x cp = 8 "
+            "(each rank takes a chunk from each end of the sequence, "
+            "balancing causal attention), got 2052");
+}
+
+TEST(JobErrors, InterleavedNeedsPipeline) {
+  auto error = [](std::vector<std::string> sets) {
+    Diagnostic d = fail(kBaseJob, sets);
+    return d.field + ": " + d.message;
+  };
+  EXPECT_EQ(error({"strategy.pp=1", "strategy.pp_schedule=interleaved"}),
+            "strategy.pp_schedule: interleaved schedules a pipeline, but "
+            "strategy.pp is 1; set pp > 1 or leave pp_schedule auto");
+  EXPECT_EQ(error({"strategy.pp_schedule=interleaved", "strategy.virtual_stages=1"}),
+            "strategy.virtual_stages: pp_schedule interleaved needs at least 2 "
+            "model chunks per pipeline rank, got 1");
+  EXPECT_EQ(error({"strategy.pp=1", "strategy.virtual_stages=2"}),
+            "strategy.virtual_stages: 2 model chunks per pipeline rank need a "
+            "pipeline, but strategy.pp is 1");
+  EXPECT_EQ(error({"strategy.pp_schedule=1f1b", "strategy.virtual_stages=2"}),
+            "strategy.virtual_stages: 2 model chunks per pipeline rank need "
+            "pp_schedule interleaved, not 1f1b");
+  EXPECT_EQ(error({"strategy.pp=8", "strategy.virtual_stages=3"}),
+            "strategy.virtual_stages: pp 8 x virtual_stages 3 = 24 model "
+            "chunks exceed the model's 16 decoder layers");
+  EXPECT_EQ(error({"strategy.virtual_stages=17"}),
+            "strategy.virtual_stages: 17 model chunks per pipeline rank "
+            "exceed the model's 16 decoder layers");
+  EXPECT_EQ(error({"strategy.pp_schedule=1F1B"}),
+            "strategy.pp_schedule: '1F1B' is not one of 1f1b, interleaved; "
+            "did you mean '1f1b'?");
+}
+
 TEST(Presets, TablesAreConsistent) {
   for (const GpuPreset &g : gpuPresets()) {
     EXPECT_GT(g.memoryGiB, 0) << g.name;

@@ -63,6 +63,14 @@ def Swift_BoolParameter : AttrParameter<"bool", "true or false"> {
   let printer = [{ $_printer << ($_self ? "true" : "false") }];
 }
 
+// A yes/no answer that is false unless given (left out of the printed
+// struct when false).
+def Swift_FalseDefaultBoolParameter
+    : DefaultValuedParameter<"bool", "false", "true or false, false when absent"> {
+  let parser = Swift_BoolParameter.parser;
+  let printer = Swift_BoolParameter.printer;
+}
+
 // An enum that may be left open (absent): `auto` in a job file.
 class Swift_OptionalEnumParameter<string cppType>
     : OptionalParameter<"std::optional<" # cppType # ">"> {
@@ -289,8 +297,22 @@ def Swift_StrategyAttr : Swift_Attr<"Strategy", "strategy"> {
     host memory (-1: all of them, 0: none); `mlp_tile_tokens` runs each
     layer's MLP over tiles of that many tokens (0: untiled).
 
+    The layout over the GPUs (#swift.mesh): `tp`, `pp`, `cp` (tensor,
+    pipeline and context parallel degrees), `dp_shard` (the ranks model
+    states are sharded over: HSDP's group; the data-parallel ranks
+    `W / (tp x pp x cp)` replicate across groups), `pp_schedule`
+    (`one_f_one_b`, the job's 1f1b, or `interleaved`) and `virtual_stages`
+    (model chunks per pipeline rank). An absent layout key is open like
+    the others, but the search resolves it to the trivial layout (tp, pp,
+    cp and virtual_stages 1, dp_shard all data-parallel ranks, no
+    pipeline) until the cost model prices others: so absent means trivial
+    in a strategy whose other decisions are made (JobOp::fixedStrategy()),
+    and swift-choose-strategy writes only non-trivial values.
+
     ```mlir
     #swift.strategy<zero = zero3, checkpointing = full>
+    #swift.strategy<zero = zero3, tp = 8, pp = 16, pp_schedule = interleaved,
+      virtual_stages = 2>
     ```
   }];
   let parameters = (ins
@@ -301,9 +323,65 @@ def Swift_StrategyAttr : Swift_Attr<"Strategy", "strategy"> {
     OptionalParameter<"std::optional<int64_t>">:$bucket_bytes,
     OptionalParameter<"std::optional<int64_t>">:$prefetch_depth,
     OptionalParameter<"std::optional<int64_t>">:$offload_activations,
-    OptionalParameter<"std::optional<int64_t>">:$mlp_tile_tokens);
+    OptionalParameter<"std::optional<int64_t>">:$mlp_tile_tokens,
+    OptionalParameter<"std::optional<int64_t>">:$tp,
+    OptionalParameter<"std::optional<int64_t>">:$pp,
+    OptionalParameter<"std::optional<int64_t>">:$cp,
+    OptionalParameter<"std::optional<int64_t>">:$dp_shard,
+    Swift_OptionalEnumParameter<"::swift::plan::PipelineSchedule">:$pp_schedule,
+    OptionalParameter<"std::optional<int64_t>">:$virtual_stages);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// tp x pp x cp of the keys that are set (absent: 1): the GPUs one
+    /// data-parallel rank spans, or a factor of them while some are open.
+    int64_t getModelParallelRanks() const;
+  }];
+}
+
+def Swift_MeshAttr : Swift_Attr<"Mesh", "mesh"> {
+  let summary = "a complete layout of the job's GPUs";
+  let description = [{
+    The device mesh `dp_replicate x dp_shard x cp x pp x tp`, whose product
+    is the cluster's GPU count (swift.job's verifier checks it). Ranks are
+    numbered inner to outer `tp < cp < dp_shard < dp_replicate < pp`, the
+    order torchtitan and Megatron-LM share. `dp_shard` ranks share one copy
+    of the model states (HSDP's group; ZeRO's when `dp_replicate` is 1),
+    `dp_replicate` groups hold replicas. With `pp > 1`, `pp_schedule`
+    (default `one_f_one_b`) and `virtual_stages` (default 1; more needs
+    `interleaved`, which needs at least 2) say how the stages run, and
+    `stage_layers` how many decoder layers each of the `pp x
+    virtual_stages` chunks holds (chunk `c` of rank `r` at index `c x pp +
+    r`). `sequence_parallel` (needs `tp > 1`) splits the norms' and
+    residual adds' tokens over the tensor-parallel ranks; `cp_kind`
+    (default `ring`; set only with `cp > 1`) is how context-parallel ranks
+    exchange keys and values.
+
+    ```mlir
+    #swift.mesh<dp_replicate = 1, dp_shard = 8, cp = 1, pp = 16, tp = 8,
+      pp_schedule = interleaved, virtual_stages = 2, sequence_parallel = true>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$dp_replicate,
+    "int64_t":$dp_shard,
+    "int64_t":$cp,
+    "int64_t":$pp,
+    "int64_t":$tp,
+    DefaultValuedParameter<"::swift::plan::PipelineSchedule",
+                           "::swift::plan::PipelineSchedule::OneFOneB">:$pp_schedule,
+    DefaultValuedParameter<"int64_t", "1">:$virtual_stages,
+    Swift_FalseDefaultBoolParameter:$sequence_parallel,
+    DefaultValuedParameter<"::swift::plan::ContextParallel",
+                           "::swift::plan::ContextParallel::Ring">:$cp_kind,
+    OptionalParameter<"::mlir::DenseI64ArrayAttr",
+                      "decoder layers per chunk">:$stage_layers);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The GPUs the mesh spans: the product of its degrees.
+    int64_t getSize() const;
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -322,7 +400,9 @@ def Swift_CandidateAttr : Swift_Attr<"Candidate", "candidate"> {
     peak (`breakdown`, name -> bytes, summing to the peak: what
     swift-plan --html draws for every strategy it priced).
     `offload_activations` and `mlp_tile_tokens` (absent: 0) are the
-    activation decisions of #swift.strategy.
+    activation decisions of #swift.strategy; `mesh` (#swift.mesh) its layout
+    over the GPUs (absent: one data-parallel group of every GPU, tp, pp and
+    cp 1).
 
     ```mlir
     #swift.candidate<zero = 3, offload = none, checkpointing = full,
@@ -346,7 +426,8 @@ def Swift_CandidateAttr : Swift_Attr<"Candidate", "candidate"> {
     StringRefParameter<"why it lost, or chosen">:$verdict,
     OptionalParameter<"::mlir::DictionaryAttr", "name -> bytes at its peak">:$breakdown,
     DefaultValuedParameter<"int64_t", "0">:$offload_activations,
-    DefaultValuedParameter<"int64_t", "0">:$mlp_tile_tokens);
+    DefaultValuedParameter<"int64_t", "0">:$mlp_tile_tokens,
+    OptionalParameter<"MeshAttr">:$mesh);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -23,6 +23,7 @@ std::string formatReal(const llvm::APFloat &value);
 using ::swift::plan::Backend;
 using ::swift::plan::Checkpointing;
 using ::swift::plan::Collective;
+using ::swift::plan::ContextParallel;
 using ::swift::plan::irKeyword;
 using ::swift::plan::LossOn;
 using ::swift::plan::LrDecay;
@@ -30,6 +31,7 @@ using ::swift::plan::Method;
 using ::swift::plan::Offload;
 using ::swift::plan::Optimizer;
 using ::swift::plan::OptimizerDevice;
+using ::swift::plan::PipelineSchedule;
 using ::swift::plan::Precision;
 using ::swift::plan::RopeType;
 using ::swift::plan::Truncation;
@@ -65,7 +67,7 @@ struct FieldParser<E, std::enable_if_t<swift::IsPlanEnum<E>::value, E>> {
         return *value;
     std::string choices;
     for (const auto &s : ::swift::plan::EnumTraits<E>::kSpellings)
-      choices += (choices.empty() ? "" : ", ") + ::swift::plan::irKeywordOf(s.name);
+      choices += (choices.empty() ? "" : ", ") + ::swift::plan::irKeywordOf(s);
     return parser.emitError(loc, "expected ")
            << ::swift::plan::EnumTraits<E>::kWhat << " (" << choices << ")";
   }

@@ -60,8 +60,12 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
     Training hyper-parameters of the job. `micro_batch_size` absent means the
     planner chooses it; `global_batch_size` sequences are consumed per
     optimizer step whatever the micro-batch, in `gradient_accumulation`
-    micro-steps per rank (global = micro x accumulation x GPUs), which
-    swift-choose-strategy records with the micro-batch. `decision` (the
+    micro-steps per data-parallel rank (global = micro x accumulation x
+    data-parallel ranks, the GPUs / the strategy's tp x pp x cp), which
+    swift-choose-strategy records with the micro-batch. The strategy's
+    layout degrees divide the cluster's GPUs, and each candidate's
+    #swift.mesh spans them with its `stage_layers` summing to the model's
+    decoder layers. `decision` (the
     search: chosen, closest, runners-up) and `estimate` (memory and time of
     the strategy) are what swift-choose-strategy and swift-estimate-cost
     found; the report and the emitters read them. `packing` (default true,
@@ -125,7 +129,21 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
     /// with `missing` naming the open ones ("strategy.zero,
     /// training.micro_batch_size"); the micro-batch and gradient
     /// accumulation are the job's (swift-choose-strategy records both).
+    /// An open layout key (tp, pp, ...) is the trivial layout, all the
+    /// search chooses today; a layout the cost model does not price
+    /// (unpricedLayout()) gives nullopt with `missing` empty.
     std::optional<::swift::cost::Strategy> fixedStrategy(std::string &missing);
+    /// Why the cost model cannot price the strategy's layout yet, as
+    /// "FIELD: message" naming the first key set to a non-trivial value
+    /// (tp, pp or cp > 1, dp_shard below the data-parallel ranks, a
+    /// pipeline schedule, virtual_stages > 1) and its value; empty when the
+    /// layout is trivial.
+    std::string unpricedLayout();
+    /// fixedStrategy(), or an error on the job saying why not: the layout
+    /// the cost model does not price yet, or "strategy is not complete
+    /// (open: ...); `whenOpen`".
+    ::mlir::FailureOr<::swift::cost::Strategy> completeStrategy(
+        ::llvm::StringRef whenOpen);
   }];
 }
 

@@ -153,6 +153,13 @@ struct StrategySpec {
   // (the job's "all"), k the first k (offload_activations).
   std::optional<int64_t> offloadActivations;
   std::optional<int64_t> mlpTileTokens;     // 0: untiled (mlp_tile_tokens)
+  // The layout over the GPUs: tensor, pipeline and context parallel
+  // degrees, the ranks model states are sharded over (HSDP's group; all
+  // data-parallel ranks by default), the pipeline schedule and its model
+  // chunks per rank. The planner prices only the trivial layout yet
+  // (swift-choose-strategy refuses others).
+  std::optional<int64_t> tp, pp, cp, dpShard, virtualStages;
+  std::optional<plan::PipelineSchedule> ppSchedule;
 };
 
 struct JobSpec {

@@ -4,7 +4,9 @@
 // YAML, plan.json, swift-plan's report and JSON, and the runtime spell a value
 // as its table says ("bf16-mixed", "optimizer+params"); the IR's keyword is
 // the same spelling with '-' and '+' written '_' (#swift.precision<bf16_mixed>,
-// #swift.offload<optimizer_params>), because MLIR keywords cannot hold them.
+// #swift.offload<optimizer_params>), because MLIR keywords cannot hold them;
+// a spelling that cannot start a keyword at all ("1f1b") names its keyword
+// in its table (one_f_one_b).
 // The dialect's attributes (SwiftEnums.td) wrap these types, so ODS lists no
 // case of its own.
 //
@@ -98,6 +100,27 @@ enum class Backend : uint8_t {
   DeepSpeed,
 };
 
+/// The order in which a pipeline's stages run the micro-batches' forward
+/// and backward passes (strategy.pp_schedule).
+enum class PipelineSchedule : uint8_t {
+  // One forward, one backward: after the warm-up each stage alternates, so
+  // stage s keeps at most pp - s micro-batches' activations (Narayanan et
+  // al. 2021, PipeDream-Flush).
+  OneFOneB,
+  // 1F1B over virtual_stages model chunks per rank (rank r holds chunks
+  // r, r + pp, ...): the bubble shrinks by virtual_stages for that many
+  // more point-to-point transfers (Narayanan et al. 2021, section 2.2).
+  Interleaved,
+};
+
+/// How context-parallel ranks, each holding a slice of the sequence, see
+/// every key and value their queries attend to.
+enum class ContextParallel : uint8_t {
+  Ring,      // K/V blocks passed around the ring, overlapping attention
+  AllGather, // K/V all-gathered before attention
+  AllToAll,  // heads exchanged for sequence (Ulysses)
+};
+
 /// What lives in host memory.
 enum class Offload : uint8_t { None, Optimizer, OptimizerAndParams };
 
@@ -171,6 +194,9 @@ enum class OptimizerDevice : uint8_t { Accelerator, Cpu };
 template <typename E> struct EnumSpelling {
   E value;
   const char *name;
+  /// The IR keyword where the spelling cannot be one (it starts with a
+  /// digit); null: the spelling with '-' and '+' written '_'.
+  const char *irName = nullptr;
 };
 
 /// EnumTraits<E>::kWhat names the enum in messages; kSpellings lists every
@@ -200,6 +226,13 @@ SWIFT_PLAN_ENUM(LossOn, "loss_on", {LossOn::Assistant, "assistant"},
                 {LossOn::All, "all"})
 SWIFT_PLAN_ENUM(Backend, "backend", {Backend::SwiftRun, "swift-run"},
                 {Backend::HF, "hf"}, {Backend::DeepSpeed, "deepspeed"})
+SWIFT_PLAN_ENUM(PipelineSchedule, "pipeline schedule",
+                {PipelineSchedule::OneFOneB, "1f1b", "one_f_one_b"},
+                {PipelineSchedule::Interleaved, "interleaved"})
+SWIFT_PLAN_ENUM(ContextParallel, "context parallelism",
+                {ContextParallel::Ring, "ring"},
+                {ContextParallel::AllGather, "all-gather"},
+                {ContextParallel::AllToAll, "all-to-all"})
 SWIFT_PLAN_ENUM(Offload, "offload", {Offload::None, "none"},
                 {Offload::Optimizer, "optimizer"},
                 {Offload::OptimizerAndParams, "optimizer+params"})
@@ -256,14 +289,21 @@ inline std::string irKeywordOf(std::string_view spelling) {
       c = '_';
   return out;
 }
+/// The IR keyword of a table entry: its own, else its spelling's.
+template <typename E> std::string irKeywordOf(const EnumSpelling<E> &s) {
+  return s.irName ? std::string(s.irName) : irKeywordOf(s.name);
+}
 template <typename E> std::string irKeyword(E value) {
-  return irKeywordOf(toString(value));
+  for (const EnumSpelling<E> &s : EnumTraits<E>::kSpellings)
+    if (s.value == value)
+      return irKeywordOf(s);
+  return "?";
 }
 
 /// The value whose IR keyword is `keyword`, if any.
 template <typename E> std::optional<E> parseIrKeyword(std::string_view keyword) {
   for (const EnumSpelling<E> &s : EnumTraits<E>::kSpellings)
-    if (keyword == irKeywordOf(s.name))
+    if (keyword == irKeywordOf(s))
       return s.value;
   return std::nullopt;
 }

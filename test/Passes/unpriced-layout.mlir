@@ -1,0 +1,32 @@
+// A layout the cost model does not price yet (tp, pp or cp > 1, dp_shard
+// below the data-parallel ranks, a pipeline schedule, virtual_stages > 1) is
+// refused by every pass that would price or materialize the strategy, naming
+// the key and its value, instead of being treated as the trivial layout.
+// RUN: sed 's/STRATEGY/zero = zero2, offload = none, checkpointing = none, tp = 2/; s/GPUS/2/; s/gradient_accumulation = 1 :/gradient_accumulation = 2 :/' %S/Inputs/schedule-job.mlir \
+// RUN:   | not swift-opt --swift-choose-strategy 2>&1 | FileCheck %s --check-prefix=TP
+// TP: error: strategy.tp: the planner does not price tensor parallelism yet (tp 2); leave it auto or set 1
+// RUN: sed 's/STRATEGY/zero = zero2, offload = none, checkpointing = none, pp = 2/; s/GPUS/2/; s/gradient_accumulation = 1 :/gradient_accumulation = 2 :/' %S/Inputs/schedule-job.mlir \
+// RUN:   | not swift-opt --swift-estimate-cost 2>&1 | FileCheck %s --check-prefix=PP
+// PP: error: 'swift.job' op strategy.pp: the planner does not price pipeline parallelism yet (pp 2); leave it auto or set 1
+// RUN: sed 's/STRATEGY/zero = zero2, offload = none, checkpointing = none, cp = 2/; s/GPUS/2/; s/gradient_accumulation = 1 :/gradient_accumulation = 2 :/' %S/Inputs/schedule-job.mlir \
+// RUN:   | not swift-opt --swift-materialize-units 2>&1 | FileCheck %s --check-prefix=CP
+// CP: error: 'swift.job' op strategy.cp: the planner does not price context parallelism yet (cp 2); leave it auto or set 1
+// RUN: sed 's/STRATEGY/zero = zero2, offload = none, checkpointing = none, dp_shard = 1/; s/GPUS/2/' %S/Inputs/schedule-job.mlir \
+// RUN:   | not swift-opt --swift-choose-strategy 2>&1 | FileCheck %s --check-prefix=SHARD
+// SHARD: error: strategy.dp_shard: the planner does not price hybrid sharding (HSDP) yet (dp_shard 1 of the 2 data-parallel ranks); leave it auto or set 2
+// RUN: sed 's/STRATEGY/zero = zero2, offload = none, checkpointing = none, pp_schedule = one_f_one_b/; s/GPUS/2/' %S/Inputs/schedule-job.mlir \
+// RUN:   | not swift-opt --swift-estimate-cost 2>&1 | FileCheck %s --check-prefix=SCHEDULE
+// SCHEDULE: error: 'swift.job' op strategy.pp_schedule: the planner does not price pipeline schedules yet (pp_schedule 1f1b); leave it auto
+// RUN: sed 's/STRATEGY/zero = zero2, offload = none, checkpointing = none, virtual_stages = 2/; s/GPUS/2/' %S/Inputs/schedule-job.mlir \
+// RUN:   | not swift-opt --swift-materialize-units 2>&1 | FileCheck %s --check-prefix=VIRTUAL
+// VIRTUAL: error: 'swift.job' op strategy.virtual_stages: the planner does not price interleaved pipeline stages yet (virtual_stages 2); leave it auto or set 1
+
+// The trivial values, written out, are today's strategy: the search prices
+// it and writes back only non-trivial layout keys (none here).
+// RUN: sed 's/STRATEGY/zero = zero2, offload = none, checkpointing = none, tp = 1, pp = 1, cp = 1, dp_shard = 2, virtual_stages = 1/; s/GPUS/2/' %S/Inputs/schedule-job.mlir \
+// RUN:   | swift-opt --swift-choose-strategy --swift-estimate-cost --swift-materialize-units | FileCheck %s --check-prefix=TRIVIAL
+// TRIVIAL: swift.job @job
+// TRIVIAL-SAME: decision = #swift.decision<fits = true
+// TRIVIAL-SAME: estimate = #swift.estimate<
+// TRIVIAL-SAME: strategy = #swift.strategy<zero = zero2, offload = none, checkpointing = none, bucket_bytes = {{[0-9]+}}, prefetch_depth = 1>}
+// TRIVIAL: swift.schedule
