@@ -44,15 +44,6 @@ std::vector<double> metric(const Result &r, const char *key) {
   return v;
 }
 
-/// Per step: the count of collectives `op` rank 0 issued.
-std::vector<int64_t> collectives(const Result &r, const char *op) {
-  std::vector<int64_t> n;
-  for (const json &m : r.metrics)
-    if (m.contains("loss"))
-      n.push_back(m.at("collectives").at(op).get<int64_t>());
-  return n;
-}
-
 void expectRelativelyNear(const std::vector<double> &want,
                           const std::vector<double> &got, double rel,
                           const std::string &what) {

@@ -195,6 +195,15 @@ inline void expectSameLosses(const Result &ref, const Result &got, double tol,
     EXPECT_NEAR(a[i], b[i], tol) << what << ", step " << i + 1;
 }
 
+/// Per step: the count of collectives `op` rank 0 issued (its metrics).
+inline std::vector<int64_t> collectives(const Result &r, const char *op) {
+  std::vector<int64_t> n;
+  for (const json &m : r.metrics)
+    if (m.contains("loss"))
+      n.push_back(m.at("collectives").at(op).get<int64_t>());
+  return n;
+}
+
 /// Parameters after `steps` steps.
 inline std::vector<float> paramsAfter(const json &plan, int steps) {
   Result r =

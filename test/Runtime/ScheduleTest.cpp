@@ -38,15 +38,6 @@ json withDerivedSchedule(const json &plan) {
   return json::parse(slurp(r.dir + "/full.json"));
 }
 
-/// Per step: the count of collectives `op` the engine issued.
-std::vector<int64_t> collectives(const Result &r, const char *op) {
-  std::vector<int64_t> n;
-  for (const json &m : r.metrics)
-    if (m.contains("loss"))
-      n.push_back(m.at("collectives").at(op).get<int64_t>());
-  return n;
-}
-
 class EveryMicroBatch
     : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
