@@ -435,9 +435,7 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
     // offloaded one comes back into a buffer of its own.
     const bool inputKept = L - 1 - done >= s.offloadedLayers(L);
     const double recomputedInput = fullyCheckpointed && inputKept ? a.layerInput : 0;
-    const double own = !a.phased ? a.recompute
-                       : fullyCheckpointed ? a.recompute - recomputedInput
-                                           : 0;
+    const double own = a.recompute - recomputedInput;
     auto layerCandidate = [&](double activations, Parts temporaries) {
       Candidate c{{"backward", L - 1 - done, "decoder layer"}, base};
       c.parts.insert(
