@@ -15,6 +15,7 @@
 #ifndef SWIFT_COST_COST_H
 #define SWIFT_COST_COST_H
 
+#include "swift/Cost/Layout.h"
 #include "swift/Job/MeasuredRates.h"
 #include "swift/Plan/Enums.h"
 
@@ -169,6 +170,9 @@ struct Strategy {
   int64_t offloadActivations = 0;
   /// Each layer's MLP runs in tiles of this many tokens; 0: untiled.
   int64_t mlpTileTokens = 0;
+  /// The device mesh (Layout.h); the default: every GPU a data-parallel
+  /// rank of one shard group.
+  Layout layout;
 
   int64_t checkpointedLayers(int64_t numLayers) const {
     if (checkpointing == Checkpointing::None)
