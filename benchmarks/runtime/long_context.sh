@@ -7,7 +7,9 @@
 # bytes and the plan's, the last step's seconds and the plan's, tokens/s.
 #   bash benchmarks/runtime/long_context.sh OUTDIR STEPS PLAN...
 # Builds swift-run first (benchmarks/build_gpu.sh). LC_BUDGET_S (default
-# 560): no plan starts after that many seconds.
+# 560): no plan starts after that many seconds. LC_ARGS: more swift-run
+# arguments for every plan (e.g. "--gpu-memory 23" to probe past a plan's
+# own cap: the largest length that runs, issue 31 item 5).
 set -uo pipefail
 OUT=${1:?OUTDIR}
 STEPS=${2:?STEPS}
@@ -24,7 +26,7 @@ for plan in "$@"; do
   m=/tmp/lc-$name.jsonl
   rm -f "$m"
   t=$(( ${LC_BUDGET_S:-560} + 30 - SECONDS + T0 ))
-  timeout $t build-gpu/bin/swift-run "$plan" --device cuda --steps "$STEPS" --metrics "$m" \
+  timeout $t build-gpu/bin/swift-run "$plan" --device cuda --steps "$STEPS" --metrics "$m" ${LC_ARGS:-} \
     > "$OUT/$name.log" 2>&1
   rc=$?
   echo "$name: exit $rc, $((SECONDS - T0)) s"; grep -E "capped|offload|out of memory|error" "$OUT/$name.log" | head -3
@@ -42,6 +44,7 @@ print(json.dumps(dict(
     offload_activations=s.get("offload_activations", 0),
     mlp_tile_tokens=s.get("mlp_tile_tokens", 0), exit=rc,
     peak=max((r["peak_memory_bytes"] for r in rows), default=None),
+    peak_reserved=max((r.get("peak_reserved_bytes", 0) for r in rows), default=None),
     planned_peak=p["predicted"]["peak_memory_bytes"],
     step=last.get("step_seconds"), planned_step=p["predicted"]["step_seconds"],
     tokens_per_second=last.get("tokens_per_second"))))
