@@ -94,6 +94,17 @@ int64_t peakMemoryBytes(const at::Device &device) {
   return int64_t(ru.ru_maxrss) * 1024; // Linux reports KiB
 }
 
+int64_t allocatedMemoryBytes(const at::Device &device) {
+#ifdef SWIFT_WITH_CUDA
+  if (device.is_cuda())
+    return c10::cuda::CUDACachingAllocator::getDeviceStats(device.index())
+        .allocated_bytes[0]
+        .current;
+#endif
+  (void)device;
+  return 0;
+}
+
 int64_t peakReservedBytes(const at::Device &device) {
 #ifdef SWIFT_WITH_CUDA
   if (device.is_cuda())

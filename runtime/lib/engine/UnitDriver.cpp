@@ -38,7 +38,7 @@ UnitDriver::UnitDriver(const Plan &plan, at::Device device,
     : plan_(plan), m_(plan.model), device_(device), computeDtype_(computeDtype),
       gradDtype_(gradDtype), units_(units), collectives_(collectives),
       optimizer_(optimizer), stash_(stash), inFlight_(inFlight),
-      lora_(plan.training.method != Method::Full) {
+      probe_(device), lora_(plan.training.method != Method::Full) {
   const int numUnits = int(units_.size());
   backwardIndex_.resize(numUnits);
   for (size_t i = 0; i < plan.schedule.backward.size(); ++i)
@@ -260,6 +260,7 @@ at::Tensor UnitDriver::unitForward(int u, const at::Tensor &x,
                                    const MicroBatch &mb) {
   for (int o : unitOwners(m_, u))
     waitGathered(o);
+  probe_.mark("forward", u, "start");
   const bool full = plan_.schedule.units[u].checkpoint == Checkpointing::Full;
   materializeBase(u); // QLoRA: dequantized for this computation only
   at::Tensor xIn = u == 0 ? at::Tensor() : x.detach();
@@ -286,6 +287,7 @@ at::Tensor UnitDriver::unitForward(int u, const at::Tensor &x,
   at::Tensor xSaved = full && !offload ? xIn : at::Tensor();
   if (full)
     out = at::Tensor();
+  probe_.mark("forward", u, "end");
   MicroBatch mbCopy = mb;
   attachBackward(
       {x}, outs,
@@ -309,6 +311,7 @@ UnitDriver::unitBackward(int u, std::vector<at::Tensor> &&grads, MicroBatch &mb,
   if (u != 0) // the embedding's backward reads no weights
     for (int o : unitOwners(m_, u))
       waitGathered(o);
+  probe_.mark("backward", u, "start");
   materializeBase(u);   // QLoRA: the same values, dequantized again
   if (!out.defined()) { // full checkpointing: rebuild the inner graph
     at::AutoGradMode enable(true);
@@ -324,8 +327,10 @@ UnitDriver::unitBackward(int u, std::vector<at::Tensor> &&grads, MicroBatch &mb,
       std::any_of(inputs.begin(), inputs.end(), [](const at::Tensor &t) {
         return t.defined() && t.requires_grad();
       });
+  probe_.mark("backward", u, "recomputed");
   std::vector<at::Tensor> g = anyGrad ? differentiate({out}, {grads[0]}, inputs)
                                       : std::vector<at::Tensor>(inputs.size());
+  probe_.mark("backward", u, "differentiated");
   out = at::Tensor();
   inputs.clear();
   dematerializeBase(u);

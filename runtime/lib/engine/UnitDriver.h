@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "MemoryProbe.h"
 #include "swift/Runtime/engine/Engine.h"
 
 #include <ATen/ATen.h>
@@ -112,6 +113,7 @@ private:
   Optimizer &optimizer_;
   ActivationStash &stash_;
   std::deque<Pending> &inFlight_;
+  MemoryProbe probe_; // SWIFT_MEMORY_PROBE: allocated bytes per unit pass
   bool lora_ = false;
   std::vector<int> bucketOf_;      // unit -> its bucket in schedule.buckets
   std::vector<int> backwardIndex_; // unit -> index in schedule.backward

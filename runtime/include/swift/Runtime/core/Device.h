@@ -29,6 +29,8 @@ void deviceSynchronize(const at::Device &device);
 /// the process's maximum resident set on CPU (which cannot be reset).
 void resetPeakMemory(const at::Device &device);
 int64_t peakMemoryBytes(const at::Device &device);
+/// The allocator's allocated bytes now on CUDA; 0 on CPU.
+int64_t allocatedMemoryBytes(const at::Device &device);
 /// The caching allocator's peak of reserved bytes (segments taken from
 /// CUDA: allocated bytes plus what fragmentation keeps); 0 off CUDA.
 int64_t peakReservedBytes(const at::Device &device);
