@@ -60,6 +60,12 @@ std::string megatronLimit(Method method) {
                "deepspeed / plan for adapters)";
 }
 
+std::string megatronOffloadLimit() {
+  return "swift does not price Megatron-LM's optimizer offload "
+         "(--optimizer-cpu-offload), and Megatron-LM has no parameter "
+         "offload";
+}
+
 LogicalResult emitMegatron(ModuleOp module, llvm::raw_ostream &os,
                            const LaunchOptions &options) {
   FailureOr<Materialized> found = findMeshMaterialized(module);
@@ -79,10 +85,8 @@ LogicalResult emitMegatron(ModuleOp module, llvm::raw_ostream &os,
            << ": Megatron-LM keeps fp32 main weights under --bf16; use "
               "bf16-mixed (or fp8-mixed)";
   if (s.offload != cost::Offload::None)
-    return job.emitError(
-        "strategy.offload: swift does not price Megatron-LM's optimizer "
-        "offload (--optimizer-cpu-offload), and Megatron-LM has no "
-        "parameter offload; use offload none");
+    return job.emitError("strategy.offload: ")
+           << megatronOffloadLimit() << "; use offload none";
   bool mlpBias = false;
   const plan::ModelConfig c = m.model.planModel(&mlpBias);
   if (c.oBias || mlpBias)

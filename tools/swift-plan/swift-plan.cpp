@@ -19,7 +19,8 @@
 // --emit torchtitan and --emit megatron are priced, until the cost model
 // has backends of their own (issue 32), on the backend that runs the same
 // data-parallel stack: hf (FSDP2, as torchtitan) and deepspeed (ZeRO 0-3,
-// as Megatron's DDP, distributed optimizer and Megatron-FSDP).
+// as Megatron's DDP, distributed optimizer and Megatron-FSDP; without
+// offload).
 //
 // Exit codes: 0 planned, 3 nothing fits (with what would), 2 bad input (one
 // line on stderr saying where and why), 1 internal error.
@@ -265,6 +266,23 @@ int main(int argc, char **argv) {
       return kExitBadInput;
     }
   }
+  // Megatron-LM runs without offload as priced: the search chooses among
+  // the strategies without.
+  if (emit == Emit::Megatron) {
+    if (job->strategy.offload &&
+        *job->strategy.offload != swift::plan::Offload::None) {
+      errs() << swift::job::diagnoseJob(
+                    *job, "strategy.offload: " +
+                              swift::emit::megatronOffloadLimit() +
+                              "; leave it open or set none")
+                    .str()
+             << "\n";
+      return kExitNothingFits;
+    }
+    priced.strategy.offload = swift::plan::Offload::None;
+    priced.origins["strategy.offload"] =
+        swift::job::Diagnostic{"--emit megatron"};
+  }
   // The job's own backend, checked when the artifact's stack cannot run
   // it: no dumps, no narrowing.
   mlir::swift::PlanningOptions probe = options;
@@ -322,6 +340,10 @@ int main(int argc, char **argv) {
                    : "; ZeRO 0-" + std::to_string(options.allowedZero.back()) +
                          " only: " +
                          swift::emit::msSwiftZeroLimit(priced.training.method))
+           << (emit == Emit::Megatron
+                   ? "; offload none only: " +
+                         swift::emit::megatronOffloadLimit()
+                   : "")
            << "; run without --emit"
            << (repriced ? " and with --set backend=" + backendName : "")
            << " to see what would fit\n";

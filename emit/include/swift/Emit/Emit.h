@@ -159,6 +159,9 @@ mlir::LogicalResult emitMegatron(mlir::ModuleOp module, llvm::raw_ostream &os,
 /// before planning (exit 2); the emitters refuse its IR.
 std::string torchtitanLimit(swift::plan::Method method);
 std::string megatronLimit(swift::plan::Method method);
+/// Why emitMegatron refuses a strategy that offloads: swift-plan prices
+/// --emit megatron without offload (a job fixing one exits 3 with it).
+std::string megatronOffloadLimit();
 
 } // namespace swift::emit
 
