@@ -260,6 +260,14 @@ LogicalResult emitTorchtitan(ModuleOp module, llvm::raw_ostream &os,
   if (t.optimizer.weightDecay > 0)
     os << "# weight decay: torchtitan's AdamW decays every parameter, norm "
           "weights too; swift-run leaves them undecayed\n";
+  // torch's LambdaLR evaluates torchtitan's lambda at step 0 as (0 + 1) /
+  // warmup; HF's (swift-run's lrAt) is 0 / warmup.
+  if (t.lrSchedule.warmupSteps > 0)
+    os << "# warmup: torchtitan's starts at lr / warmup_steps, one step ahead "
+          "of swift-run's (HF's), which starts at 0\n";
+  if (!job.getPacking())
+    os << "# packing: torchtitan packs documents into seq_len windows; the "
+          "job was planned unpacked\n";
   if (nodes > 1)
     os << "# On every node, with MASTER_ADDR set to node 0's address:\n";
   os << "# torchrun --nnodes=" << nodes << " --nproc_per_node=" << perNode;

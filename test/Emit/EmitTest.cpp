@@ -1052,6 +1052,18 @@ TEST(Emit, TorchtitanCarriesTheLayout) {
   EXPECT_EQ(t["parallelism"]["data_parallel_shard_degree"], 1);
   EXPECT_FALSE(t["parallelism"].count("fsdp_reshard_after_forward"));
 
+  // Where torchtitan trains differently from the plan, a comment says so.
+  m = materialize8B({"strategy.zero=3", "strategy.offload=none",
+                     "training.lr_schedule.warmup_steps=5",
+                     "training.packing=false",
+                     "training.optimizer.weight_decay=0.1"});
+  std::string text = torchtitan(*m.module).text;
+  for (const char *note : {"# warmup: torchtitan's starts at lr / warmup_steps",
+                           "# packing: torchtitan packs documents",
+                           "# weight decay: torchtitan's AdamW decays every "
+                           "parameter"})
+    EXPECT_NE(text.find(note), std::string::npos) << note << "\n" << text;
+
   // HSDP on two nodes: shard groups of 8, 2 replicas; FP8 as torchao's
   // float8 with FSDP float8 all-gathers.
   m = materialize8B({"strategy.zero=3", "strategy.offload=none",
