@@ -44,6 +44,54 @@ FailureOr<Materialized> findMaterialized(ModuleOp module) {
   return m;
 }
 
+FailureOr<Materialized> findMeshMaterialized(ModuleOp module) {
+  auto jobs = llvm::to_vector(module.getOps<JobOp>());
+  if (jobs.size() != 1)
+    return findMaterialized(module); // its error
+  JobOp job = jobs.front();
+  StrategyAttr attr = job.getStrategy();
+  cost::Layout layout;
+  layout.tp = attr.getTp().value_or(1);
+  layout.pp = attr.getPp().value_or(1);
+  layout.cp = attr.getCp().value_or(1);
+  layout.dpShard = attr.getDpShard().value_or(0);
+  layout.schedule = attr.getPpSchedule().value_or(PipelineSchedule::OneFOneB);
+  layout.virtualStages = attr.getVirtualStages().value_or(1);
+  // The same decisions without the layout keys.
+  StrategyAttr bare = StrategyAttr::get(
+      attr.getContext(), attr.getZero(), attr.getOffload(),
+      attr.getCheckpointing(), attr.getCheckpointLayers(),
+      attr.getBucketBytes(), attr.getPrefetchDepth(),
+      attr.getOffloadActivations(), attr.getMlpTileTokens(),
+      /*tp=*/std::nullopt, /*pp=*/std::nullopt, /*cp=*/std::nullopt,
+      /*dp_shard=*/std::nullopt, /*pp_schedule=*/std::nullopt,
+      /*virtual_stages=*/std::nullopt);
+  job.setStrategyAttr(bare);
+  FailureOr<Materialized> m = findMaterialized(module);
+  job.setStrategyAttr(attr);
+  if (failed(m))
+    return failure();
+  m->strategy.layout = layout;
+  return m;
+}
+
+std::string describeLayout(const cost::Layout &layout, int64_t world) {
+  std::string text;
+  for (auto [name, degree] :
+       {std::pair<const char *, int64_t>{"tp", layout.tp},
+        {"cp", layout.cp},
+        {"dp_shard", layout.shardGroup(world)},
+        {"dp_replicate", layout.replicas(world)},
+        {"pp", layout.pp}})
+    if (degree > 1)
+      text += (text.empty() ? "" : " x ") + std::string(name) + " " +
+              std::to_string(degree);
+  if (layout.pp > 1 && layout.virtualStages > 1)
+    text += " (" + std::to_string(layout.virtualStages) +
+            " virtual stages per rank)";
+  return text.empty() ? "one GPU" : text;
+}
+
 std::string exactNumber(double x) {
   char text[32];
   for (int digits = 1; digits <= 17; ++digits) {

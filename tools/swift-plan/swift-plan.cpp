@@ -1,7 +1,8 @@
 //===- swift-plan.cpp - plan a training job -------------------------------===//
 //
 // swift-plan JOB.yaml [--set KEY=VALUE]... [--json] [--explain] [--html FILE]
-//            [--emit summary|mlir|plan|deepspeed|ms-swift|launch] [-o FILE]
+//            [--emit summary|mlir|plan|deepspeed|ms-swift|torchtitan|megatron|launch]
+//            [-o FILE]
 //            [--plan-file FILE] [--ds-config FILE]
 //            [--dump-phases-to DIR] [--compile-to PHASE]
 //
@@ -15,6 +16,11 @@
 // DeepSpeed) under backend deepspeed, whatever the job's backend; the
 // strategy is chosen again there, within what the stack can express, and
 // a note on stderr names the backend priced when it is not the job's.
+// --emit torchtitan and --emit megatron are priced, until the cost model
+// has backends of their own (issue 32), on the backend that runs the same
+// data-parallel stack: hf (FSDP2, as torchtitan) and deepspeed (ZeRO 0-3,
+// as Megatron's DDP, distributed optimizer and Megatron-FSDP; without
+// offload).
 //
 // Exit codes: 0 planned, 3 nothing fits (with what would), 2 bad input (one
 // line on stderr saying where and why), 1 internal error.
@@ -43,7 +49,16 @@
 using namespace llvm;
 
 namespace {
-enum class Emit { Summary, MLIR, Plan, DeepSpeed, MsSwift, Launch };
+enum class Emit {
+  Summary,
+  MLIR,
+  Plan,
+  DeepSpeed,
+  MsSwift,
+  Torchtitan,
+  Megatron,
+  Launch
+};
 
 cl::OptionCategory category("swift-plan options");
 cl::opt<std::string> jobFile(cl::Positional, cl::desc("<job.yaml>"),
@@ -78,6 +93,12 @@ cl::opt<Emit> emit("emit", cl::desc("What to write"), cl::init(Emit::Summary),
                               clEnumValN(Emit::MsSwift, "ms-swift",
                                          "the `swift sft` command line for "
                                          "ms-swift"),
+                              clEnumValN(Emit::Torchtitan, "torchtitan",
+                                         "torchtitan's job TOML (v0.2.2), "
+                                         "its torchrun line in comments"),
+                              clEnumValN(Emit::Megatron, "megatron",
+                                         "Megatron-LM's pretrain_gpt.py "
+                                         "command line (core_v0.15.3)"),
                               clEnumValN(Emit::Launch, "launch",
                                          "torchrun / swift-run command lines")),
                    cl::cat(category));
@@ -144,6 +165,13 @@ std::optional<swift::plan::Backend> artifactBackend(Emit e) {
     return swift::plan::Backend::SwiftRun;
   case Emit::DeepSpeed:
   case Emit::MsSwift: // the HF Trainer with a ds_config
+    return swift::plan::Backend::DeepSpeed;
+  // The same data-parallel stacks, until the cost model prices torchtitan
+  // and Megatron-LM themselves (issue 32): FSDP2 (no ZeRO-1, parameters
+  // offloaded with the optimizer, every layer checkpointed) and ZeRO 0-3.
+  case Emit::Torchtitan:
+    return swift::plan::Backend::HF;
+  case Emit::Megatron:
     return swift::plan::Backend::DeepSpeed;
   default:
     return std::nullopt;
@@ -226,6 +254,35 @@ int main(int argc, char **argv) {
            << swift::plan::toString(job->backend) << ", can run it)\n";
     return kExitNothingFits;
   }
+  // Stacks that train every weight: an adapter job is wrong input for them.
+  if (emit == Emit::Torchtitan || emit == Emit::Megatron) {
+    const std::string why =
+        emit == Emit::Torchtitan
+            ? swift::emit::torchtitanLimit(job->training.method)
+            : swift::emit::megatronLimit(job->training.method);
+    if (!why.empty()) {
+      errs() << swift::job::diagnoseJob(*job, "training.method: " + why).str()
+             << "\n";
+      return kExitBadInput;
+    }
+  }
+  // Megatron-LM runs without offload as priced: the search chooses among
+  // the strategies without.
+  if (emit == Emit::Megatron) {
+    if (job->strategy.offload &&
+        *job->strategy.offload != swift::plan::Offload::None) {
+      errs() << swift::job::diagnoseJob(
+                    *job, "strategy.offload: " +
+                              swift::emit::megatronOffloadLimit() +
+                              "; leave it open or set none")
+                    .str()
+             << "\n";
+      return kExitNothingFits;
+    }
+    priced.strategy.offload = swift::plan::Offload::None;
+    priced.origins["strategy.offload"] =
+        swift::job::Diagnostic{"--emit megatron"};
+  }
   // The job's own backend, checked when the artifact's stack cannot run
   // it: no dumps, no narrowing.
   mlir::swift::PlanningOptions probe = options;
@@ -267,10 +324,11 @@ int main(int argc, char **argv) {
   using mlir::swift::Phase;
   bool nothingFits = *last >= Phase::Strategy && !planned.fits();
   bool artifact = emit == Emit::Plan || emit == Emit::DeepSpeed ||
-                  emit == Emit::MsSwift || emit == Emit::Launch;
+                  emit == Emit::MsSwift || emit == Emit::Torchtitan ||
+                  emit == Emit::Megatron || emit == Emit::Launch;
   if (artifact && *last < Phase::Schedule) {
-    errs() << "swift-plan: --emit plan/deepspeed/ms-swift/launch need the "
-              "schedule phase; drop --compile-to\n";
+    errs() << "swift-plan: --emit plan/deepspeed/ms-swift/torchtitan/"
+              "megatron/launch need the schedule phase; drop --compile-to\n";
     return kExitBadInput;
   }
   if (artifact && nothingFits) {
@@ -282,6 +340,10 @@ int main(int argc, char **argv) {
                    : "; ZeRO 0-" + std::to_string(options.allowedZero.back()) +
                          " only: " +
                          swift::emit::msSwiftZeroLimit(priced.training.method))
+           << (emit == Emit::Megatron
+                   ? "; offload none only: " +
+                         swift::emit::megatronOffloadLimit()
+                   : "")
            << "; run without --emit"
            << (repriced ? " and with --set backend=" + backendName : "")
            << " to see what would fit\n";
@@ -362,6 +424,8 @@ int main(int argc, char **argv) {
     launchOptions.deepSpeedConfigPath = dsConfigFile;
   else if (emit == Emit::DeepSpeed && outputFile != "-")
     launchOptions.deepSpeedConfigPath = outputFile;
+  if (emit == Emit::Torchtitan && outputFile != "-")
+    launchOptions.torchtitanConfigPath = outputFile;
   std::string emitError;
   mlir::ScopedDiagnosticHandler emitDiagnostics(&context, [&](mlir::Diagnostic &d) {
     emitError += d.str();
@@ -381,6 +445,10 @@ int main(int argc, char **argv) {
     }
   } else if (emit == Emit::MsSwift) {
     (void)swift::emit::emitMsSwift(*planned.module, os, launchOptions);
+  } else if (emit == Emit::Torchtitan) {
+    (void)swift::emit::emitTorchtitan(*planned.module, os, launchOptions);
+  } else if (emit == Emit::Megatron) {
+    (void)swift::emit::emitMegatron(*planned.module, os, launchOptions);
   } else if (emit == Emit::Launch) {
     (void)swift::emit::emitLaunch(*planned.module, os, launchOptions);
   } else if (jsonReport) {

@@ -89,6 +89,7 @@ struct LaunchOptions {
   std::string deepSpeedConfigPath = "ds_config.json";
   std::string trainingScript = "train.py"; // the hf/deepspeed entry point
   int masterPort = 29500;
+  std::string torchtitanConfigPath = "job.toml"; // --job.config_file
 };
 
 /// Shell text (comments start with '#') launching the job on its cluster:
@@ -121,6 +122,46 @@ mlir::LogicalResult emitMsSwift(mlir::ModuleOp module, llvm::raw_ostream &os,
 int msSwiftMaxZero(swift::plan::Method method);
 /// Why msSwiftMaxZero(method) is below 3 ("" when it is 3).
 std::string msSwiftZeroLimit(swift::plan::Method method);
+
+/// torchtitan's job TOML (--job.config_file) for the strategy, as
+/// torchtitan v0.2.2's torchtitan/config/job_config.py spells it (the last
+/// release with TOML job files; test/data/torchtitan records its keys; the
+/// first line names the version): [model] (llama3 and the flavor with the
+/// model's sizes, hf_assets_path), [training] (batch, sequence, clipping,
+/// mixed precision, CPU offload), [parallelism] (the layout of
+/// #swift.strategy: dp_replicate x dp_shard, tp, pp with its schedule, cp;
+/// ZeRO-3 as FSDP2 resharding after forward, ZeRO-2 never resharding,
+/// ZeRO-0 as DDP), [activation_checkpoint], [compile], FP8 as torchao's
+/// float8 converter, [optimizer], [lr_scheduler], [checkpoint] (the
+/// model's HF weights as the initial load) and [debug]; the torchrun line
+/// in comments. Fails (with a diagnostic) on what torchtitan v0.2.2 cannot
+/// run: LoRA/QLoRA (torchtitanLimit()), ZeRO-1, a model that is no llama3
+/// flavor, optimizer-only offload, checkpointing the first k layers.
+mlir::LogicalResult emitTorchtitan(mlir::ModuleOp module, llvm::raw_ostream &os,
+                                   const LaunchOptions &options = {});
+
+/// Megatron-LM's `pretrain_gpt.py` command line (Megatron-Core
+/// core_v0.15.3's megatron/training/arguments.py; test/data/megatron
+/// records its flags) under torchrun, for the strategy: the model's sizes,
+/// the layout of #swift.strategy (tensor/sequence, pipeline with virtual
+/// stages, context parallel), ZeRO-1 as the distributed optimizer and
+/// ZeRO-2/3 as Megatron-FSDP (optim_grads / optim_grads_params), HSDP as
+/// distributed-optimizer instances, recompute, bf16/FP8, AdamW and its lr
+/// schedule, clipping, seed and batch sizes; comments name the placeholders
+/// (DATA, STEPS, CHECKPOINT). Fails (with a diagnostic) on what Megatron
+/// cannot run as planned: LoRA/QLoRA (megatronLimit()), offload, pure bf16
+/// (no fp32 main weights), first-k checkpointing over several stages.
+mlir::LogicalResult emitMegatron(mlir::ModuleOp module, llvm::raw_ostream &os,
+                                 const LaunchOptions &options = {});
+
+/// Why torchtitan v0.2.2 / Megatron-LM core_v0.15.3 cannot train `method`
+/// ("" when they can: full fine-tuning). swift-plan refuses such a job
+/// before planning (exit 2); the emitters refuse its IR.
+std::string torchtitanLimit(swift::plan::Method method);
+std::string megatronLimit(swift::plan::Method method);
+/// Why emitMegatron refuses a strategy that offloads: swift-plan prices
+/// --emit megatron without offload (a job fixing one exits 3 with it).
+std::string megatronOffloadLimit();
 
 } // namespace swift::emit
 
