@@ -230,8 +230,9 @@ double elementwiseBytesPerToken(const std::vector<OpProfile> &ops,
 double fusedAttentionSeconds(const OpProfile &op, int64_t seq, const Hardware &hw,
                              bool forward) {
   const double S = double(seq), H = double(op.heads), D = double(op.headDim);
+  const double keys = op.keyLength > 0 ? double(op.keyLength) : S;
   const double peak = hw.bf16Tflops * 1e12;
-  const double pairs = H * S * S / 2;
+  const double pairs = H * S * keys / 2;
   const double total =
       pairs * (kAttentionPairFlops * D / (peak * kAttentionMatmulEfficiency) +
                kAttentionPairPeakFlops / peak) +
