@@ -572,6 +572,272 @@ MemoryEstimate meshMemory(const ModelProfile &m, const TrainingSetup &setup,
   return mem;
 }
 
+namespace {
+
+/// A ring collective (all-gather, reduce-scatter; all-reduce twice) of
+/// `bytes` (the whole buffer) over group `g`: latency per step plus bytes x
+/// (n-1)/n over the link the group crosses, and the call's fixed cost.
+double ring(double bytes, const Group &g, const detail::LinkRates &r,
+            bool allReduce = false) {
+  if (g.n <= 1 || bytes <= 0)
+    return 0;
+  const double bw = g.crossesNodes ? r.interBus : r.intraBus;
+  const double lat = g.crossesNodes ? r.latencyInter : r.latencyIntra;
+  const double times = allReduce ? 2 : 1;
+  const double n = double(g.n);
+  return times * (n - 1) * lat + times * bytes * (n - 1) / n / bw +
+         r.perCollective;
+}
+
+/// One point-to-point send of `bytes` between two ranks of group `g`.
+double p2p(double bytes, const Group &g, const detail::LinkRates &r) {
+  if (g.n <= 1 || bytes <= 0)
+    return 0;
+  return (g.crossesNodes ? r.latencyInter : r.latencyIntra) +
+         bytes / (g.crossesNodes ? r.interBus : r.intraBus);
+}
+
+/// Forward, backward and recompute of one micro-batch through a stage of
+/// `layers` decoder layers (with the embedding on the first, the head on
+/// the last): the time model's compute (Time.cpp) on the rank's profile,
+/// alone on one GPU, with the bf16 eager rates calibrated on HF.
+TimeEstimate stageCompute(const ModelProfile &r, int64_t layers, bool first,
+                          bool last, const TrainingSetup &setup,
+                          const Hardware &hw, const Strategy &s) {
+  ModelProfile stage = r;
+  stage.numLayers = layers;
+  if (!first)
+    stage.embed.clear();
+  if (!last)
+    stage.head.clear();
+  TrainingSetup alone = setup;
+  alone.backend = Backend::HF; // FSDP2's bf16 compute (zero 3 below)
+  alone.globalBatchSize = s.microBatchSize;
+  Hardware one = hw;
+  one.nodes = 1;
+  one.gpusPerNode = 1;
+  Strategy q;
+  q.zero = 3;
+  q.checkpointing = s.checkpointing;
+  q.checkpointLayers = s.checkpointLayers;
+  q.microBatchSize = s.microBatchSize;
+  return detail::timeFor(stage, alone, one, q);
+}
+
+} // namespace
+
+MeshTimeParts meshTimeParts(const ModelProfile &m, const TrainingSetup &setup,
+                            const Hardware &hw, const Strategy &s) {
+  MeshTimeParts t;
+  const Layout &l = s.layout;
+  const std::vector<int64_t> chunks =
+      stageLayers(m.numLayers, l.pp, l.virtualStages, setup.backend);
+  if (chunks.empty()) // refused by meshUnsupportedReason
+    return t;
+  const int64_t world = hw.worldSize();
+  const detail::LinkRates rates = detail::linkRates(hw);
+  const ModelProfile r = rankProfile(m, l);
+  const bool megatron = setup.backend == Backend::Megatron;
+  const double mb = double(s.microBatchSize);
+  const double tokens = mb * r.sequenceLength; // the rank's, S / cp each
+  const double h = double(m.hiddenSize);
+  const double micro = double(s.gradientAccumulation);
+  const double v = double(l.virtualStages);
+
+  // Tensor parallelism with sequence parallelism, per collective: the
+  // gathered [T, h] bf16 activation. Per layer: forward 2 all-gathers (q/k/v
+  // and gate/up inputs) and 2 reduce-scatters (o and down outputs);
+  // backward 2 all-gathers (o's and down's output gradients) and 2
+  // reduce-scatters (the column linears' input gradients), and on Megatron 2
+  // more all-gathers (the saved shard, again, for the weight gradients);
+  // a recomputed layer repeats its forward's 4. Exposed (no TP overlap
+  // priced). The vocab-parallel embedding and head add one each way.
+  const Group tpGroup = l.group(MeshDim::Tp, world, hw.gpusPerNode);
+  const double tpOne = ring(tokens * h * 2, tpGroup, rates);
+  const double tpLayer = (4 + (megatron ? 6 : 4)) * tpOne;
+  // Context parallelism: this rank's K and V, the other ranks' attention.
+  const Group cpGroup = l.group(MeshDim::Cp, world, hw.gpusPerNode);
+  OpProfile attention;
+  for (const OpProfile &op : r.layer)
+    if (op.kind == OpKind::Attention)
+      attention = op;
+  const double kv = 2 * tokens * double(attention.kvHeads) * attention.headDim * 2;
+  double cpForward = 0, cpBackward = 0; // exposed
+  double cpMoved = 0;                     // all of it, hidden or not
+  if (l.cp > 1) {
+    const double cp = double(l.cp);
+    switch (l.cpKind) {
+    case plan::ContextParallel::Ring: {
+      // cp - 1 rounds, each a p2p of a K/V chunk (backward: with their
+      // gradients) beside one chunk pair of attention.
+      const double fwd = mb * detail::fusedAttentionSeconds(
+                                  attention, r.sequenceLength, hw, true);
+      const double bwd = mb * detail::fusedAttentionSeconds(
+                                  attention, r.sequenceLength, hw, false);
+      cpForward = (cp - 1) * std::max(0.0, p2p(kv, cpGroup, rates) - fwd / cp);
+      cpBackward =
+          (cp - 1) * std::max(0.0, p2p(2 * kv, cpGroup, rates) - bwd / cp);
+      cpMoved = (cp - 1) * (p2p(kv, cpGroup, rates) + p2p(2 * kv, cpGroup, rates));
+      break;
+    }
+    case plan::ContextParallel::AllGather:
+      // Llama 3's: all K and V gathered before attention, their gradients
+      // reduce-scattered after its backward, neither hidden.
+      cpForward = ring(cp * kv, cpGroup, rates);
+      cpBackward = ring(cp * kv, cpGroup, rates);
+      break;
+    case plan::ContextParallel::AllToAll: {
+      // Ulysses: q, k, v and the output re-laid out each way.
+      const double q = tokens * double(attention.heads) * attention.headDim * 2;
+      const double one = 2 * q + kv; // q + o, and k + v
+      cpForward = cpBackward = ring(one, cpGroup, rates) +
+                               3 * rates.perCollective;
+      break;
+    }
+    }
+    if (l.cpKind != plan::ContextParallel::Ring)
+      cpMoved = cpForward + cpBackward;
+  }
+
+  // The slowest stage sets the pipeline's pace.
+  struct Stage {
+    double compute = 0, recompute = 0, forward = 0, backward = 0;
+    double tp = 0, cp = 0, cpMoved = 0, optimizer = 0, parameters = 0;
+    double total() const { return compute + tp + cp; }
+  };
+  Stage slowest;
+  double largestParameters = 0;
+  for (int64_t rank = 0; rank < l.pp; ++rank) {
+    const int64_t Lr = rankLayers(chunks, l.pp, rank);
+    const bool first = rank == 0, last = rank == l.pp - 1;
+    const TimeEstimate c = stageCompute(r, Lr, first, last, setup, hw, s);
+    const double recomputed = double(s.checkpointedLayers(Lr));
+    const bool full = s.checkpointing == Checkpointing::Full;
+    Stage st;
+    st.compute = c.computeSeconds;
+    st.recompute = c.recomputeSeconds;
+    st.forward = (c.computeSeconds - c.recomputeSeconds) / 3;
+    st.backward = c.computeSeconds - st.forward;
+    st.tp = double(Lr) * tpLayer + (full ? recomputed * 4 * tpOne : 0) +
+            ((first ? 2 : 0) + (last ? 2 : 0)) * tpOne;
+    st.cp = double(Lr) * (cpForward + cpBackward) +
+            (full ? recomputed * cpForward : 0);
+    st.cpMoved = double(Lr) * cpMoved;
+    st.optimizer = c.optimizerSeconds;
+    st.parameters = double(Lr) * r.layerParameters +
+                    (first ? double(r.embeddingParameters) : 0) +
+                    (last ? double(r.headParameters) : 0);
+    largestParameters = std::max(largestParameters, st.parameters);
+    if (st.total() > slowest.total())
+      slowest = st;
+  }
+  t.compute = slowest.compute;
+  t.recompute = slowest.recompute;
+  t.tensorParallel = slowest.tp;
+  t.contextParallel = slowest.cp;
+  t.microBatch = slowest.total();
+  t.bubble = l.pp > 1 ? double(l.pp - 1) / v * t.microBatch : 0;
+
+  // Pipeline p2p: a stage's output (the SP shard) forward and its gradient
+  // backward, per micro-batch and chunk boundary. Megatron's interleaved
+  // schedule overlaps them (overlap_p2p_comm) but for the fill and drain;
+  // 1F1B's batched isend/irecv is waited before the compute.
+  double p2pTotal = 0;
+  if (l.pp > 1) {
+    const Group ppGroup = l.group(MeshDim::Pp, world, hw.gpusPerNode);
+    const double one = p2p(tokens * h * 2 / double(l.tp), ppGroup, rates);
+    p2pTotal = 2 * (micro * v + double(l.pp) - 1) * one;
+    const bool overlapped =
+        megatron && l.schedule == plan::PipelineSchedule::Interleaved && v > 1;
+    t.pipelineP2p = overlapped ? 2 * double(l.pp - 1) * one : p2pTotal;
+  }
+
+  // Data-parallel synchronization of the largest stage's fp32 gradients
+  // over the shard group (dp_shard x cp: FSDP2's mesh, Megatron's
+  // distributed optimizer), all-reduced across replicas (HSDP).
+  const double P = largestParameters;
+  const double G = 4 * P;
+  const int64_t shard = shardRanks(l, setup.backend, world);
+  Group shardGroup;
+  shardGroup.n = shard;
+  shardGroup.stride = l.tp;
+  shardGroup.crossesNodes = shard > 1 && l.tp * shard > hw.gpusPerNode;
+  const Group replicas = l.group(MeshDim::DpReplicate, world, hw.gpusPerNode);
+  const double replicaAllReduce =
+      ring(G / double(std::max<int64_t>(shard, 1)), replicas, rates, true);
+  const double hideBackward = slowest.backward; // the last micro-batch's
+  double dpTotal = 0, dpExposed = 0;
+  const bool sharded = megatron ? s.zero >= 1 : s.zero >= 2;
+  if (!sharded) {
+    // DDP: one all-reduce over every data-parallel (and cp) rank, bucketed
+    // under the last micro-batch's backward.
+    Group all = shardGroup;
+    all.n = shard * l.replicas(world);
+    all.crossesNodes = all.n > 1 && l.tp * all.n > hw.gpusPerNode;
+    dpTotal = ring(G, all, rates, true);
+    dpExposed = std::max(0.0, dpTotal - hideBackward);
+  } else if (megatron && s.zero == 1) {
+    // The distributed optimizer: reduce-scatter under the last backward
+    // (--overlap-grad-reduce), the updated bf16 parameters all-gathered
+    // under the next forward (--overlap-param-gather).
+    const double rs = ring(G, shardGroup, rates) + replicaAllReduce;
+    const double ag = ring(2 * P, shardGroup, rates);
+    dpTotal = rs + ag;
+    dpExposed = std::max(0.0, rs - hideBackward) +
+                std::max(0.0, ag - slowest.forward);
+  } else if (l.pp > 1 && !megatron) {
+    // torchtitan under a pipeline: the stage gathered once (under the
+    // first forward), its gradients reduced once after the last backward
+    // (PipelineStage reduces after the schedule: nothing to hide under).
+    const double ag = ring(2 * P, shardGroup, rates);
+    const double rs = ring(G, shardGroup, rates) + replicaAllReduce;
+    dpTotal = ag + rs;
+    dpExposed = std::max(0.0, ag - slowest.forward) + rs;
+  } else {
+    // ZeRO-3 (FSDP2, Megatron-FSDP): every micro-batch gathers the stage
+    // for forward and again for backward and reduce-scatters its
+    // gradients; ZeRO-2 gathers once. HSDP's all-reduce after the last.
+    const double ag = ring(2 * P, shardGroup, rates);
+    const double rs = ring(G, shardGroup, rates);
+    const double backwardGathers = s.zero == 3 ? micro : 0;
+    const double forwardGathers = s.zero == 3 ? micro : 1;
+    dpTotal = forwardGathers * ag + backwardGathers * ag + micro * rs +
+              replicaAllReduce;
+    dpExposed = forwardGathers * std::max(0.0, ag - slowest.forward) +
+                micro * std::max(0.0, (s.zero == 3 ? ag : 0) + rs - slowest.backward) +
+                replicaAllReduce;
+  }
+  t.dataParallel = dpExposed;
+  t.communication = micro * (slowest.tp + std::max(slowest.cp, slowest.cpMoved)) +
+                    p2pTotal + dpTotal;
+  // The optimizer over the rank's partition.
+  t.optimizer = slowest.optimizer / (sharded ? double(shard) : 1.0);
+  t.step = micro * t.microBatch + t.bubble + t.pipelineP2p + t.dataParallel +
+           t.optimizer;
+  return t;
+}
+
+TimeEstimate meshTime(const ModelProfile &m, const TrainingSetup &setup,
+                      const Hardware &hw, const Strategy &s) {
+  const MeshTimeParts p = meshTimeParts(m, setup, hw, s);
+  TimeEstimate t;
+  if (!(p.step > 0))
+    return t;
+  const double micro = double(s.gradientAccumulation);
+  t.stepSeconds = p.step;
+  t.computeSeconds = micro * p.compute;
+  t.recomputeSeconds = micro * p.recompute;
+  t.pipelineBubbleSeconds = p.bubble;
+  t.exposedCommunicationSeconds = micro * (p.tensorParallel + p.contextParallel) +
+                                  p.pipelineP2p + p.dataParallel;
+  t.communicationSeconds = std::max(p.communication, t.exposedCommunicationSeconds);
+  t.optimizerSeconds = p.optimizer;
+  t.tokensPerSecond = double(setup.globalBatchSize) * m.sequenceLength / p.step;
+  t.mfu = modelFlopsPerStep(m, setup.globalBatchSize, setup.method) /
+          (p.step * double(hw.worldSize()) * hw.bf16Tflops * 1e12);
+  return t;
+}
+
 std::string meshUnsupportedReason(const ModelProfile &m,
                                   const TrainingSetup &setup,
                                   const Hardware &hw, const Strategy &s) {

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Detail.h"
+#include "swift/Cost/Parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -224,6 +225,13 @@ double elementwiseBytesPerToken(const std::vector<OpProfile> &ops,
 }
 
 } // namespace
+
+LinkRates linkRates(const Hardware &hw) {
+  const Rates r = ratesOf(hw);
+  return {r.intraBus,          r.interBus,
+          r.latencyIntra,      r.latencyInter,
+          kCollectiveOverheadSeconds, kOverlapInterference};
+}
 
 /// swift-run's attention for one sample: forward, or backward (the rest of
 /// the pass by the op's FLOP split), from the model above.
@@ -450,6 +458,8 @@ double collectiveSeconds(double bytes, bool allReduce, const Hardware &hw) {
 
 TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
                      const Hardware &hw, const Strategy &s) {
+  if (meshBackend(setup.backend))
+    return meshTime(m, setup, hw, s);
   Exec exec = execution(setup, s);
   Compute c = computeSeconds(m, setup, hw, s, exec);
   double micro = s.gradientAccumulation;

@@ -332,3 +332,117 @@ TEST(Parallel, UnsupportedOnTheMeshBackends) {
 }
 
 } // namespace
+
+namespace {
+
+/// Links that cost nothing: no latency, unbounded bandwidth.
+void freeLinks(cost::Hardware &hw) {
+  for (cost::Link *l : {&hw.intraNode, &hw.interNode}) {
+    l->bandwidthGBps = 1e12;
+    l->latencyUs = 0;
+  }
+}
+
+cost::MeshTimeParts timeOn(const PricedJob &p, cost::Layout layout,
+                           int64_t microBatches, const cost::Hardware &hw) {
+  cost::Strategy s = p.strategy;
+  s.layout = layout;
+  s.gradientAccumulation = microBatches;
+  return cost::meshTimeParts(p.profile, p.setup, hw, s);
+}
+
+// On free links a pipeline's step is (m + (pp-1)/v) micro-batch times of
+// its slowest stage (Narayanan et al. 2021; interleaved: Megatron's
+// (pp-1)/(m v) bubble fraction), plus what does not grow with m (the
+// optimizer and the data-parallel sync). The micro-batch time is measured
+// as the step's growth with m, not read from the model.
+TEST(MeshTime, BubbleIsPpMinus1OverMv) {
+  PricedJob p = llama8b("megatron", 1, "full");
+  cost::Hardware hw = p.hw;
+  freeLinks(hw);
+  for (int64_t v : {1, 2}) {
+    cost::Layout l;
+    l.pp = 4;
+    l.virtualStages = v;
+    if (v > 1)
+      l.schedule = swift::plan::PipelineSchedule::Interleaved;
+    const int64_t m = 8;
+    cost::MeshTimeParts a = timeOn(p, l, m, hw), b = timeOn(p, l, 2 * m, hw);
+    const double C = (b.step - a.step) / double(m);
+    ASSERT_GT(C, 0);
+    const double fixed = a.optimizer + a.dataParallel;
+    EXPECT_NEAR((a.step - fixed) / (double(m) * C) - 1, 3.0 / double(m * v), 1e-9)
+        << "v " << v;
+    EXPECT_LT(a.pipelineP2p, 1e-9);
+  }
+  // No pipeline, no bubble.
+  EXPECT_EQ(timeOn(p, cost::Layout{}, 8, hw).bubble, 0);
+}
+
+// Tensor parallelism costs nothing at tp 1; at tp 2 each layer moves the
+// [T, h] activation ten times on Megatron (forward 2 all-gathers and 2
+// reduce-scatters, backward 2 reduce-scatters and 4 all-gathers: the
+// output gradients and the saved shard again), eight on torchtitan, and a
+// fully recomputed layer four more; the vocab-parallel embedding and head
+// one each way. The bytes' share, by hand: halving the bus bandwidth adds
+// bytes x (tp-1)/tp / bw per collective.
+TEST(MeshTime, TpCostsNothingAtTp1) {
+  for (const char *backend : {"megatron", "torchtitan"}) {
+    PricedJob p = llama8b(backend, backend == std::string("megatron") ? 1 : 3, "full");
+    EXPECT_EQ(timeOn(p, cost::Layout{}, 1, p.hw).tensorParallel, 0) << backend;
+    cost::Layout tp2;
+    tp2.tp = 2;
+    cost::Hardware fast = p.hw, slow = p.hw;
+    fast.measured.intraNodeBusGBps = 200;
+    slow.measured.intraNodeBusGBps = 100;
+    const double a = timeOn(p, tp2, 1, fast).tensorParallel;
+    const double b = timeOn(p, tp2, 1, slow).tensorParallel;
+    EXPECT_GT(a, 0) << backend;
+    const double bytes = 4096.0 * 4096 * 2; // T = 4096 tokens x h x bf16
+    const double perLayer =
+        (backend == std::string("megatron") ? 10 : 8) + 4; // + the recompute
+    const double collectives = 32 * perLayer + 4;
+    EXPECT_NEAR(b - a, collectives * bytes * 0.5 * (1 / 100e9 - 1 / 200e9),
+                1e-9)
+        << backend;
+  }
+}
+
+// Ring attention hides each K/V exchange under a chunk pair of attention:
+// at 64K tokens on NVLink nothing shows; at 4K over a slow link the
+// exchange is exposed. The all-gather (Llama 3's) is never hidden.
+TEST(MeshTime, RingHiddenWhenAttentionIsLonger) {
+  cost::Layout cp2;
+  cp2.cp = 2;
+  PricedJob longer = llama8b("megatron", 1, "full",
+                             {"training.sequence_length=65536"});
+  EXPECT_EQ(timeOn(longer, cp2, 1, longer.hw).contextParallel, 0);
+  cost::Layout gather = cp2;
+  gather.cpKind = swift::plan::ContextParallel::AllGather;
+  EXPECT_GT(timeOn(longer, gather, 1, longer.hw).contextParallel, 0);
+
+  PricedJob shorter = llama8b("megatron", 1, "full");
+  cost::Hardware slow = shorter.hw;
+  slow.measured.intraNodeBusGBps = 1;
+  EXPECT_GT(timeOn(shorter, cp2, 1, slow).contextParallel, 0);
+  EXPECT_EQ(timeOn(shorter, cp2, 1, shorter.hw).contextParallel, 0);
+}
+
+// The step's parts add up, and estimate() reports them for the mesh
+// backends (the bubble a part of its own).
+TEST(MeshTime, EstimateReportsTheParts) {
+  PricedJob p = llama8b("torchtitan", 3, "full");
+  cost::Strategy s = p.strategy;
+  s.layout.pp = 4;
+  s.gradientAccumulation = 8;
+  cost::TimeEstimate t = cost::estimate(p.profile, p.setup, p.hw, s).time;
+  EXPECT_GT(t.pipelineBubbleSeconds, 0);
+  EXPECT_NEAR(t.stepSeconds,
+              t.computeSeconds + t.pipelineBubbleSeconds +
+                  t.exposedCommunicationSeconds + t.optimizerSeconds,
+              1e-9 * t.stepSeconds);
+  EXPECT_GT(t.mfu, 0);
+  EXPECT_LT(t.mfu, 1);
+}
+
+} // namespace

@@ -248,6 +248,9 @@ struct TimeEstimate {
   double activationOffloadSeconds = 0;
   double activationCopySeconds = 0;
   double optimizerSeconds = 0;
+  // Mesh backends: the pipeline's fill and drain, (pp - 1) / v micro-batch
+  // times of the slowest stage (part of the step).
+  double pipelineBubbleSeconds = 0;
   double tokensPerSecond = 0;             // all GPUs
   double mfu = 0;                         // vs datasheet bf16 peak
 };

@@ -90,6 +90,32 @@ MeshStates meshStates(Backend backend, int zero, double parameters, double unit,
 MemoryEstimate meshMemory(const ModelProfile &m, const TrainingSetup &setup,
                           const Hardware &hw, const Strategy &s);
 
+/// The parts of a mesh backend's step, seconds (meshTime's). Per
+/// micro-batch on the slowest stage: its compute (forward, backward,
+/// recompute) and the exposed tensor- and context-parallel collectives
+/// inside it; per step: the pipeline's fill and drain, its exposed p2p, the
+/// data-parallel synchronization not hidden under the last backward, the
+/// optimizer.
+struct MeshTimeParts {
+  double compute = 0, recompute = 0; // per micro-batch, slowest stage
+  double tensorParallel = 0;         // per micro-batch, exposed
+  double contextParallel = 0;        // per micro-batch, exposed
+  double microBatch = 0;             // C = compute + tp + cp, slowest stage
+  double bubble = 0;                 // (pp - 1) / v * C
+  double pipelineP2p = 0;            // exposed
+  double dataParallel = 0;           // exposed
+  double communication = 0;          // all collectives, hidden or not
+  double optimizer = 0;
+  double step = 0;
+};
+
+MeshTimeParts meshTimeParts(const ModelProfile &m, const TrainingSetup &setup,
+                            const Hardware &hw, const Strategy &s);
+
+/// The time of one step on a mesh backend, from meshTimeParts.
+TimeEstimate meshTime(const ModelProfile &m, const TrainingSetup &setup,
+                      const Hardware &hw, const Strategy &s);
+
 /// Why the mesh backend cannot run the strategy's layout; empty when it
 /// can.
 std::string meshUnsupportedReason(const ModelProfile &m,
