@@ -52,8 +52,9 @@ OpProfile rankOp(OpProfile op, const Layout &l, int64_t seq, bool sp) {
   auto split = [&](int64_t elements, int64_t width) {
     return elements / cp / width;
   };
-  int64_t tokensTp = sp ? tp : 1; // the residual stream's split under SP
+  const int64_t tokensTp = sp ? tp : 1; // the residual stream's split under SP
   int64_t outputSplit = 1;
+  int64_t savedSplit = 1; // what the op keeps for backward, beyond S / cp
   switch (op.kind) {
   case OpKind::Linear:
     if (columnLinear(op)) {
@@ -66,6 +67,7 @@ OpProfile rankOp(OpProfile op, const Layout &l, int64_t seq, bool sp) {
       op.inFeatures /= tp;
       op.weightElements /= tp;
       op.inputElements = split(op.inputElements, tp);
+      savedSplit = tp; // its input, [T, in / tp]
     } else {
       op.inputElements = split(op.inputElements, 1);
     }
@@ -79,6 +81,7 @@ OpProfile rankOp(OpProfile op, const Layout &l, int64_t seq, bool sp) {
     op.kvHeads = std::max<int64_t>(1, op.kvHeads / tp);
     op.inputElements = split(op.inputElements, tp);
     op.outputElements = split(op.outputElements, tp);
+    savedSplit = tp;
     // The rank's S / cp queries against all S keys; causal over balanced
     // chunks: 1 / cp of the pairs.
     if (cp > 1)
@@ -92,6 +95,7 @@ OpProfile rankOp(OpProfile op, const Layout &l, int64_t seq, bool sp) {
     op.heads = op.kind == OpKind::Rope ? op.heads / tp : op.heads;
     op.inputElements = split(op.inputElements, tp);
     op.outputElements = split(op.outputElements, tp);
+    savedSplit = tp;
     op.forwardFlops /= tp * cp;
     op.backwardFlops /= tp * cp;
     op.backwardFlopsFrozen /= tp * cp;
@@ -100,6 +104,7 @@ OpProfile rankOp(OpProfile op, const Layout &l, int64_t seq, bool sp) {
   case OpKind::Add:
     op.inputElements = split(op.inputElements, tokensTp);
     op.outputElements = split(op.outputElements, tokensTp);
+    savedSplit = tokensTp;
     op.forwardFlops /= tokensTp * cp;
     op.backwardFlops /= tokensTp * cp;
     op.backwardFlopsFrozen /= tokensTp * cp;
@@ -112,16 +117,17 @@ OpProfile rankOp(OpProfile op, const Layout &l, int64_t seq, bool sp) {
   case OpKind::CrossEntropy: // vocab-parallel: [S / cp, V / tp]
     op.inputElements = split(op.inputElements, tp);
     op.outputElements = split(op.outputElements, 1);
+    savedSplit = tp;
     op.forwardFlops /= tp * cp;
     op.backwardFlops /= tp * cp;
     op.backwardFlopsFrozen /= tp * cp;
     break;
   }
+  // The saved list (the IR's, for reports): a column linear keeps the
+  // gathered input (torchtitan's rule; Megatron's shard is priced in
+  // Parallel.cpp's layerBytes).
   for (SavedTensor &t : op.saved)
-    t.elements = t.elements / cp / (op.kind == OpKind::RMSNorm ||
-                                            op.kind == OpKind::Add
-                                        ? tokensTp
-                                        : outputSplit);
+    t.elements = t.elements / cp / savedSplit;
   return op;
 }
 
@@ -281,6 +287,19 @@ namespace {
 using detail::Exec;
 using detail::Parts;
 
+/// How the backend runs the layer math: Megatron's Transformer Engine
+/// kernels as swift-run's fused ones; torchtitan's eager modules under
+/// FSDP2's bf16 parameters, or (DDP, zero 0) autocast over fp32 ones
+/// (torchtitan's maybe_enable_amp; without FSDP under TP or PP it trains in
+/// fp32, which meshUnsupportedReason refuses).
+Exec meshExec(const TrainingSetup &setup, const Strategy &s) {
+  if (setup.precision == Precision::Fp32)
+    return Exec::Fp32;
+  if (setup.backend == Backend::Megatron)
+    return Exec::Fused;
+  return s.zero == 0 ? Exec::Autocast : Exec::Bf16;
+}
+
 /// The layer and head sizes one rank of a stage needs.
 struct RankShapes {
   double T = 0;         // the rank's tokens per micro-batch (mb * S / cp)
@@ -316,9 +335,10 @@ struct LayerBytes {
 LayerBytes layerBytes(const ModelProfile &r, const TrainingSetup &setup,
                       const Strategy &s, const RankShapes &x, Exec exec,
                       int64_t tp, bool sp) {
-  const int act = 2;
-  double perToken =
-      detail::savedBytes(r.layer, r.sequenceLength, exec, setup).perToken;
+  const int act = detail::activationBytes(exec);
+  const detail::SavedBytes saved =
+      detail::savedBytes(r.layer, r.sequenceLength, exec, setup);
+  double perToken = saved.perToken;
   // Megatron's column-parallel linears keep the sequence-parallel shard of
   // their input and gather it again for the weight gradient; torchtitan's
   // ColwiseParallel keeps the gathered [T, h] it computed with.
@@ -329,7 +349,7 @@ LayerBytes layerBytes(const ModelProfile &r, const TrainingSetup &setup,
         perToken -= act * double(op.inFeatures) * (1 - 1.0 / tp);
   }
   LayerBytes b;
-  b.full = x.T * perToken;
+  b.full = x.T * perToken + saved.weightCopies; // autocast's bf16 copies
   // Full recompute keeps the layer's input (the sequence-parallel shard);
   // Megatron's selective recompute (the core attention) drops what flash
   // attention never kept (the S^2 scores), so it keeps the whole layer.
@@ -367,11 +387,9 @@ std::vector<Candidate> stageCandidates(const ModelProfile &r,
   const int64_t world = hw.worldSize();
   const bool sp = l.tp > 1;
   const bool first = rank == 0, last = rank == l.pp - 1;
-  const Exec exec = setup.precision == Precision::Fp32 ? Exec::Fp32
-                    : setup.backend == Backend::Megatron ? Exec::Fused
-                                                         : Exec::Bf16;
+  const Exec exec = meshExec(setup, s);
   const RankShapes x = shapesOf(r, l, s, sp);
-  const int act = 2;
+  const int act = detail::activationBytes(exec);
   const int64_t Lr = rankLayers(chunks, l.pp, rank);
 
   // The stage's parameters on this rank and the largest unit FSDP gathers.
@@ -562,11 +580,12 @@ MemoryEstimate meshMemory(const ModelProfile &m, const TrainingSetup &setup,
                    });
   const bool sp = l.tp > 1;
   const RankShapes x = shapesOf(r, l, s, sp);
-  const Exec exec = setup.backend == Backend::Megatron ? Exec::Fused : Exec::Bf16;
+  const Exec exec = meshExec(setup, s);
   const LayerBytes lb = layerBytes(r, setup, s, x, exec, l.tp, sp);
   mem.layerActivationBytes = toBytes(lb.full);
   mem.checkpointedLayerBytes = toBytes(lb.kept);
-  mem.headActivationBytes = toBytes(4 * x.T * x.vocab + x.T * x.hidden * 2);
+  mem.headActivationBytes =
+      toBytes(4 * x.T * x.vocab + x.T * x.hidden * detail::activationBytes(exec));
   // The host: each rank's process (the runtime's ~1 GiB), nothing offloaded.
   mem.hostBytes = toBytes(double(int64_t(1) << 30) * hw.gpusPerNode);
   return mem;
@@ -617,7 +636,8 @@ TimeEstimate stageCompute(const ModelProfile &r, int64_t layers, bool first,
   one.nodes = 1;
   one.gpusPerNode = 1;
   Strategy q;
-  q.zero = 3;
+  // FSDP2's bf16 compute; torchtitan's DDP autocasts (memoryHF's zero 0).
+  q.zero = setup.backend == Backend::Torchtitan && s.zero == 0 ? 0 : 3;
   q.checkpointing = s.checkpointing;
   q.checkpointLayers = s.checkpointLayers;
   q.microBatchSize = s.microBatchSize;
@@ -884,6 +904,9 @@ std::string meshUnsupportedReason(const ModelProfile &m,
                   "loss counted, a multiple of the chunks)"
                 : "");
   if (setup.backend == Backend::Torchtitan) {
+    if (s.zero == 0 && (l.tp > 1 || l.pp > 1))
+      return "torchtitan without FSDP trains in fp32 under tensor or "
+             "pipeline parallelism (maybe_enable_amp); use zero 2 or 3";
     if (s.zero == 1)
       return "torchtitan (FSDP2) has no ZeRO-1: it shards gradients with the "
              "optimizer states; use zero 0, 2 or 3";

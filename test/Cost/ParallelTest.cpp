@@ -323,6 +323,15 @@ TEST(Parallel, UnsupportedOnTheMeshBackends) {
   tp.layout.tp = 3;
   EXPECT_EQ(cost::unsupportedReason(p.profile, p.setup, p.hw, tp),
             "tp x cp x pp must divide the GPUs");
+  // torchtitan v0.2.2's maybe_enable_amp: no mixed precision without FSDP
+  // under TP or PP.
+  PricedJob ddp = llama8b("torchtitan", 0, "full");
+  cost::Strategy ddpTp = ddp.strategy;
+  ddpTp.layout.tp = 2;
+  ddpTp.gradientAccumulation = 2;
+  EXPECT_NE(cost::unsupportedReason(ddp.profile, ddp.setup, ddp.hw, ddpTp)
+                .find("trains in fp32"),
+            std::string::npos);
   PricedJob hf = llama8b("hf", 3, "full");
   cost::Strategy hfTp = hf.strategy;
   hfTp.layout.tp = 2;
