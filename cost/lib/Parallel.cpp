@@ -481,9 +481,21 @@ std::vector<Candidate> stageCandidates(const ModelProfile &r,
   const double ownLayer =
       Lr > 0 ? (ck > 0 ? lb.kept : lb.full) : 0; // the first layer's, kept
   const double others = double(inFlight - 1) * perMicroBatch / double(l.virtualStages);
+  // The model's index of the stage's first decoder layer (its first chunk)
+  // and last one (its last chunk); -1 for a stage of none.
+  auto firstLayerOf = [&](size_t chunk) {
+    int64_t n = 0;
+    for (size_t c = 0; c < chunk; ++c)
+      n += chunks[c];
+    return n;
+  };
+  const size_t lastChunk = size_t(rank + (l.virtualStages - 1) * l.pp);
+  const int64_t firstLayer = Lr > 0 ? firstLayerOf(size_t(rank)) : -1;
+  const int64_t lastLayer =
+      Lr > 0 ? firstLayerOf(lastChunk) + chunks[lastChunk] - 1 : -1;
   for (bool start : {true, false}) {
-    Candidate bwd =
-        base({"backward", start ? int64_t(Lr - 1) : 0, stage + "decoder layer"});
+    Candidate bwd = base({"backward", start ? lastLayer : firstLayer,
+                          stage + "decoder layer"});
     bwd.parts.insert(bwd.parts.end(),
                      {{"gradients", start ? lossGradients : st.gradients},
                       {"gathered_parameters", st.gathered + st.reduceBuffers},
