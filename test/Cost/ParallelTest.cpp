@@ -333,6 +333,23 @@ TEST(Parallel, UnsupportedOnTheMeshBackends) {
   EXPECT_NE(cost::unsupportedReason(ddp.profile, ddp.setup, ddp.hw, ddpTp)
                 .find("trains in fp32"),
             std::string::npos);
+  // Megatron's distributed optimizer is zero 1; its layers split evenly.
+  PricedJob mg = llama8b("megatron", 1, "full");
+  cost::Strategy z2 = mg.strategy;
+  z2.zero = 2;
+  EXPECT_NE(cost::unsupportedReason(mg.profile, mg.setup, mg.hw, z2).find("use zero 1"),
+            std::string::npos);
+  cost::Strategy pp8 = mg.strategy; // 32 layers: 32 and 34 over 8 x 3 chunks
+  pp8.layout.pp = 8;
+  pp8.layout.virtualStages = 3;
+  pp8.layout.schedule = swift::plan::PipelineSchedule::Interleaved;
+  pp8.gradientAccumulation = 8;
+  EXPECT_EQ(cost::unsupportedReason(mg.profile, mg.setup, mg.hw, pp8),
+            "megatron cannot split 32 decoder layers over pp 8 x 3 model chunks "
+            "(it needs layers, or layers + 2 with the embedding and loss "
+            "counted, a multiple of the chunks)");
+  pp8.layout.virtualStages = 2; // 32 / 16
+  EXPECT_EQ(cost::unsupportedReason(mg.profile, mg.setup, mg.hw, pp8), "");
   PricedJob hf = llama8b("hf", 3, "full");
   cost::Strategy hfTp = hf.strategy;
   hfTp.layout.tp = 2;
