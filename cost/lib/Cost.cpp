@@ -1,6 +1,7 @@
 //===- Cost.cpp - entry points of the cost model --------------------------===//
 
 #include "Detail.h"
+#include "swift/Cost/Parallel.h"
 
 #include <set>
 
@@ -52,12 +53,25 @@ std::string unsupportedReason(const ModelProfile &model,
                               const Strategy &s) {
   if (s.microBatchSize < 1 || s.gradientAccumulation < 1)
     return "micro-batch and gradient accumulation must be positive";
+  const Layout &l = s.layout;
+  const bool mesh = meshBackend(setup.backend);
+  if (!mesh && !l.dataParallelOnly(hw.worldSize()))
+    return std::string(toString(setup.backend)) +
+           " runs data parallelism only; tensor, pipeline and context "
+           "parallelism need backend torchtitan or megatron";
+  if (mesh && (l.tp < 1 || l.cp < 1 || l.pp < 1 ||
+               hw.worldSize() % (l.tp * l.cp * l.pp) != 0))
+    return "tp x cp x pp must divide the GPUs";
   // In doubles: a fixed micro-batch x accumulation x world can pass 2^63.
+  // Each data-parallel rank (every GPU without a mesh) takes its
+  // micro-batches.
   if (double(s.microBatchSize) * double(s.gradientAccumulation) *
-          double(hw.worldSize()) !=
+          double(l.dataParallel(hw.worldSize())) !=
       double(setup.globalBatchSize))
-    return "micro_batch_size x gradient_accumulation x GPUs must equal "
-           "global_batch_size";
+    return mesh ? "micro_batch_size x gradient_accumulation x data-parallel "
+                  "ranks must equal global_batch_size"
+                : "micro_batch_size x gradient_accumulation x GPUs must equal "
+                  "global_batch_size";
   if (s.offload == Offload::OptimizerAndParams && s.zero != 3)
     return "offloading parameters needs ZeRO-3 (parameters are sharded "
            "only there)";
@@ -101,6 +115,9 @@ std::string unsupportedReason(const ModelProfile &model,
     break;
   case Backend::SwiftRun:
     break;
+  case Backend::Torchtitan:
+  case Backend::Megatron:
+    return meshUnsupportedReason(model, setup, hw, s);
   }
   return "";
 }

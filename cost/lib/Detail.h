@@ -61,6 +61,18 @@ std::vector<Gemm> decoderGemms(const ModelProfile &m);
 /// such a setup as its storage twin, so it never divides by a zero peak.
 bool fp8Linears(const TrainingSetup &setup, const Hardware &hw);
 
+/// The collectives' rates (Time.cpp): NCCL's bus bandwidth (B/s) and
+/// latency per ring step (s) inside a node and across nodes, measured where
+/// the hardware profile gives them, else the links' datasheet rates times
+/// the bus efficiency; the issue/synchronization cost of one collective
+/// call; the fraction of an overlapped collective's time it takes from the
+/// compute it hides under.
+struct LinkRates {
+  double intraBus = 0, interBus = 0, latencyIntra = 0, latencyInter = 0;
+  double perCollective = 0, overlapInterference = 0;
+};
+LinkRates linkRates(const Hardware &hw);
+
 /// swift-run's attention of one sample (Time.cpp); swiftRunAttentionSeconds.
 double fusedAttentionSeconds(const OpProfile &op, int64_t seq, const Hardware &hw,
                              bool forward);

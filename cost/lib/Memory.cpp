@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Detail.h"
+#include "swift/Cost/Parallel.h"
 
 #include <cmath>
 #include <functional>
@@ -881,6 +882,10 @@ MemoryEstimate memoryFor(const ModelProfile &m, const TrainingSetup &setup,
     break;
   case Backend::SwiftRun:
     mem = memorySwiftRun(m, setup, hw, s, exec);
+    break;
+  case Backend::Torchtitan:
+  case Backend::Megatron:
+    mem = meshMemory(m, setup, hw, s);
     break;
   }
   // The CUDA context, NCCL and cuBLAS handles live outside the caching

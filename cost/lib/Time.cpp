@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Detail.h"
+#include "swift/Cost/Parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -225,13 +226,21 @@ double elementwiseBytesPerToken(const std::vector<OpProfile> &ops,
 
 } // namespace
 
+LinkRates linkRates(const Hardware &hw) {
+  const Rates r = ratesOf(hw);
+  return {r.intraBus,          r.interBus,
+          r.latencyIntra,      r.latencyInter,
+          kCollectiveOverheadSeconds, kOverlapInterference};
+}
+
 /// swift-run's attention for one sample: forward, or backward (the rest of
 /// the pass by the op's FLOP split), from the model above.
 double fusedAttentionSeconds(const OpProfile &op, int64_t seq, const Hardware &hw,
                              bool forward) {
   const double S = double(seq), H = double(op.heads), D = double(op.headDim);
+  const double keys = op.keyLength > 0 ? double(op.keyLength) : S;
   const double peak = hw.bf16Tflops * 1e12;
-  const double pairs = H * S * S / 2;
+  const double pairs = H * S * keys / 2;
   const double total =
       pairs * (kAttentionPairFlops * D / (peak * kAttentionMatmulEfficiency) +
                kAttentionPairPeakFlops / peak) +
@@ -449,6 +458,8 @@ double collectiveSeconds(double bytes, bool allReduce, const Hardware &hw) {
 
 TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
                      const Hardware &hw, const Strategy &s) {
+  if (meshBackend(setup.backend))
+    return meshTime(m, setup, hw, s);
   Exec exec = execution(setup, s);
   Compute c = computeSeconds(m, setup, hw, s, exec);
   double micro = s.gradientAccumulation;

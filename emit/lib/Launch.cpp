@@ -27,6 +27,13 @@ LogicalResult emitLaunch(ModuleOp module, llvm::raw_ostream &os,
   const int64_t perNode = m->cluster.getGpusPerNode();
   const int64_t world = m->worldSize;
   const Backend backend = m->job.getBackend();
+  // The mesh engines are priced, not emitted yet (issue 32, --emit
+  // torchtitan / megatron).
+  if (backend == Backend::Torchtitan || backend == Backend::Megatron)
+    return m->job.emitError("backend ")
+           << ::swift::plan::toString(backend)
+           << " is priced but has no launch command yet; use --emit "
+              "deepspeed, or --set backend=swift-run, hf or deepspeed";
   // Refused before anything is printed: a job the Trainer cannot run.
   FailureOr<std::vector<Flag>> trainer;
   if (backend != Backend::SwiftRun) {

@@ -733,6 +733,21 @@ TEST(JobErrors, InterleavedNeedsPipeline) {
             "did you mean '1f1b'?");
 }
 
+// The mesh engines are backends of their own: `backend:` takes their
+// spellings, and a wrong value lists them with the others.
+TEST(Job, BackendNamesTheMeshEngines) {
+  EXPECT_EQ(load(kBaseJob, {"backend=torchtitan"}).backend,
+            swift::plan::Backend::Torchtitan);
+  EXPECT_EQ(load(kBaseJob, {"backend=megatron"}).backend,
+            swift::plan::Backend::Megatron);
+  Diagnostic d = fail(kBaseJob, {"backend=megatron-lm"});
+  EXPECT_EQ(d.field, "backend");
+  EXPECT_NE(d.message.find("is not one of swift-run, hf, deepspeed, "
+                           "torchtitan, megatron"),
+            std::string::npos)
+      << d.str();
+}
+
 TEST(Presets, TablesAreConsistent) {
   for (const GpuPreset &g : gpuPresets()) {
     EXPECT_GT(g.memoryGiB, 0) << g.name;

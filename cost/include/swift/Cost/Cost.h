@@ -76,6 +76,10 @@ struct OpProfile {
   int64_t biasElements = 0;
   int64_t inFeatures = 0, outFeatures = 0;        // linear
   int64_t heads = 0, kvHeads = 0, headDim = 0;     // attention, rope
+  // Attention: the keys each sample's queries attend to (causal); 0: the
+  // profile's sequence length. A context-parallel rank's S / cp queries
+  // see all S keys (Parallel.h, rankProfile).
+  int64_t keyLength = 0;
   bool adapter = false; // gets a LoRA adapter under the job's method
   int inputValue = -1;   // SSA identity of operand 0 (for shared tensors)
   int outputValue = -1;  // SSA identity of the result
@@ -244,6 +248,9 @@ struct TimeEstimate {
   double activationOffloadSeconds = 0;
   double activationCopySeconds = 0;
   double optimizerSeconds = 0;
+  // Mesh backends: the pipeline's fill and drain, (pp - 1) / v micro-batch
+  // times of the slowest stage (part of the step).
+  double pipelineBubbleSeconds = 0;
   double tokensPerSecond = 0;             // all GPUs
   double mfu = 0;                         // vs datasheet bf16 peak
 };

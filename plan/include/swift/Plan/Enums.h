@@ -98,6 +98,10 @@ enum class Backend : uint8_t {
   SwiftRun,
   HF,        // HF transformers + PyTorch (single process/DDP, FSDP2)
   DeepSpeed,
+  // The mesh engines (tensor, pipeline and context parallelism): priced by
+  // the cost model (cost/lib/Parallel.cpp), not yet emitted.
+  Torchtitan, // pytorch/torchtitan: FSDP2 + DTensor TP/CP + torch.distributed.pipelining
+  Megatron,   // NVIDIA Megatron-LM / Megatron-Core
 };
 
 /// The order in which a pipeline's stages run the micro-batches' forward
@@ -225,7 +229,9 @@ SWIFT_PLAN_ENUM(Truncation, "truncation", {Truncation::Drop, "drop"},
 SWIFT_PLAN_ENUM(LossOn, "loss_on", {LossOn::Assistant, "assistant"},
                 {LossOn::All, "all"})
 SWIFT_PLAN_ENUM(Backend, "backend", {Backend::SwiftRun, "swift-run"},
-                {Backend::HF, "hf"}, {Backend::DeepSpeed, "deepspeed"})
+                {Backend::HF, "hf"}, {Backend::DeepSpeed, "deepspeed"},
+                {Backend::Torchtitan, "torchtitan"},
+                {Backend::Megatron, "megatron"})
 SWIFT_PLAN_ENUM(PipelineSchedule, "pipeline schedule",
                 {PipelineSchedule::OneFOneB, "1f1b", "one_f_one_b"},
                 {PipelineSchedule::Interleaved, "interleaved"})
