@@ -562,7 +562,7 @@ bool tiedEmbeddings(const ModelProfile &m) {
 MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
                         const Hardware &hw, const Strategy &s, Exec exec) {
   double P = m.parameters, A = m.adapterParameters;
-  double N = hw.worldSize();
+  double N = shardRanks(s, hw);
   int64_t L = m.numLayers;
   bool offload = s.offload != Offload::None;
   Activations a = hfActivations(m, setup, hw, s, exec);
@@ -660,7 +660,7 @@ MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
 MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup,
                                const Hardware &hw, const Strategy &s, Exec exec) {
   bool lora = setup.method != Method::Full;
-  double N = hw.worldSize();
+  double N = shardRanks(s, hw);
   double P = lora ? m.adapterParameters : m.parameters; // trained
   FrozenBase base = frozenBase(m, setup.method, 2);
   // The largest unit, which ZeRO-3 gathers (and prefetches) whole, in bytes.
@@ -724,7 +724,7 @@ MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup
 /// ZeRO-3 (gathered per unit, released after it).
 MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
                               const Hardware &hw, const Strategy &s, Exec exec) {
-  double W = hw.worldSize();
+  double W = shardRanks(s, hw);
   bool lora = setup.method != Method::Full;
   bool pureBf16 = plan::storagePrecision(setup.precision) == Precision::Bf16;
   double e = setup.precision == Precision::Fp32 ? 4 : 2; // compute bytes
@@ -824,7 +824,7 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
     headGrad = lora ? 0 : g * headGradientElements(m);
     layerGrad = layerG;
     st.lossGradients = headGrad;
-    if (plan::updatesInBackward(s.zero, int64_t(W), s.offload,
+    if (plan::updatesInBackward(s.zero, hw.worldSize(), s.offload,
                                 setup.clipsGradients)) {
       // The update in backward frees each unit's gradient once updated,
       // beside the next unit's backward: a layer's backward holds its own

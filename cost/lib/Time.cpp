@@ -430,14 +430,16 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
   return c;
 }
 
-/// One ring collective: bytes per rank, all-reduce moving twice, over the
-/// slowest link it crosses.
-double collectiveSeconds(double bytes, bool allReduce, const Hardware &hw) {
-  double n = hw.worldSize();
+/// One ring collective over group `g`: bytes per rank, all-reduce moving
+/// twice, over the slowest link it crosses (the inter-node fabric when the
+/// group spans nodes and that is slower, NVLink otherwise).
+double collectiveSeconds(double bytes, bool allReduce, const Group &g,
+                         const Hardware &hw) {
+  double n = g.n;
   if (n <= 1 || bytes <= 0)
     return 0;
   Rates r = ratesOf(hw);
-  bool crossNodes = hw.nodes > 1 && r.interBus < r.intraBus;
+  bool crossNodes = g.crossesNodes && r.interBus < r.intraBus;
   double bw = crossNodes ? r.interBus : r.intraBus;
   double latency = crossNodes ? r.latencyInter : r.latencyIntra;
   double factor = (allReduce ? 2 : 1) * (n - 1) / n;
@@ -453,6 +455,10 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
   Compute c = computeSeconds(m, setup, hw, s, exec);
   double micro = s.gradientAccumulation;
   double P = m.parameters, W = hw.worldSize();
+  // The ranks the states are sharded over, and the group ZeRO's collectives
+  // run in: every GPU unless the layout has shard groups.
+  const double S = shardRanks(s, hw);
+  const Group shardGroup = meshGroup(s, hw, MeshDim::DpShard);
   bool frozen = setup.method != Method::Full;
   bool swiftRun = setup.backend == Backend::SwiftRun;
   double trainable = frozen ? m.adapterParameters : P;
@@ -488,32 +494,32 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
     if (s.zero == 0) {
       // Bucketed all-reduce during the last micro-batch's backward; the last
       // bucket cannot hide.
-      double ar = collectiveSeconds(grads, true, hw);
+      double ar = collectiveSeconds(grads, true, shardGroup, hw);
       total = ar;
       count = buckets(grads);
       exposed = std::max(0.0, ar - c.backward) +
-                collectiveSeconds(std::min<double>(s.bucketBytes, grads), true, hw);
+                collectiveSeconds(std::min<double>(s.bucketBytes, grads), true, shardGroup, hw);
     } else if (s.zero <= 2) {
       // Reduce-scatter of gradients (every micro-batch at ZeRO-2, the last
       // at ZeRO-1) under backward, then an all-gather of updated parameters
       // that nothing hides.
       double rsTimes = s.zero == 2 ? micro : 1;
-      double rs = collectiveSeconds(grads, false, hw);
-      double ag = collectiveSeconds(paramBytes * trainable, false, hw);
+      double rs = collectiveSeconds(grads, false, shardGroup, hw);
+      double ag = collectiveSeconds(paramBytes * trainable, false, shardGroup, hw);
       total = rsTimes * rs + ag;
       count = rsTimes * buckets(grads) + buckets(paramBytes * trainable);
       exposed = rsTimes * std::max(0.0, rs - c.backward) +
-                collectiveSeconds(std::min<double>(s.bucketBytes, grads), false, hw) + ag;
+                collectiveSeconds(std::min<double>(s.bucketBytes, grads), false, shardGroup, hw) + ag;
     } else {
       // ZeRO-3, every micro-batch: gather each unit for forward and again
       // for backward (prefetched under the previous unit's compute), and
       // reduce-scatter its gradients under backward. Gathers copy the shard
       // in and the unit out through HBM.
       double units = m.numLayers + 2;
-      double agFwd = collectiveSeconds(gatherBytes, false, hw);
+      double agFwd = collectiveSeconds(gatherBytes, false, shardGroup, hw);
       double agBwd = agFwd;
-      double rs = collectiveSeconds(grads, false, hw);
-      double firstUnit = collectiveSeconds(firstUnitBytes, false, hw);
+      double rs = collectiveSeconds(grads, false, shardGroup, hw);
+      double firstUnit = collectiveSeconds(firstUnitBytes, false, shardGroup, hw);
       total = micro * (agFwd + agBwd + rs);
       count = micro * 3 * units;
       // The copies in and out of the gather buffers run on the compute
@@ -538,7 +544,7 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
   Rates rates = ratesOf(hw);
   double hbm = rates.elementwise *
                (exec == Exec::Fused ? kFusedMemoryGain : 1.0);
-  double shard = s.zero == 0 ? trainable : trainable / W;
+  double shard = s.zero == 0 ? trainable : trainable / S;
   if (s.offload == Offload::None) {
     // peft's adapters are fp32 whatever the precision; swift-run's follow it.
     double bytesPerParam = pureBf16 && (!frozen || swiftRun) ? 14 : 28;
@@ -561,8 +567,8 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
     // (ZeRO-3 only: offloading parameters needs it).
     if (s.offload == Offload::OptimizerAndParams) {
       if (micro > 1)
-        t.offloadSeconds += (micro - 1) * 2 * 2.0 * trainable / W / link;
-      t.offloadSeconds += (2 * micro - 1) * base.total / W / link;
+        t.offloadSeconds += (micro - 1) * 2 * 2.0 * trainable / S / link;
+      t.offloadSeconds += (2 * micro - 1) * base.total / S / link;
     }
   }
   // Offloaded layer inputs: each crosses the host link out during its

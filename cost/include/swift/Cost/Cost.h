@@ -190,6 +190,17 @@ struct Strategy {
   }
 };
 
+/// The ranks the model states are sharded over (ZeRO's partitions): the
+/// layout's shard group (HSDP's dp_shard), every GPU by default.
+inline int64_t shardRanks(const Strategy &s, const Hardware &hw) {
+  return s.layout.shardGroup(hw.worldSize());
+}
+
+/// The ranks of mesh dimension `d` under `s`'s layout on `hw`.
+inline Group meshGroup(const Strategy &s, const Hardware &hw, MeshDim d) {
+  return s.layout.group(d, hw.worldSize(), hw.gpusPerNode);
+}
+
 /// Where the peak happens.
 struct PeakLocation {
   std::string phase; // forward | backward | optimizer
