@@ -660,7 +660,8 @@ MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
 MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup,
                                const Hardware &hw, const Strategy &s, Exec exec) {
   bool lora = setup.method != Method::Full;
-  double N = shardRanks(s, hw);
+  // Its partitions span every rank, hpZ or not (below).
+  double N = hw.worldSize();
   double P = lora ? m.adapterParameters : m.parameters; // trained
   FrozenBase base = frozenBase(m, setup.method, 2);
   // The largest unit, which ZeRO-3 gathers (and prefetches) whole, in bytes.
@@ -702,6 +703,16 @@ MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup
   st.host = offload ? 16 * P / N : 0;
   if (s.zero == 3 && s.offload == Offload::OptimizerAndParams)
     st.host += base.total / N;
+  // ZeRO++ hpZ (shard groups at ZeRO-3): each rank also keeps its slice of
+  // every weight over its group of shardRanks() ranks, in the weights'
+  // dtype, from the unit's first release until the step
+  // (partition_parameters.py _partition_param_sec: on the parameters'
+  // device, the host when they are offloaded).
+  if (s.zero == 3 && s.layout.replicas(hw.worldSize()) > 1) {
+    double secondary = (2 * P + base.total) / shardRanks(s, hw);
+    (s.offload == Offload::OptimizerAndParams ? st.host : st.parameters) +=
+        secondary;
+  }
   // The contiguous gradient bucket ZeRO-1/2 reduces through.
   if (s.zero == 1 || s.zero == 2)
     st.gradientBuffers = std::min<double>(s.bucketBytes, 2 * P);

@@ -456,9 +456,18 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
   double micro = s.gradientAccumulation;
   double P = m.parameters, W = hw.worldSize();
   // The ranks the states are sharded over, and the group ZeRO's collectives
-  // run in: every GPU unless the layout has shard groups.
-  const double S = shardRanks(s, hw);
-  const Group shardGroup = meshGroup(s, hw, MeshDim::DpShard);
+  // run in: every GPU unless the layout has shard groups (HSDP). DeepSpeed's
+  // form of them, ZeRO++ hpZ (ZeRO-3 only), keeps its partitions and the
+  // gradients' reduce-scatter over every rank; only the weights get a
+  // secondary partition in each group, which the gathers read after the
+  // step's first forward (hpzGroup).
+  const bool deepSpeed = setup.backend == Backend::DeepSpeed;
+  const Group worldGroup = Layout().group(MeshDim::DpShard, hw.worldSize(),
+                                          hw.gpusPerNode);
+  const Group hpzGroup = meshGroup(s, hw, MeshDim::DpShard);
+  const double S = deepSpeed ? W : shardRanks(s, hw);
+  const Group shardGroup = deepSpeed ? worldGroup : hpzGroup;
+  const Group replicaGroup = meshGroup(s, hw, MeshDim::DpReplicate);
   bool frozen = setup.method != Method::Full;
   bool swiftRun = setup.backend == Backend::SwiftRun;
   double trainable = frozen ? m.adapterParameters : P;
@@ -515,18 +524,47 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
       // for backward (prefetched under the previous unit's compute), and
       // reduce-scatter its gradients under backward. Gathers copy the shard
       // in and the unit out through HBM.
+      // DeepSpeed's hpZ: the step's first forward gathers from the primary
+      // partition over every rank (the step invalidates the secondary
+      // one, stage3.py _post_step); releasing a gathered unit fills its
+      // secondary partition, so every later gather (backward, and the
+      // forwards of further micro-batches) stays in the hpZ group
+      // (partition_parameters.py _partition_param_sec, all_gather_coalesced).
       double units = m.numLayers + 2;
-      double agFwd = collectiveSeconds(gatherBytes, false, shardGroup, hw);
+      const Group &firstGather = deepSpeed ? worldGroup : shardGroup;
+      double agFirst = collectiveSeconds(gatherBytes, false, firstGather, hw);
+      double agFwd = collectiveSeconds(gatherBytes, false, hpzGroup, hw);
       double agBwd = agFwd;
       double rs = collectiveSeconds(grads, false, shardGroup, hw);
-      double firstUnit = collectiveSeconds(firstUnitBytes, false, shardGroup, hw);
+      double firstUnit = collectiveSeconds(firstUnitBytes, false, firstGather, hw);
+      double laterUnit = collectiveSeconds(firstUnitBytes, false, hpzGroup, hw);
       total = micro * (agFwd + agBwd + rs);
       count = micro * 3 * units;
       // The copies in and out of the gather buffers run on the compute
       // stream: communication cost nothing hides.
       exposed = micro * (std::max(0.0, agFwd - c.forward) +
-                         std::max(0.0, agBwd + rs - c.backward - c.recompute) + firstUnit +
+                         std::max(0.0, agBwd + rs - c.backward - c.recompute) + laterUnit +
                          2 * 2 * gatherBytes / ratesOf(hw).elementwise);
+      // hpZ's first forward gathers over every rank instead (nothing
+      // changes elsewhere: the same group).
+      total += agFirst - agFwd;
+      exposed += std::max(0.0, agFirst - c.forward) + firstUnit -
+                 (std::max(0.0, agFwd - c.forward) + laterUnit);
+    }
+    // HSDP on swift-run: on the step's last micro-batch each unit's reduced
+    // shard (G / S) is all-reduced across the replica groups, one
+    // all-reduce per unit. UnitDriver::reduceScatter chains it to the
+    // unit's reduce-scatter and issues it only when that is waited for, and
+    // waits for it there (on the compute stream's critical path; on CUDA
+    // the replica communicator's stream does not overlap it with later
+    // reductions yet): exposed, every unit.
+    if (!deepSpeed && replicaGroup.n > 1 && s.zero >= 1) {
+      double units = frozen ? m.numLayers : m.numLayers + 2;
+      t.replicaAllReduceSeconds =
+          units * collectiveSeconds(grads / S / units, true, replicaGroup, hw);
+      total += t.replicaAllReduceSeconds;
+      exposed += t.replicaAllReduceSeconds;
+      count += units;
     }
     exposed += kOverlapInterference * std::max(0.0, total - exposed) +
                count * kCollectiveOverheadSeconds;

@@ -255,6 +255,9 @@ struct TimeEstimate {
   double activationOffloadSeconds = 0;
   double activationCopySeconds = 0;
   double optimizerSeconds = 0;
+  // HSDP: the all-reduces of the reduced shards across the replica groups
+  // (part of communication, all of it exposed on swift-run).
+  double replicaAllReduceSeconds = 0;
   double tokensPerSecond = 0;             // all GPUs
   double mfu = 0;                         // vs datasheet bf16 peak
 };
