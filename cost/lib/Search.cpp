@@ -348,12 +348,20 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
     }
     shards = {*fixed.dpShard == dataParallel ? 0 : *fixed.dpShard};
   } else if (hw.nodes > 1) {
+    // Largest groups first (the pruning below).
+    for (int64_t g = int64_t(1) << 62; g > hw.gpusPerNode; g /= 2)
+      if (g < dataParallel && dataParallel % g == 0)
+        shards.push_back(g);
     if (dataParallel % hw.gpusPerNode == 0)
       shards.push_back(hw.gpusPerNode);
-    for (int64_t g = 1; g < dataParallel; g *= 2)
-      if (g > hw.gpusPerNode && dataParallel % g == 0)
-        shards.push_back(g);
   }
+  // A strategy's memory (GPU and host) only grows as its groups shrink:
+  // its states are sharded over fewer ranks (DeepSpeed's hpZ adds a
+  // partition). So a strategy that does not fit with larger groups is not
+  // priced with smaller ones: the decisions that fit with the previous
+  // group size, and with this one.
+  std::set<std::tuple<int, int, int, int64_t, int64_t, int>> fitLarger, fitHere;
+  int64_t previousShard = -1;
 
   Searcher searcher(m, setup, hw, options, result);
   // Strategies without checkpointing that fit: first-k checkpointing is
@@ -397,6 +405,16 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
                 // offload.
                 if (W == 1 && zero > 0 && offload == Offload::None && !fixed.zero)
                   break;
+                if (shard != previousShard) {
+                  if (previousShard >= 0)
+                    fitLarger = std::move(fitHere);
+                  fitHere.clear();
+                  previousShard = shard;
+                }
+                auto decisions = std::make_tuple(zero, int(offload), int(ckpt),
+                                                 micro, bucket, prefetch);
+                if (shard != shards.front() && !fitLarger.count(decisions))
+                  break; // nor does any larger micro-batch
                 bool overGpu = false;
                 std::optional<bool> fits = searcher.price(s, true, &overGpu);
                 if (!fits)
@@ -415,6 +433,8 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
                                            bucket, prefetch);
                 if (ckpt == Checkpointing::None && *fits)
                   fitWithout.insert(key);
+                if (*fits)
+                  fitHere.insert(decisions);
                 // A job that fixes checkpointing means every layer unless it
                 // also names checkpoint_layers; first-k is the planner's own
                 // refinement when checkpointing is open.
