@@ -293,4 +293,28 @@ TEST(Search, PicksHsdpWhenInterNodeIsSlow) {
     EXPECT_EQ(c.strategy.layout.dpShard, 0);
 }
 
+// Smaller shard groups only add memory, so where nothing fits with one
+// group of every GPU (Llama-3.1-70B, full, on 2 nodes of 8 A10s) the search
+// prices no shard groups at all: the same strategies as with dp_shard
+// fixed to all 16, and the same closest one.
+TEST(Search, SmallerGroupsArePricedOnlyWhereLargerOnesFit) {
+  PricedJob p = price({"model=llama3.1-70b", "cluster.gpu=a10",
+                       "cluster.gpus_per_node=8", "cluster.nodes=2",
+                       "training.global_batch_size=16",
+                       "training.micro_batch_size=1", "strategy.zero=3",
+                       "strategy.offload=none", "strategy.checkpointing=full",
+                       "strategy.dp_shard=16"});
+  cost::FixedDecisions open, all;
+  all.dpShard = 16;
+  cost::SearchResult a = cost::search(p.profile, p.setup, p.hw, open);
+  cost::SearchResult b = cost::search(p.profile, p.setup, p.hw, all);
+  ASSERT_FALSE(a.best);
+  ASSERT_TRUE(a.closest && b.closest);
+  EXPECT_EQ(a.evaluated, b.evaluated);
+  EXPECT_EQ(a.considered, b.considered);
+  EXPECT_EQ(a.closest->estimate.memory.peakBytes,
+            b.closest->estimate.memory.peakBytes);
+  EXPECT_EQ(a.closest->strategy.layout.dpShard, 0);
+}
+
 } // namespace
