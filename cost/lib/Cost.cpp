@@ -83,6 +83,35 @@ std::string unsupportedReason(const ModelProfile &model,
   if (s.offloadActivations != 0 && s.checkpointing != Checkpointing::Full)
     return "offloading activations moves fully checkpointed layers' inputs; "
            "it needs checkpointing full";
+  // HSDP: shard groups of dp_shard ranks, replicas of each other.
+  const Layout &layout = s.layout;
+  const int64_t world = hw.worldSize();
+  if (layout.dpShard < 0 ||
+      (layout.dpShard > 0 && layout.dataParallel(world) % layout.dpShard != 0))
+    return "dp_shard must divide the data-parallel ranks";
+  if (layout.replicas(world) > 1) {
+    const std::string groups = "shard groups of " +
+                               std::to_string(layout.shardGroup(world)) +
+                               " of the " +
+                               std::to_string(layout.dataParallel(world)) +
+                               " data-parallel ranks";
+    // (Backends added later price or refuse shard groups themselves.)
+    if (setup.backend == Backend::HF)
+      return "HF's Trainer shards over every rank (its --fsdp flags set no "
+             "shard-group size): " +
+             groups + " (HSDP) need swift-run, or deepspeed at zero 3 (ZeRO++ hpZ)";
+    if (setup.backend == Backend::DeepSpeed && s.zero != 3)
+      return "DeepSpeed's form of " + groups +
+             " is ZeRO++ hpZ (zero_hpz_partition_size), a secondary partition "
+             "of the weights under ZeRO-3: use zero 3";
+    if (setup.backend == Backend::DeepSpeed && layout.shardGroup(world) == 1)
+      return "DeepSpeed's zero_hpz_partition_size 1 turns hpZ off: shard "
+             "groups of 1 rank need swift-run";
+    if (setup.backend == Backend::SwiftRun && s.zero == 0)
+      return groups + " (HSDP) shard the model states within each group: "
+                      "they need zero >= 1 (zero 0 keeps every unit whole on "
+                      "every rank)";
+  }
   switch (setup.backend) {
   case Backend::HF:
     if (s.zero == 1)

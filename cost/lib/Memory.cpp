@@ -563,7 +563,7 @@ bool tiedEmbeddings(const ModelProfile &m) {
 MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
                         const Hardware &hw, const Strategy &s, Exec exec) {
   double P = m.parameters, A = m.adapterParameters;
-  double N = hw.worldSize();
+  double N = shardRanks(s, hw);
   int64_t L = m.numLayers;
   bool offload = s.offload != Offload::None;
   Activations a = hfActivations(m, setup, hw, s, exec);
@@ -661,6 +661,7 @@ MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
 MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup,
                                const Hardware &hw, const Strategy &s, Exec exec) {
   bool lora = setup.method != Method::Full;
+  // Its partitions span every rank, hpZ or not (below).
   double N = hw.worldSize();
   double P = lora ? m.adapterParameters : m.parameters; // trained
   FrozenBase base = frozenBase(m, setup.method, 2);
@@ -703,6 +704,16 @@ MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup
   st.host = offload ? 16 * P / N : 0;
   if (s.zero == 3 && s.offload == Offload::OptimizerAndParams)
     st.host += base.total / N;
+  // ZeRO++ hpZ (shard groups at ZeRO-3): each rank also keeps its slice of
+  // every weight over its group of shardRanks() ranks, in the weights'
+  // dtype, from the unit's first release until the step
+  // (partition_parameters.py _partition_param_sec: on the parameters'
+  // device, the host when they are offloaded).
+  if (s.zero == 3 && s.layout.replicas(hw.worldSize()) > 1) {
+    double secondary = (2 * P + base.total) / shardRanks(s, hw);
+    (s.offload == Offload::OptimizerAndParams ? st.host : st.parameters) +=
+        secondary;
+  }
   // The contiguous gradient bucket ZeRO-1/2 reduces through.
   if (s.zero == 1 || s.zero == 2)
     st.gradientBuffers = std::min<double>(s.bucketBytes, 2 * P);
@@ -725,7 +736,7 @@ MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup
 /// ZeRO-3 (gathered per unit, released after it).
 MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
                               const Hardware &hw, const Strategy &s, Exec exec) {
-  double W = hw.worldSize();
+  double W = shardRanks(s, hw);
   bool lora = setup.method != Method::Full;
   bool pureBf16 = plan::storagePrecision(setup.precision) == Precision::Bf16;
   double e = setup.precision == Precision::Fp32 ? 4 : 2; // compute bytes
@@ -825,7 +836,7 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
     headGrad = lora ? 0 : g * headGradientElements(m);
     layerGrad = layerG;
     st.lossGradients = headGrad;
-    if (plan::updatesInBackward(s.zero, int64_t(W), s.offload,
+    if (plan::updatesInBackward(s.zero, hw.worldSize(), s.offload,
                                 setup.clipsGradients)) {
       // The update in backward frees each unit's gradient once updated,
       // beside the next unit's backward: a layer's backward holds its own

@@ -24,6 +24,8 @@ std::string describe(const Strategy &s) {
             " layers offloaded";
   if (s.mlpTileTokens > 0)
     text += ", MLP in tiles of " + std::to_string(s.mlpTileTokens) + " tokens";
+  if (s.layout.dpShard > 0)
+    text += ", dp_shard " + std::to_string(s.layout.dpShard);
   text += ", micro-batch " + std::to_string(s.microBatchSize) + " x " +
           std::to_string(s.gradientAccumulation) + " accumulation";
   return text;
@@ -49,6 +51,8 @@ std::vector<T> choices(const std::optional<T> &fixed, std::vector<T> all) {
 std::vector<std::pair<std::string, std::string>>
 refusingKeys(const FixedDecisions &fixed, Backend backend) {
   std::vector<std::pair<std::string, std::string>> keys;
+  if (fixed.dpShard)
+    keys.push_back({"strategy.dp_shard", std::to_string(*fixed.dpShard)});
   if (fixed.offload)
     keys.push_back({"strategy.offload", toString(*fixed.offload)});
   if (fixed.zero)
@@ -165,10 +169,12 @@ public:
   }
 
 private:
-  /// The best candidate of each (zero, offload, checkpointing) family, so
-  /// alternatives are different strategies rather than other micro-batches.
+  /// The best candidate of each (shard group, zero, offload,
+  /// checkpointing) family, so alternatives are different strategies rather
+  /// than other micro-batches.
   void keep(Candidate c) {
-    auto key = std::make_tuple(c.strategy.zero, int(c.strategy.offload),
+    auto key = std::make_tuple(c.strategy.layout.dpShard, c.strategy.zero,
+                               int(c.strategy.offload),
                                int(c.strategy.checkpointing),
                                c.strategy.checkpointLayers >= 0,
                                c.strategy.offloadActivations != 0,
@@ -183,7 +189,8 @@ private:
   const Hardware &hw;
   const SearchOptions &options;
   SearchResult &result;
-  std::map<std::tuple<int, int, int, bool, bool, bool>, Candidate> bestPerFamily;
+  std::map<std::tuple<int64_t, int, int, int, bool, bool, bool>, Candidate>
+      bestPerFamily;
 };
 
 /// The fewest offloaded layers (1..L) with which `s` fits the GPU, given
@@ -327,92 +334,136 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
     micros = {*fixed.microBatchSize};
   }
 
+  // Shard groups (HSDP): one group of every data-parallel rank (0), and on
+  // several nodes also one node's GPUs and the powers of 2 between, each
+  // dividing the ranks.
+  const int64_t dataParallel = W;
+  std::vector<int64_t> shards = {0};
+  if (fixed.dpShard) {
+    if (*fixed.dpShard < 1 || dataParallel % *fixed.dpShard != 0) {
+      result.error = "strategy.dp_shard: " + std::to_string(*fixed.dpShard) +
+                     " does not divide the " + std::to_string(dataParallel) +
+                     " data-parallel ranks";
+      return result;
+    }
+    shards = {*fixed.dpShard == dataParallel ? 0 : *fixed.dpShard};
+  } else if (hw.nodes > 1) {
+    // Largest groups first (the pruning below).
+    for (int64_t g = int64_t(1) << 62; g > hw.gpusPerNode; g /= 2)
+      if (g < dataParallel && dataParallel % g == 0)
+        shards.push_back(g);
+    if (dataParallel % hw.gpusPerNode == 0)
+      shards.push_back(hw.gpusPerNode);
+  }
+  // A strategy's memory (GPU and host) only grows as its groups shrink:
+  // its states are sharded over fewer ranks (DeepSpeed's hpZ adds a
+  // partition). So a strategy that does not fit with larger groups is not
+  // priced with smaller ones: the decisions that fit with the previous
+  // group size, and with this one.
+  std::set<std::tuple<int, int, int, int64_t, int64_t, int>> fitLarger, fitHere;
+  int64_t previousShard = -1;
+
   Searcher searcher(m, setup, hw, options, result);
   // Strategies without checkpointing that fit: first-k checkpointing is
   // explored only where they do not (it can only be slower otherwise).
-  std::set<std::tuple<int, int, int64_t, int64_t, int>> fitWithout;
+  std::set<std::tuple<int64_t, int, int, int64_t, int64_t, int>> fitWithout;
   bool sharded = W > 1;
   std::vector<int64_t> buckets = {25 << 20};
   if (setup.backend != Backend::HF && sharded)
     buckets.push_back(200 << 20);
   if (fixed.bucketBytes)
     buckets = {*fixed.bucketBytes};
-  for (int zero : choices<int>(fixed.zero, {0, 1, 2, 3}))
-    for (Offload offload : choices<Offload>(
-             fixed.offload, {Offload::None, Offload::Optimizer, Offload::OptimizerAndParams}))
-      for (Checkpointing ckpt : choices<Checkpointing>(
-               fixed.checkpointing,
-               {Checkpointing::None, Checkpointing::Selective, Checkpointing::Full}))
-        for (int64_t bucket : buckets)
-          for (int prefetch : fixed.prefetchDepth ? std::vector<int>{*fixed.prefetchDepth}
-                              : (zero == 3 && setup.backend == Backend::SwiftRun)
-                                  ? std::vector<int>{1, 2}
-                                  : std::vector<int>{1}) {
-            // Memory grows with the micro-batch: once one does not fit, no
-            // larger one will.
-            for (int64_t micro : micros) {
-              Strategy s;
-              s.zero = zero;
-              s.offload = offload;
-              s.checkpointing = ckpt;
-              s.microBatchSize = micro;
-              s.gradientAccumulation = perGpu / micro;
-              s.bucketBytes = bucket;
-              s.prefetchDepth = prefetch;
-              s.checkpointLayers =
-                  ckpt == Checkpointing::None ? -1 : fixed.checkpointLayers.value_or(-1);
-              s.offloadActivations = fixed.offloadActivations.value_or(0);
-              s.mlpTileTokens = fixed.mlpTileTokens.value_or(0);
-              // One GPU shards nothing: ZeRO stages only matter there with
-              // offload.
-              if (W == 1 && zero > 0 && offload == Offload::None && !fixed.zero)
-                break;
-              bool overGpu = false;
-              std::optional<bool> fits = searcher.price(s, true, &overGpu);
-              if (!fits)
-                break; // the backend cannot run this family
-              // Fitting only with activations on the host or the MLP in
-              // tiles: every layer stays checkpointed (fewer would need more
-              // of both).
-              bool refined = false;
-              if (overGpu && ckpt == Checkpointing::Full &&
-                  setup.backend == Backend::SwiftRun) {
-                fits = fitActivations(s, L, micro * m.sequenceLength, fixed,
-                                      searcher);
-                refined = *fits;
-              }
-              auto key = std::make_tuple(zero, int(offload), micro, bucket, prefetch);
-              if (ckpt == Checkpointing::None && *fits)
-                fitWithout.insert(key);
-              // A job that fixes checkpointing means every layer unless it
-              // also names checkpoint_layers; first-k is the planner's own
-              // refinement when checkpointing is open.
-              if (ckpt != Checkpointing::None && !fixed.checkpointing && *fits &&
-                  !refined && setup.backend == Backend::SwiftRun &&
-                  !fitWithout.count(key)) {
-                // All layers fit; the fewest checkpointed layers that still
-                // fit recompute least. Memory falls as k grows: bisect.
-                int64_t lo = 0, hi = L;
-                while (hi - lo > 1) {
-                  int64_t k = (lo + hi) / 2;
-                  Strategy probe = s;
-                  probe.checkpointLayers = k;
-                  std::optional<bool> ok = searcher.price(probe);
-                  if (ok && *ok)
-                    hi = k;
-                  else
-                    lo = k;
+  for (int64_t shard : shards)
+    for (int zero : choices<int>(fixed.zero, {0, 1, 2, 3}))
+      for (Offload offload : choices<Offload>(
+               fixed.offload, {Offload::None, Offload::Optimizer, Offload::OptimizerAndParams}))
+        for (Checkpointing ckpt : choices<Checkpointing>(
+                 fixed.checkpointing,
+                 {Checkpointing::None, Checkpointing::Selective, Checkpointing::Full}))
+          for (int64_t bucket : buckets)
+            for (int prefetch : fixed.prefetchDepth ? std::vector<int>{*fixed.prefetchDepth}
+                                : (zero == 3 && setup.backend == Backend::SwiftRun)
+                                    ? std::vector<int>{1, 2}
+                                    : std::vector<int>{1}) {
+              // Memory grows with the micro-batch: once one does not fit, no
+              // larger one will.
+              for (int64_t micro : micros) {
+                Strategy s;
+                s.zero = zero;
+                s.offload = offload;
+                s.checkpointing = ckpt;
+                s.microBatchSize = micro;
+                s.gradientAccumulation = perGpu / micro;
+                s.bucketBytes = bucket;
+                s.prefetchDepth = prefetch;
+                s.checkpointLayers =
+                    ckpt == Checkpointing::None ? -1 : fixed.checkpointLayers.value_or(-1);
+                s.offloadActivations = fixed.offloadActivations.value_or(0);
+                s.mlpTileTokens = fixed.mlpTileTokens.value_or(0);
+                s.layout.dpShard = shard;
+                // One GPU shards nothing: ZeRO stages only matter there with
+                // offload.
+                if (W == 1 && zero > 0 && offload == Offload::None && !fixed.zero)
+                  break;
+                if (shard != previousShard) {
+                  if (previousShard >= 0)
+                    fitLarger = std::move(fitHere);
+                  fitHere.clear();
+                  previousShard = shard;
                 }
-                if (hi < L) {
-                  Strategy firstK = s;
-                  firstK.checkpointLayers = hi;
-                  searcher.price(firstK);
+                auto decisions = std::make_tuple(zero, int(offload), int(ckpt),
+                                                 micro, bucket, prefetch);
+                if (shard != shards.front() && !fitLarger.count(decisions))
+                  break; // nor does any larger micro-batch
+                bool overGpu = false;
+                std::optional<bool> fits = searcher.price(s, true, &overGpu);
+                if (!fits)
+                  break; // the backend cannot run this family
+                // Fitting only with activations on the host or the MLP in
+                // tiles: every layer stays checkpointed (fewer would need more
+                // of both).
+                bool refined = false;
+                if (overGpu && ckpt == Checkpointing::Full &&
+                    setup.backend == Backend::SwiftRun) {
+                  fits = fitActivations(s, L, micro * m.sequenceLength, fixed,
+                                        searcher);
+                  refined = *fits;
                 }
+                auto key = std::make_tuple(shard, zero, int(offload), micro,
+                                           bucket, prefetch);
+                if (ckpt == Checkpointing::None && *fits)
+                  fitWithout.insert(key);
+                if (*fits)
+                  fitHere.insert(decisions);
+                // A job that fixes checkpointing means every layer unless it
+                // also names checkpoint_layers; first-k is the planner's own
+                // refinement when checkpointing is open.
+                if (ckpt != Checkpointing::None && !fixed.checkpointing && *fits &&
+                    !refined && setup.backend == Backend::SwiftRun &&
+                    !fitWithout.count(key)) {
+                  // All layers fit; the fewest checkpointed layers that still
+                  // fit recompute least. Memory falls as k grows: bisect.
+                  int64_t lo = 0, hi = L;
+                  while (hi - lo > 1) {
+                    int64_t k = (lo + hi) / 2;
+                    Strategy probe = s;
+                    probe.checkpointLayers = k;
+                    std::optional<bool> ok = searcher.price(probe);
+                    if (ok && *ok)
+                      hi = k;
+                    else
+                      lo = k;
+                  }
+                  if (hi < L) {
+                    Strategy firstK = s;
+                    firstK.checkpointLayers = hi;
+                    searcher.price(firstK);
+                  }
+                }
+                if (!*fits)
+                  break;
               }
-              if (!*fits)
-                break;
             }
-          }
 
   std::vector<Candidate> ranked = searcher.ranked();
   if (ranked.empty()) {
@@ -426,8 +477,22 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
     result.closest = ranked.front();
   }
   const Candidate &reference = result.best ? *result.best : ranked.front();
+  std::vector<size_t> runnersUp;
   for (size_t i = result.best ? 1 : 0;
-       i < ranked.size() && result.alternatives.size() < options.alternatives; ++i) {
+       i < ranked.size() && runnersUp.size() < options.alternatives; ++i)
+    runnersUp.push_back(i);
+  // Shard groups chosen: the best with one group of every rank stays among
+  // the runners-up (last, when it ranks lower), so the report can say what
+  // the groups save.
+  auto oneGroup = [](const Candidate &c) { return c.strategy.layout.dpShard == 0; };
+  if (result.best && !oneGroup(*result.best) && !runnersUp.empty() &&
+      std::none_of(runnersUp.begin(), runnersUp.end(),
+                   [&](size_t i) { return oneGroup(ranked[i]); })) {
+    auto plain = std::find_if(ranked.begin(), ranked.end(), oneGroup);
+    if (plain != ranked.end())
+      runnersUp.back() = size_t(plain - ranked.begin());
+  }
+  for (size_t i : runnersUp) {
     Candidate c = ranked[i];
     c.verdict = verdict(c, reference, result);
     result.alternatives.push_back(std::move(c));

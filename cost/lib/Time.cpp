@@ -439,14 +439,16 @@ Compute computeSeconds(const ModelProfile &m, const TrainingSetup &setup,
   return c;
 }
 
-/// One ring collective: bytes per rank, all-reduce moving twice, over the
-/// slowest link it crosses.
-double collectiveSeconds(double bytes, bool allReduce, const Hardware &hw) {
-  double n = hw.worldSize();
+/// One ring collective over group `g`: bytes per rank, all-reduce moving
+/// twice, over the slowest link it crosses (the inter-node fabric when the
+/// group spans nodes and that is slower, NVLink otherwise).
+double collectiveSeconds(double bytes, bool allReduce, const Group &g,
+                         const Hardware &hw) {
+  double n = g.n;
   if (n <= 1 || bytes <= 0)
     return 0;
   Rates r = ratesOf(hw);
-  bool crossNodes = hw.nodes > 1 && r.interBus < r.intraBus;
+  bool crossNodes = g.crossesNodes && r.interBus < r.intraBus;
   double bw = crossNodes ? r.interBus : r.intraBus;
   double latency = crossNodes ? r.latencyInter : r.latencyIntra;
   double factor = (allReduce ? 2 : 1) * (n - 1) / n;
@@ -464,6 +466,19 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
   Compute c = computeSeconds(m, setup, hw, s, exec);
   double micro = s.gradientAccumulation;
   double P = m.parameters, W = hw.worldSize();
+  // The ranks the states are sharded over, and the group ZeRO's collectives
+  // run in: every GPU unless the layout has shard groups (HSDP). DeepSpeed's
+  // form of them, ZeRO++ hpZ (ZeRO-3 only), keeps its partitions and the
+  // gradients' reduce-scatter over every rank; only the weights get a
+  // secondary partition in each group, which the gathers read after the
+  // step's first forward (hpzGroup).
+  const bool deepSpeed = setup.backend == Backend::DeepSpeed;
+  const Group worldGroup = Layout().group(MeshDim::DpShard, hw.worldSize(),
+                                          hw.gpusPerNode);
+  const Group hpzGroup = meshGroup(s, hw, MeshDim::DpShard);
+  const double S = deepSpeed ? W : shardRanks(s, hw);
+  const Group shardGroup = deepSpeed ? worldGroup : hpzGroup;
+  const Group replicaGroup = meshGroup(s, hw, MeshDim::DpReplicate);
   bool frozen = setup.method != Method::Full;
   bool swiftRun = setup.backend == Backend::SwiftRun;
   double trainable = frozen ? m.adapterParameters : P;
@@ -499,39 +514,68 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
     if (s.zero == 0) {
       // Bucketed all-reduce during the last micro-batch's backward; the last
       // bucket cannot hide.
-      double ar = collectiveSeconds(grads, true, hw);
+      double ar = collectiveSeconds(grads, true, shardGroup, hw);
       total = ar;
       count = buckets(grads);
       exposed = std::max(0.0, ar - c.backward) +
-                collectiveSeconds(std::min<double>(s.bucketBytes, grads), true, hw);
+                collectiveSeconds(std::min<double>(s.bucketBytes, grads), true, shardGroup, hw);
     } else if (s.zero <= 2) {
       // Reduce-scatter of gradients (every micro-batch at ZeRO-2, the last
       // at ZeRO-1) under backward, then an all-gather of updated parameters
       // that nothing hides.
       double rsTimes = s.zero == 2 ? micro : 1;
-      double rs = collectiveSeconds(grads, false, hw);
-      double ag = collectiveSeconds(paramBytes * trainable, false, hw);
+      double rs = collectiveSeconds(grads, false, shardGroup, hw);
+      double ag = collectiveSeconds(paramBytes * trainable, false, shardGroup, hw);
       total = rsTimes * rs + ag;
       count = rsTimes * buckets(grads) + buckets(paramBytes * trainable);
       exposed = rsTimes * std::max(0.0, rs - c.backward) +
-                collectiveSeconds(std::min<double>(s.bucketBytes, grads), false, hw) + ag;
+                collectiveSeconds(std::min<double>(s.bucketBytes, grads), false, shardGroup, hw) + ag;
     } else {
       // ZeRO-3, every micro-batch: gather each unit for forward and again
       // for backward (prefetched under the previous unit's compute), and
       // reduce-scatter its gradients under backward. Gathers copy the shard
       // in and the unit out through HBM.
+      // DeepSpeed's hpZ: the step's first forward gathers from the primary
+      // partition over every rank (the step invalidates the secondary
+      // one, stage3.py _post_step); releasing a gathered unit fills its
+      // secondary partition, so every later gather (backward, and the
+      // forwards of further micro-batches) stays in the hpZ group
+      // (partition_parameters.py _partition_param_sec, all_gather_coalesced).
       double units = m.numLayers + 2;
-      double agFwd = collectiveSeconds(gatherBytes, false, hw);
+      const Group &firstGather = deepSpeed ? worldGroup : shardGroup;
+      double agFirst = collectiveSeconds(gatherBytes, false, firstGather, hw);
+      double agFwd = collectiveSeconds(gatherBytes, false, hpzGroup, hw);
       double agBwd = agFwd;
-      double rs = collectiveSeconds(grads, false, hw);
-      double firstUnit = collectiveSeconds(firstUnitBytes, false, hw);
+      double rs = collectiveSeconds(grads, false, shardGroup, hw);
+      double firstUnit = collectiveSeconds(firstUnitBytes, false, firstGather, hw);
+      double laterUnit = collectiveSeconds(firstUnitBytes, false, hpzGroup, hw);
       total = micro * (agFwd + agBwd + rs);
       count = micro * 3 * units;
       // The copies in and out of the gather buffers run on the compute
       // stream: communication cost nothing hides.
       exposed = micro * (std::max(0.0, agFwd - c.forward) +
-                         std::max(0.0, agBwd + rs - c.backward - c.recompute) + firstUnit +
+                         std::max(0.0, agBwd + rs - c.backward - c.recompute) + laterUnit +
                          2 * 2 * gatherBytes / ratesOf(hw).elementwise);
+      // hpZ's first forward gathers over every rank instead (nothing
+      // changes elsewhere: the same group).
+      total += agFirst - agFwd;
+      exposed += std::max(0.0, agFirst - c.forward) + firstUnit -
+                 (std::max(0.0, agFwd - c.forward) + laterUnit);
+    }
+    // HSDP on swift-run: on the step's last micro-batch each unit's reduced
+    // shard (G / S) is all-reduced across the replica groups, one
+    // all-reduce per unit. UnitDriver::reduceScatter chains it to the
+    // unit's reduce-scatter and issues it only when that is waited for, and
+    // waits for it there (on the compute stream's critical path; on CUDA
+    // the replica communicator's stream does not overlap it with later
+    // reductions yet): exposed, every unit.
+    if (!deepSpeed && replicaGroup.n > 1 && s.zero >= 1) {
+      double units = frozen ? m.numLayers : m.numLayers + 2;
+      t.replicaAllReduceSeconds =
+          units * collectiveSeconds(grads / S / units, true, replicaGroup, hw);
+      total += t.replicaAllReduceSeconds;
+      exposed += t.replicaAllReduceSeconds;
+      count += units;
     }
     exposed += kOverlapInterference * std::max(0.0, total - exposed) +
                count * kCollectiveOverheadSeconds;
@@ -549,7 +593,7 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
   Rates rates = ratesOf(hw);
   double hbm = rates.elementwise *
                (exec == Exec::Fused ? kFusedMemoryGain : 1.0);
-  double shard = s.zero == 0 ? trainable : trainable / W;
+  double shard = s.zero == 0 ? trainable : trainable / S;
   if (s.offload == Offload::None) {
     // peft's adapters are fp32 whatever the precision; swift-run's follow it.
     double bytesPerParam = pureBf16 && (!frozen || swiftRun) ? 14 : 28;
@@ -572,8 +616,8 @@ TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
     // (ZeRO-3 only: offloading parameters needs it).
     if (s.offload == Offload::OptimizerAndParams) {
       if (micro > 1)
-        t.offloadSeconds += (micro - 1) * 2 * 2.0 * trainable / W / link;
-      t.offloadSeconds += (2 * micro - 1) * base.total / W / link;
+        t.offloadSeconds += (micro - 1) * 2 * 2.0 * trainable / S / link;
+      t.offloadSeconds += (2 * micro - 1) * base.total / S / link;
     }
   }
   // Offloaded layer inputs: each crosses the host link out during its

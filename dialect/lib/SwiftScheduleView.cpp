@@ -345,6 +345,7 @@ plan::StrategyConfig mlir::swift::planStrategy(const ::swift::cost::Strategy &s,
   out.prefetchDepth = s.prefetchDepth;
   out.offloadActivations = s.offloadActivations;
   out.mlpTileTokens = s.mlpTileTokens;
+  out.dpShard = s.layout.dpShard; // 0: one group of every rank
   if (schedule && schedule.getBucketBytes())
     out.bucketBytes = *schedule.getBucketBytes();
   if (schedule && schedule.getPrefetchDepth())

@@ -314,15 +314,8 @@ std::string JobOp::unpricedLayout() {
         {"cp", "context parallelism", attr.getCp()}})
     if (degree > 1)
       return refuse(key, what, std::to_string(*degree), "1");
-  // With tp, pp and cp 1 every GPU is a data-parallel rank.
-  ClusterOp cluster = lookupCluster();
-  int64_t dataParallel = cluster ? cluster.getNumGpus() : 0;
-  if (std::optional<int64_t> shard = attr.getDpShard();
-      shard && *shard != dataParallel)
-    return refuse("dp_shard", "hybrid sharding (HSDP)",
-                  std::to_string(*shard) + " of the " +
-                      std::to_string(dataParallel) + " data-parallel ranks",
-                  std::to_string(dataParallel));
+  // dp_shard (HSDP's shard groups) is priced: each backend runs it or says
+  // why not (cost::unsupportedReason).
   if (std::optional<PipelineSchedule> schedule = attr.getPpSchedule())
     return refuse("pp_schedule", "pipeline schedules",
                   ::swift::plan::toString(*schedule), "");
@@ -376,5 +369,12 @@ std::optional<cost::Strategy> JobOp::fixedStrategy(std::string &missing) {
   s.mlpTileTokens = attr.getMlpTileTokens().value_or(0);
   s.microBatchSize = *getMicroBatchSize();
   s.gradientAccumulation = *getGradientAccumulation();
+  // Shard groups of dp_shard ranks; absent, or every data-parallel rank
+  // (tp, pp and cp are 1 here): one group (0).
+  if (std::optional<int64_t> shard = attr.getDpShard()) {
+    ClusterOp cluster = lookupCluster();
+    if (!cluster || *shard != cluster.getNumGpus())
+      s.layout.dpShard = *shard;
+  }
   return s;
 }

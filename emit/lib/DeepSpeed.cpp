@@ -117,6 +117,13 @@ FailureOr<llvm::json::Object> deepSpeedConfig(ModuleOp module) {
     zero["stage3_param_persistence_threshold"] = 0;
     // Without it a ZeRO-3 save writes no usable model (only the shards).
     zero["stage3_gather_16bit_weights_on_model_save"] = true;
+    // Shard groups (strategy.dp_shard) are ZeRO++ hpZ here: a secondary
+    // partition of the weights over groups of that many consecutive ranks,
+    // which the gathers after the step's first forward read (the states
+    // stay partitioned over every rank; cost::unsupportedReason refuses
+    // shard groups at ZeRO 0-2 on DeepSpeed).
+    if (s.layout.replicas(m->worldSize) > 1)
+      zero["zero_hpz_partition_size"] = s.layout.shardGroup(m->worldSize);
   }
   if (s.offload != cost::Offload::None)
     zero["offload_optimizer"] = offloadTo("cpu");

@@ -219,7 +219,10 @@ LogicalResult emitMsSwift(ModuleOp module, llvm::raw_ostream &os,
      << plan::toString(s.offload) << " --set strategy.checkpointing="
      << plan::toString(s.checkpointing) << " --set training.micro_batch_size="
      << s.microBatchSize << " --set strategy.bucket_mib="
-     << exactNumber(double(*m->schedule.getBucketBytes()) / (1 << 20)) << "\n";
+     << exactNumber(double(*m->schedule.getBucketBytes()) / (1 << 20));
+  if (s.layout.replicas(m->worldSize) > 1) // ZeRO++ hpZ's groups
+    os << " --set strategy.dp_shard=" << s.layout.shardGroup(m->worldSize);
+  os << "\n";
   os << "# DATASET: your data (a hub id or a local JSONL file); add --max_steps "
         "N or --num_train_epochs N\n";
   if (!source)

@@ -36,12 +36,22 @@ cost::FixedDecisions fixedDecisions(JobOp job, std::vector<int> allowedZero) {
   fixed.mlpTileTokens = s.getMlpTileTokens();
   if (job.getMicroBatchSize())
     fixed.microBatchSize = *job.getMicroBatchSize();
+  fixed.dpShard = s.getDpShard();
   return fixed;
 }
 
-CandidateAttr candidateAttr(MLIRContext *context, const cost::Candidate &c) {
+CandidateAttr candidateAttr(MLIRContext *context, const cost::Candidate &c,
+                            int64_t world) {
   const cost::Strategy &s = c.strategy;
+  const cost::Layout &l = s.layout;
   Builder b(context);
+  // The layout over the GPUs, when it is not one group of every GPU.
+  MeshAttr mesh;
+  if (!l.dataParallelOnly(world))
+    mesh = MeshAttr::get(context, l.replicas(world), l.shardGroup(world), l.cp,
+                         l.pp, l.tp, l.schedule, l.virtualStages,
+                         /*sequence_parallel=*/false, l.cpKind,
+                         DenseI64ArrayAttr());
   SmallVector<NamedAttribute> breakdown;
   for (const auto &[name, bytes] : c.estimate.memory.breakdown)
     breakdown.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(bytes)));
@@ -51,7 +61,7 @@ CandidateAttr candidateAttr(MLIRContext *context, const cost::Candidate &c) {
       c.estimate.memory.peakBytes, llvm::APFloat(c.estimate.time.stepSeconds),
       llvm::APFloat(c.estimate.time.tokensPerSecond), c.verdict,
       b.getDictionaryAttr(breakdown), s.offloadActivations, s.mlpTileTokens,
-      /*mesh=*/MeshAttr());
+      mesh);
 }
 
 struct ChooseStrategyPass
@@ -77,9 +87,11 @@ struct ChooseStrategyPass
       cost::SearchOptions options;
       options.memoryMargin = memoryMargin;
       options.alternatives = alternatives;
+      const cost::Hardware hw = cluster.hardware();
+      const int64_t world = hw.worldSize();
       cost::SearchResult result =
-          cost::search(model.profile(job), job.trainingSetup(),
-                       cluster.hardware(), fixedDecisions(job, {allowedZero.begin(), allowedZero.end()}),
+          cost::search(model.profile(job), job.trainingSetup(), hw,
+                       fixedDecisions(job, {allowedZero.begin(), allowedZero.end()}),
                        options);
       if (!result.error.empty()) {
         job.emitError(result.error);
@@ -89,13 +101,13 @@ struct ChooseStrategyPass
       Builder b(context);
       SmallVector<Attribute> alternativesAttr;
       for (const cost::Candidate &c : result.alternatives)
-        alternativesAttr.push_back(candidateAttr(context, c));
+        alternativesAttr.push_back(candidateAttr(context, c, world));
       CandidateAttr chosen, closest;
       std::optional<int64_t> shortfall;
       if (result.best)
-        chosen = candidateAttr(context, *result.best);
+        chosen = candidateAttr(context, *result.best, world);
       if (result.closest) {
-        closest = candidateAttr(context, *result.closest);
+        closest = candidateAttr(context, *result.closest, world);
         shortfall = result.closest->estimate.memory.peakBytes - result.usableBytes;
       }
       // The job gets the chosen strategy, or the closest one when nothing
@@ -114,7 +126,12 @@ struct ChooseStrategyPass
             s.mlpTileTokens ? std::optional<int64_t>(s.mlpTileTokens)
                             : std::nullopt,
             /*tp=*/std::nullopt, /*pp=*/std::nullopt, /*cp=*/std::nullopt,
-            /*dp_shard=*/std::nullopt, /*pp_schedule=*/std::nullopt,
+            // Shard groups only when not one of every rank (the trivial
+            // layout is not written).
+            s.layout.replicas(world) > 1
+                ? std::optional<int64_t>(s.layout.shardGroup(world))
+                : std::nullopt,
+            /*pp_schedule=*/std::nullopt,
             /*virtual_stages=*/std::nullopt));
         job.setMicroBatchSizeAttr(b.getI64IntegerAttr(s.microBatchSize));
         job.setGradientAccumulationAttr(b.getI64IntegerAttr(s.gradientAccumulation));

@@ -399,6 +399,24 @@ TEST(Emit, DeepSpeedZero3Offload) {
   EXPECT_EQ(c["optimizer"]["type"], "AdamW");
 }
 
+// Shard groups on DeepSpeed are ZeRO++ hpZ: at ZeRO-3, strategy.dp_shard
+// becomes zero_hpz_partition_size (a key of the recorded schema, the
+// config checked against it); one group of every GPU writes no such key.
+// (Before shard groups were priced, dp_shard 8 was refused.)
+TEST(Emit, DeepSpeedHpzIsSchemaValid) {
+  std::vector<std::string> twoNodes = {
+      "backend=deepspeed", "cluster.nodes=2", "training.global_batch_size=16",
+      "strategy.zero=3", "strategy.offload=none", "strategy.checkpointing=full"};
+  std::vector<std::string> oneGroup = twoNodes; // auto may pick groups
+  oneGroup.push_back("strategy.dp_shard=16");
+  json plain = checkedDeepSpeed(oneGroup);
+  EXPECT_FALSE(plain["zero_optimization"].contains("zero_hpz_partition_size"));
+  twoNodes.push_back("strategy.dp_shard=8");
+  json hpz = checkedDeepSpeed(twoNodes);
+  EXPECT_EQ(hpz["zero_optimization"]["zero_hpz_partition_size"], 8);
+  EXPECT_EQ(hpz["zero_optimization"]["stage"], 3);
+}
+
 // Every value the Trainer fills is "auto" in the file itself (an explicit
 // value must equal the Trainer's argument, or trainer_config_process
 // raises), and there is no scheduler: the Trainer builds its own from

@@ -1,5 +1,5 @@
-// A layout the cost model does not price yet (tp, pp or cp > 1, dp_shard
-// below the data-parallel ranks, a pipeline schedule, virtual_stages > 1) is
+// A layout the cost model does not price yet (tp, pp or cp > 1, a pipeline
+// schedule, virtual_stages > 1) is
 // refused by every pass that would price or materialize the strategy, naming
 // the key and its value, instead of being treated as the trivial layout.
 // RUN: sed 's/STRATEGY/zero = zero2, offload = none, checkpointing = none, tp = 2/; s/GPUS/2/; s/gradient_accumulation = 1 :/gradient_accumulation = 2 :/' %S/Inputs/schedule-job.mlir \
@@ -11,9 +11,16 @@
 // RUN: sed 's/STRATEGY/zero = zero2, offload = none, checkpointing = none, cp = 2/; s/GPUS/2/; s/gradient_accumulation = 1 :/gradient_accumulation = 2 :/' %S/Inputs/schedule-job.mlir \
 // RUN:   | not swift-opt --swift-materialize-units 2>&1 | FileCheck %s --check-prefix=CP
 // CP: error: 'swift.job' op strategy.cp: the planner does not price context parallelism yet (cp 2); leave it auto or set 1
+// dp_shard is priced (HSDP's shard groups): the chosen candidate carries
+// its mesh and the strategy keeps the key; at ZeRO-0 swift-run has nothing
+// to shard within a group.
 // RUN: sed 's/STRATEGY/zero = zero2, offload = none, checkpointing = none, dp_shard = 1/; s/GPUS/2/' %S/Inputs/schedule-job.mlir \
-// RUN:   | not swift-opt --swift-choose-strategy 2>&1 | FileCheck %s --check-prefix=SHARD
-// SHARD: error: strategy.dp_shard: the planner does not price hybrid sharding (HSDP) yet (dp_shard 1 of the 2 data-parallel ranks); leave it auto or set 2
+// RUN:   | swift-opt --swift-choose-strategy --swift-estimate-cost 2>&1 | FileCheck %s --check-prefix=SHARD
+// SHARD: chosen = <zero = 2,{{.*}} mesh = <dp_replicate = 2, dp_shard = 1, cp = 1, pp = 1, tp = 1>>
+// SHARD-SAME: strategy = #swift.strategy<zero = zero2, offload = none, checkpointing = none, bucket_bytes = {{[0-9]+}}, prefetch_depth = 1, dp_shard = 1>
+// RUN: sed 's/STRATEGY/zero = zero0, offload = none, checkpointing = none, dp_shard = 1/; s/GPUS/2/' %S/Inputs/schedule-job.mlir \
+// RUN:   | not swift-opt --swift-choose-strategy 2>&1 | FileCheck %s --check-prefix=SHARD0
+// SHARD0: error: strategy.dp_shard, strategy.offload, strategy.zero, strategy.checkpointing: with strategy.dp_shard=1, strategy.offload=none, strategy.zero=0 and strategy.checkpointing=none, swift-run can run no strategy: shard groups of 1 of the 2 data-parallel ranks (HSDP) shard the model states within each group: they need zero >= 1 (zero 0 keeps every unit whole on every rank)
 // RUN: sed 's/STRATEGY/zero = zero2, offload = none, checkpointing = none, pp_schedule = one_f_one_b/; s/GPUS/2/' %S/Inputs/schedule-job.mlir \
 // RUN:   | not swift-opt --swift-estimate-cost 2>&1 | FileCheck %s --check-prefix=SCHEDULE
 // SCHEDULE: error: 'swift.job' op strategy.pp_schedule: the planner does not price pipeline schedules yet (pp_schedule 1f1b); leave it auto

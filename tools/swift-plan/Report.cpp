@@ -17,6 +17,7 @@ using mlir::swift::CandidateAttr;
 using mlir::swift::DecisionAttr;
 using mlir::swift::EstimateAttr;
 using mlir::swift::JobOp;
+using mlir::swift::MeshAttr;
 using mlir::swift::WhatIf;
 
 namespace swift::report {
@@ -163,6 +164,29 @@ void printJob(raw_ostream &os, const job::JobSpec &job, const Counts &facts) {
   os << "\n";
 }
 
+/// The candidate's shard groups when it has several (HSDP): its mesh's
+/// dp_shard and dp_replicate; nullopt for one group of every GPU.
+std::optional<std::pair<int64_t, int64_t>> shardGroups(CandidateAttr c) {
+  MeshAttr mesh = c ? c.getMesh() : MeshAttr();
+  if (!mesh || mesh.getDpReplicate() <= 1)
+    return std::nullopt;
+  return std::make_pair(mesh.getDpShard(), mesh.getDpReplicate());
+}
+
+/// "HSDP: shard groups of 8, 4 replicas" (DeepSpeed: "ZeRO++ hpZ: ..."), or
+/// "" for one group of every GPU.
+std::string layoutSummary(CandidateAttr c, plan::Backend backend) {
+  auto groups = shardGroups(c);
+  if (!groups)
+    return "";
+  std::string S = std::to_string(groups->first),
+              R = std::to_string(groups->second);
+  if (backend == plan::Backend::DeepSpeed)
+    return "ZeRO++ hpZ: secondary weight partitions in groups of " + S + ", " +
+           R + " groups";
+  return "HSDP: shard groups of " + S + ", " + R + " replicas";
+}
+
 /// The decisions of one strategy as JSON attributes (docs/design.md's keys).
 void writeDecisions(llvm::json::OStream &j, CandidateAttr s) {
   j.attribute("zero", s.getZero());
@@ -174,6 +198,10 @@ void writeDecisions(llvm::json::OStream &j, CandidateAttr s) {
     j.attribute("offload_activations", s.getOffloadActivations());
   if (s.getMlpTileTokens() != 0)
     j.attribute("mlp_tile_tokens", s.getMlpTileTokens());
+  if (auto groups = shardGroups(s)) { // one group of every GPU: left out
+    j.attribute("dp_shard", groups->first);
+    j.attribute("dp_replicate", groups->second);
+  }
   j.attribute("micro_batch_size", s.getMicroBatchSize());
   j.attribute("gradient_accumulation", s.getGradientAccumulation());
 }
@@ -240,6 +268,8 @@ std::string describe(CandidateAttr c) {
   s.mlpTileTokens = c.getMlpTileTokens();
   s.microBatchSize = c.getMicroBatchSize();
   s.gradientAccumulation = c.getGradientAccumulation();
+  if (auto groups = shardGroups(c))
+    s.layout.dpShard = groups->first;
   return cost::describe(s);
 }
 
@@ -301,6 +331,45 @@ static void printData(raw_ostream &os, const job::JobSpec &spec,
      << "\n";
 }
 
+/// The strategy's shard groups, when it has several, and why: where its
+/// collectives run, and what one group of every GPU would cost instead
+/// (the best such alternative's verdict).
+static void printLayout(raw_ostream &os, const job::JobSpec &spec,
+                        CandidateAttr s, DecisionAttr decision) {
+  auto groups = shardGroups(s);
+  if (!groups)
+    return;
+  const auto [S, R] = *groups;
+  const job::ClusterSpec &c = spec.cluster;
+  const std::string within =
+      S <= c.gpusPerNode ? "within a node (" + c.intraNode.name + ")"
+                         : "over " + std::to_string((S + c.gpusPerNode - 1) /
+                                                    c.gpusPerNode) +
+                               " nodes (" + c.interNode.name + ")";
+  // A replica group: R ranks S apart.
+  const std::string across =
+      S * R > c.gpusPerNode ? c.interNode.name : c.intraNode.name;
+  os << "layout    " << layoutSummary(s, spec.backend) << "\n          ";
+  if (spec.backend == plan::Backend::DeepSpeed)
+    os << "states sharded over all " << c.numGpus()
+       << " ranks; each rank also keeps its slice of the weights over its "
+          "group of "
+       << S << ", so every gather after the step's first forward runs "
+       << within << "\n";
+  else
+    os << "model states sharded over each group of " << S
+       << ": its gathers and reduce-scatters run " << within
+       << "; one all-reduce per unit of the reduced gradient shards crosses "
+          "the "
+       << R << " groups (" << across << ")\n";
+  for (CandidateAttr a : decision.getAlternativeCandidates())
+    if (!shardGroups(a)) {
+      os << "          one group of all " << c.numGpus() << " GPUs ("
+         << describe(a) << "): " << a.getVerdict() << "\n";
+      break;
+    }
+}
+
 void printReport(raw_ostream &os, const job::JobSpec &spec, JobOp job,
                  const Replanned &replanned, bool explain,
                  const DataPlan *data) {
@@ -317,6 +386,7 @@ void printReport(raw_ostream &os, const job::JobSpec &spec, JobOp job,
        << decision.getEvaluated() << " strategies priced)\n";
   else
     os << "NOTHING FITS. closest strategy: " << describe(s) << "\n";
+  printLayout(os, spec, s, decision);
   os << "memory    peak " << gib(e.getPeakBytes()) << " per GPU at "
      << e.getPeakPhase();
   if (e.getPeakLayer() >= 0)
@@ -496,6 +566,8 @@ static void writeJson(raw_ostream &os, const job::JobSpec &spec, JobOp job,
     j.attribute("status", fits ? "fits" : "nothing-fits");
     j.attributeObject("strategy", [&] {
       writeDecisions(j, s);
+      if (std::string layout = layoutSummary(s, spec.backend); !layout.empty())
+        j.attribute("layout", layout);
       j.attribute("bucket_bytes", strategy.getBucketBytes().value_or(0));
       j.attribute("prefetch_depth", strategy.getPrefetchDepth().value_or(0));
     });

@@ -194,6 +194,17 @@ struct Strategy {
   }
 };
 
+/// The ranks the model states are sharded over (ZeRO's partitions): the
+/// layout's shard group (HSDP's dp_shard), every GPU by default.
+inline int64_t shardRanks(const Strategy &s, const Hardware &hw) {
+  return s.layout.shardGroup(hw.worldSize());
+}
+
+/// The ranks of mesh dimension `d` under `s`'s layout on `hw`.
+inline Group meshGroup(const Strategy &s, const Hardware &hw, MeshDim d) {
+  return s.layout.group(d, hw.worldSize(), hw.gpusPerNode);
+}
+
 /// Where the peak happens.
 struct PeakLocation {
   std::string phase; // forward | backward | optimizer
@@ -251,6 +262,9 @@ struct TimeEstimate {
   // Mesh backends: the pipeline's fill and drain, (pp - 1) / v micro-batch
   // times of the slowest stage (part of the step).
   double pipelineBubbleSeconds = 0;
+  // HSDP: the all-reduces of the reduced shards across the replica groups
+  // (part of communication, all of it exposed on swift-run).
+  double replicaAllReduceSeconds = 0;
   double tokensPerSecond = 0;             // all GPUs
   double mfu = 0;                         // vs datasheet bf16 peak
 };

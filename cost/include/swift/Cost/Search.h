@@ -1,8 +1,9 @@
 //===- Search.h - choosing a strategy ---------------------------*- C++ -*-===//
 //
-// Enumerates ZeRO stage x offload x checkpointing (none, selective, full,
-// first-k layers) x micro-batch (gradient accumulation keeping the global
-// batch) x bucket size x prefetch depth, honouring every decision the job
+// Enumerates shard groups (HSDP; on several nodes only) x ZeRO stage x
+// offload x checkpointing (none, selective, full, first-k layers) x
+// micro-batch (gradient accumulation keeping the global batch) x bucket
+// size x prefetch depth, honouring every decision the job
 // fixed, prices each candidate with the cost model and ranks them: highest
 // predicted tokens/s among those whose peak fits under the usable memory
 // (capacity minus the margin), ties to less memory. Exhaustive except where
@@ -37,6 +38,11 @@ struct FixedDecisions {
   /// fully checkpointed strategy that does not fit without them.
   std::optional<int64_t> offloadActivations;
   std::optional<int64_t> mlpTileTokens;
+  /// strategy.dp_shard: the ranks of one shard group (HSDP; the
+  /// data-parallel ranks: one group). Open: on several nodes the search
+  /// tries every data-parallel rank, one node's GPUs and the powers of 2
+  /// between (ties go to one group, which needs less memory).
+  std::optional<int64_t> dpShard;
   /// The ZeRO stages the search chooses among when `zero` is open, in
   /// increasing order; empty: any (0-3). A stack that runs some stages only
   /// (ms-swift: QLoRA not under ZeRO-3, swift::emit::msSwiftMaxZero())
@@ -52,7 +58,8 @@ struct SearchOptions {
   /// caching allocator reserves 2-60% above what it hands out), and of the
   /// host's memory (usableHostBytes()).
   double memoryMargin = 0.10;
-  /// How many runners-up to keep, best first.
+  /// How many runners-up to keep, best first (with shard groups chosen,
+  /// the last is the best with one group, wherever it ranks).
   size_t alternatives = 5;
 };
 
@@ -92,7 +99,7 @@ SearchResult search(const ModelProfile &model, const TrainingSetup &setup,
                     const SearchOptions &options = {});
 
 /// One line naming a strategy: "zero 3, offload none, checkpointing full,
-/// micro-batch 2 x 8 accumulation".
+/// micro-batch 2 x 8 accumulation" (", dp_shard 8" with shard groups).
 std::string describe(const Strategy &s);
 
 } // namespace swift::cost

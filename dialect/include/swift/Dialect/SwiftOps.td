@@ -129,15 +129,16 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
     /// with `missing` naming the open ones ("strategy.zero,
     /// training.micro_batch_size"); the micro-batch and gradient
     /// accumulation are the job's (swift-choose-strategy records both).
-    /// An open layout key (tp, pp, ...) is the trivial layout, all the
-    /// search chooses today; a layout the cost model does not price
+    /// An open layout key (tp, pp, ...) is the trivial layout; dp_shard
+    /// (HSDP's shard groups, which the search chooses on several nodes)
+    /// becomes the layout's dpShard. A layout the cost model does not price
     /// (unpricedLayout()) gives nullopt with `missing` empty.
     std::optional<::swift::cost::Strategy> fixedStrategy(std::string &missing);
     /// Why the cost model cannot price the strategy's layout yet, as
     /// "FIELD: message" naming the first key set to a non-trivial value
-    /// (tp, pp or cp > 1, dp_shard below the data-parallel ranks, a
-    /// pipeline schedule, virtual_stages > 1) and its value; empty when the
-    /// layout is trivial.
+    /// (tp, pp or cp > 1, a pipeline schedule, virtual_stages > 1) and its
+    /// value; empty when the layout is priced (dp_shard always is: each
+    /// backend runs shard groups or says why not, cost::unsupportedReason).
     std::string unpricedLayout();
     /// fixedStrategy(), or an error on the job saying why not: the layout
     /// the cost model does not price yet, or "strategy is not complete
