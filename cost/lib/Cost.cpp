@@ -55,7 +55,7 @@ std::string unsupportedReason(const ModelProfile &model,
     return "micro-batch and gradient accumulation must be positive";
   const Layout &l = s.layout;
   const bool mesh = meshBackend(setup.backend);
-  if (!mesh && !l.dataParallelOnly(hw.worldSize()))
+  if (!mesh && (l.tp > 1 || l.cp > 1 || l.pp > 1))
     return std::string(toString(setup.backend)) +
            " runs data parallelism only; tensor, pipeline and context "
            "parallelism need backend torchtitan or megatron";
