@@ -59,9 +59,12 @@ std::string unsupportedReason(const ModelProfile &model,
     return std::string(toString(setup.backend)) +
            " runs data parallelism only; tensor, pipeline and context "
            "parallelism need backend torchtitan or megatron";
-  if (mesh && (l.tp < 1 || l.cp < 1 || l.pp < 1 ||
-               hw.worldSize() % (l.tp * l.cp * l.pp) != 0))
-    return "tp x cp x pp must divide the GPUs";
+  // The mesh backends' own limits first (Parallel.cpp): their reason for
+  // refusing, say, offload is theirs, not the generic rules'.
+  if (mesh)
+    if (std::string why = meshUnsupportedReason(model, setup, hw, s);
+        !why.empty())
+      return why;
   // In doubles: a fixed micro-batch x accumulation x world can pass 2^63.
   // Each data-parallel rank (every GPU without a mesh) takes its
   // micro-batches.
@@ -146,7 +149,7 @@ std::string unsupportedReason(const ModelProfile &model,
     break;
   case Backend::Torchtitan:
   case Backend::Megatron:
-    return meshUnsupportedReason(model, setup, hw, s);
+    break; // meshUnsupportedReason, above
   }
   return "";
 }

@@ -1406,7 +1406,10 @@ std::string unsupportedPrecision(const JobSpec &job) {
     const std::string backend = plan::toString(job.backend);
     return "training.precision, backend: precision " + name +
            " runs in swift-run only: backend " + backend +
-           " trains with bf16 GEMMs" +
+           (job.backend == plan::Backend::Torchtitan ||
+                    job.backend == plan::Backend::Megatron
+                ? " has FP8 recipes swift does not price yet"
+                : " trains with bf16 GEMMs") +
            (job.backend == plan::Backend::DeepSpeed
                 ? ", and DeepSpeed and ms-swift artifacts are not emitted for "
                   "FP8"

@@ -166,13 +166,10 @@ std::optional<swift::plan::Backend> artifactBackend(Emit e) {
   case Emit::DeepSpeed:
   case Emit::MsSwift: // the HF Trainer with a ds_config
     return swift::plan::Backend::DeepSpeed;
-  // The same data-parallel stacks, until the cost model prices torchtitan
-  // and Megatron-LM themselves (issue 32): FSDP2 (no ZeRO-1, parameters
-  // offloaded with the optimizer, every layer checkpointed) and ZeRO 0-3.
   case Emit::Torchtitan:
-    return swift::plan::Backend::HF;
+    return swift::plan::Backend::Torchtitan;
   case Emit::Megatron:
-    return swift::plan::Backend::DeepSpeed;
+    return swift::plan::Backend::Megatron;
   default:
     return std::nullopt;
   }
@@ -265,23 +262,6 @@ int main(int argc, char **argv) {
              << "\n";
       return kExitBadInput;
     }
-  }
-  // Megatron-LM runs without offload as priced: the search chooses among
-  // the strategies without.
-  if (emit == Emit::Megatron) {
-    if (job->strategy.offload &&
-        *job->strategy.offload != swift::plan::Offload::None) {
-      errs() << swift::job::diagnoseJob(
-                    *job, "strategy.offload: " +
-                              swift::emit::megatronOffloadLimit() +
-                              "; leave it open or set none")
-                    .str()
-             << "\n";
-      return kExitNothingFits;
-    }
-    priced.strategy.offload = swift::plan::Offload::None;
-    priced.origins["strategy.offload"] =
-        swift::job::Diagnostic{"--emit megatron"};
   }
   // The job's own backend, checked when the artifact's stack cannot run
   // it: no dumps, no narrowing.
