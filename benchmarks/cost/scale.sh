@@ -35,7 +35,9 @@ best_of_3() {
   done
   local priced
   priced=$(python3 -c "import json;d=json.load(open('/tmp/scale-out.json'));print(d.get('search',{}).get('evaluated','-'))")
-  printf "%10.3f s   %6s strategies priced\n" "$best" "$priced"
+  local layout
+  layout=$(python3 -c "import json;d=json.load(open('/tmp/scale-out.json'));s=d.get('strategy',{});print(' '.join(f'{k} {s[k]}' for k in ('tp','pp','pp_schedule','virtual_stages','cp') if k in s))")
+  printf "%10.3f s   %6s strategies priced   %s\n" "$best" "$priced" "$layout"
 }
 
 echo "== Llama-3.1-405B, 128 nodes x 8 H100 (1024 GPUs), global batch 2048 x 8k"
@@ -51,3 +53,7 @@ for nodes in 1 8 64 128 512; do
   printf "   %5d GPUs " "$((nodes * 8))"
   best_of_3 --set cluster.nodes=$nodes --set training.global_batch_size=4096
 done
+echo
+echo "== the layout search (backend megatron: tp x pp x cp x schedule as well)"
+printf "   405B, 1024 GPUs   "; best_of_3 --set backend=megatron
+printf "   405B, 16384 GPUs  "; best_of_3 --set backend=megatron --set cluster.nodes=2048

@@ -1,6 +1,7 @@
 //===- Search.cpp - enumerate, price and rank strategies ------------------===//
 
 #include "swift/Cost/Search.h"
+#include "swift/Cost/Parallel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -24,8 +25,19 @@ std::string describe(const Strategy &s) {
             " layers offloaded";
   if (s.mlpTileTokens > 0)
     text += ", MLP in tiles of " + std::to_string(s.mlpTileTokens) + " tokens";
-  if (s.layout.dpShard > 0)
-    text += ", dp_shard " + std::to_string(s.layout.dpShard);
+  const Layout &l = s.layout;
+  if (l.tp > 1)
+    text += ", tp " + std::to_string(l.tp);
+  if (l.pp > 1) {
+    text += ", pp " + std::to_string(l.pp) + " (" + toString(l.schedule);
+    if (l.virtualStages > 1)
+      text += ", " + std::to_string(l.virtualStages) + " virtual";
+    text += ")";
+  }
+  if (l.cp > 1)
+    text += ", cp " + std::to_string(l.cp);
+  if (l.dpShard > 0)
+    text += ", dp_shard " + std::to_string(l.dpShard);
   text += ", micro-batch " + std::to_string(s.microBatchSize) + " x " +
           std::to_string(s.gradientAccumulation) + " accumulation";
   return text;
@@ -169,11 +181,13 @@ public:
   }
 
 private:
-  /// The best candidate of each (shard group, zero, offload,
+  /// The best candidate of each (mesh, shard group, zero, offload,
   /// checkpointing) family, so alternatives are different strategies rather
   /// than other micro-batches.
   void keep(Candidate c) {
-    auto key = std::make_tuple(c.strategy.layout.dpShard, c.strategy.zero,
+    const Layout &l = c.strategy.layout;
+    auto key = std::make_tuple(l.tp, l.pp, l.cp, l.virtualStages,
+                               l.dpShard, c.strategy.zero,
                                int(c.strategy.offload),
                                int(c.strategy.checkpointing),
                                c.strategy.checkpointLayers >= 0,
@@ -189,7 +203,9 @@ private:
   const Hardware &hw;
   const SearchOptions &options;
   SearchResult &result;
-  std::map<std::tuple<int64_t, int, int, int, bool, bool, bool>, Candidate>
+  std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int, int,
+                     int, bool, bool, bool>,
+           Candidate>
       bestPerFamily;
 };
 
@@ -300,6 +316,92 @@ int64_t usableHostBytes(const Hardware &hw, double memoryMargin) {
 
 namespace {
 
+/// The device meshes the search tries (shard groups aside): the layout the
+/// job fixed, on backends other than torchtitan and megatron (pricing
+/// refuses it if it is not trivial); on those two, tp among the divisors of
+/// the GPUs per node (tensor parallelism within a node), cp 1 or, from
+/// 32K-token sequences, the powers of 2 that leave chunks of >= 2048 tokens
+/// with S % 2cp == 0 (a shorter chunk cannot hide a ring round), pp among
+/// the divisors of W / (tp x cp) up to the layers, and 1F1B or every
+/// interleaving (v >= 2 model chunks per rank) the backend can split the
+/// layers into. Each range is the fixed value when the job fixed it. Heads,
+/// KV heads and the intermediate size are checked by pricing
+/// (meshUnsupportedReason).
+std::vector<Layout> meshes(const ModelProfile &m, const TrainingSetup &setup,
+                           const Hardware &hw, const FixedDecisions &fixed) {
+  const int64_t W = hw.worldSize(), L = m.numLayers, S = m.sequenceLength;
+  Layout fixedLayout;
+  fixedLayout.tp = fixed.tp.value_or(1);
+  fixedLayout.pp = fixed.pp.value_or(1);
+  fixedLayout.cp = fixed.cp.value_or(1);
+  fixedLayout.virtualStages = fixed.virtualStages.value_or(1);
+  fixedLayout.schedule =
+      fixed.ppSchedule.value_or(plan::PipelineSchedule::OneFOneB);
+  if (!meshBackend(setup.backend))
+    return {fixedLayout};
+  std::vector<int64_t> tps, cps;
+  if (fixed.tp)
+    tps = {*fixed.tp};
+  else
+    for (int64_t t = 1; t <= hw.gpusPerNode; ++t)
+      if (hw.gpusPerNode % t == 0)
+        tps.push_back(t);
+  cps = {1};
+  if (fixed.cp)
+    cps = {*fixed.cp};
+  else if (S >= 32768)
+    for (int64_t c = 2; S / c >= 2048; c *= 2)
+      if (S % (2 * c) == 0)
+        cps.push_back(c);
+  std::vector<Layout> out;
+  for (int64_t tp : tps)
+    for (int64_t cp : cps) {
+      if (tp < 1 || cp < 1 || W % (tp * cp) != 0) {
+        Layout l = fixedLayout; // refused with the reason
+        l.tp = tp;
+        l.cp = cp;
+        out.push_back(l);
+        continue;
+      }
+      std::vector<int64_t> pps;
+      if (fixed.pp)
+        pps = {*fixed.pp};
+      else
+        for (int64_t p = 1; p <= std::min(L, W / (tp * cp)); ++p)
+          if ((W / (tp * cp)) % p == 0)
+            pps.push_back(p);
+      for (int64_t pp : pps) {
+        std::vector<plan::PipelineSchedule> schedules = {
+            plan::PipelineSchedule::OneFOneB};
+        if (fixed.ppSchedule)
+          schedules = {*fixed.ppSchedule};
+        else if (pp > 1)
+          schedules.push_back(plan::PipelineSchedule::Interleaved);
+        for (plan::PipelineSchedule schedule : schedules) {
+          std::vector<int64_t> vs = {1};
+          if (fixed.virtualStages)
+            vs = {*fixed.virtualStages};
+          else if (schedule == plan::PipelineSchedule::Interleaved) {
+            vs.clear();
+            for (int64_t v = 2; pp * v <= L + 2; ++v)
+              if (!stageLayers(L, pp, v, setup.backend).empty())
+                vs.push_back(v);
+          }
+          for (int64_t v : vs) {
+            Layout l;
+            l.tp = tp;
+            l.cp = cp;
+            l.pp = pp;
+            l.schedule = schedule;
+            l.virtualStages = v;
+            out.push_back(l);
+          }
+        }
+      }
+    }
+  return out;
+}
+
 /// The search over the space `fixed` leaves (allowedZero aside).
 SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
                          const Hardware &hw, const FixedDecisions &fixed,
@@ -310,34 +412,70 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
   result.usableBytes = static_cast<int64_t>(
       (hw.memoryBytes - (int64_t(1) << 30)) * (1 - options.memoryMargin));
   result.usableHostBytes = usableHostBytes(hw, options.memoryMargin);
-  if (setup.globalBatchSize % W != 0) {
-    result.error = "training.global_batch_size, cluster.gpus_per_node, "
-                   "cluster.nodes: " +
-                   std::to_string(setup.globalBatchSize) +
-                   " sequences do not divide evenly over the " + std::to_string(W) +
-                   " GPUs; use a multiple of " + std::to_string(W);
+  const bool mesh = meshBackend(setup.backend);
+  Searcher searcher(m, setup, hw, options, result);
+  // The meshes whose data-parallel ranks split the global batch evenly (and
+  // whose share a fixed micro-batch divides); the first error otherwise.
+  std::string batchError;
+  std::vector<Layout> layouts;
+  for (const Layout &layout : meshes(m, setup, hw, fixed)) {
+    const int64_t ranks = layout.tp * layout.cp * layout.pp;
+    if (ranks < 1 || W % ranks != 0) {
+      if (batchError.empty())
+        batchError = "strategy.tp, strategy.cp, strategy.pp: tp x cp x pp (" +
+                     std::to_string(layout.tp) + " x " +
+                     std::to_string(layout.cp) + " x " +
+                     std::to_string(layout.pp) + ") must divide the " +
+                     std::to_string(W) + " GPUs";
+      continue;
+    }
+    const int64_t dp = layout.dataParallel(W);
+    if ( setup.globalBatchSize % dp != 0) {
+      if (batchError.empty())
+        batchError =
+            "training.global_batch_size, cluster.gpus_per_node, "
+            "cluster.nodes: " +
+            std::to_string(setup.globalBatchSize) +
+            " sequences do not divide evenly over the " +
+            (dp == W ? std::to_string(W) + " GPUs"
+                     : std::to_string(dp) + " data-parallel ranks (" +
+                           std::to_string(W) + " GPUs / tp x cp x pp)") +
+            "; use a multiple of " + std::to_string(dp);
+      continue;
+    }
+    const int64_t perRank = setup.globalBatchSize / dp;
+    if (fixed.microBatchSize && perRank % *fixed.microBatchSize != 0) {
+      if (batchError.empty())
+        batchError = "training.micro_batch_size: " +
+                     std::to_string(*fixed.microBatchSize) +
+                     " does not divide the " + std::to_string(perRank) +
+                     (dp == W ? " sequences each GPU gets per step "
+                                "(global_batch_size / GPUs)"
+                              : " sequences each data-parallel rank gets per "
+                                "step (global_batch_size / data-parallel ranks)");
+      continue;
+    }
+    layouts.push_back(layout);
+  }
+  if (layouts.empty()) {
+    result.error = batchError;
     return result;
   }
-  int64_t perGpu = setup.globalBatchSize / W;
+
+  for (const Layout &layout : layouts) {
+  const int64_t dataParallel = layout.dataParallel(W);
+  const int64_t perGpu = setup.globalBatchSize / dataParallel;
   std::vector<int64_t> micros;
   for (int64_t b = 1; b <= perGpu; ++b)
     if (perGpu % b == 0)
       micros.push_back(b);
-  if (fixed.microBatchSize) {
-    if (perGpu % *fixed.microBatchSize != 0) {
-      result.error = "training.micro_batch_size: " +
-                     std::to_string(*fixed.microBatchSize) + " does not divide the " +
-                     std::to_string(perGpu) +
-                     " sequences each GPU gets per step (global_batch_size / GPUs)";
-      return result;
-    }
+  if (fixed.microBatchSize)
     micros = {*fixed.microBatchSize};
-  }
 
   // Shard groups (HSDP): one group of every data-parallel rank (0), and on
-  // several nodes also one node's GPUs and the powers of 2 between, each
-  // dividing the ranks.
-  const int64_t dataParallel = W;
+  // several nodes also one node's data-parallel ranks and the powers of 2
+  // between, each dividing the ranks.
+  const int64_t perNode = std::max<int64_t>(1, hw.gpusPerNode / (layout.tp * layout.cp));
   std::vector<int64_t> shards = {0};
   if (fixed.dpShard) {
     if (*fixed.dpShard < 1 || dataParallel % *fixed.dpShard != 0) {
@@ -349,11 +487,11 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
     shards = {*fixed.dpShard == dataParallel ? 0 : *fixed.dpShard};
   } else if (hw.nodes > 1) {
     // Largest groups first (the pruning below).
-    for (int64_t g = int64_t(1) << 62; g > hw.gpusPerNode; g /= 2)
+    for (int64_t g = int64_t(1) << 62; g > perNode; g /= 2)
       if (g < dataParallel && dataParallel % g == 0)
         shards.push_back(g);
-    if (dataParallel % hw.gpusPerNode == 0)
-      shards.push_back(hw.gpusPerNode);
+    if (dataParallel % perNode == 0 && perNode < dataParallel)
+      shards.push_back(perNode);
   }
   // A strategy's memory (GPU and host) only grows as its groups shrink:
   // its states are sharded over fewer ranks (DeepSpeed's hpZ adds a
@@ -363,18 +501,46 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
   std::set<std::tuple<int, int, int, int64_t, int64_t, int>> fitLarger, fitHere;
   int64_t previousShard = -1;
 
-  Searcher searcher(m, setup, hw, options, result);
   // Strategies without checkpointing that fit: first-k checkpointing is
   // explored only where they do not (it can only be slower otherwise).
   std::set<std::tuple<int64_t, int, int, int64_t, int64_t, int>> fitWithout;
   bool sharded = W > 1;
   std::vector<int64_t> buckets = {25 << 20};
-  if (setup.backend != Backend::HF && sharded)
+  // The mesh engines size their own buckets (not priced): one is tried.
+  if (setup.backend != Backend::HF && sharded && !mesh)
     buckets.push_back(200 << 20);
   if (fixed.bucketBytes)
     buckets = {*fixed.bucketBytes};
   for (int64_t shard : shards)
-    for (int zero : choices<int>(fixed.zero, {0, 1, 2, 3}))
+    for (int zero : choices<int>(fixed.zero, {0, 1, 2, 3})) {
+      if (mesh) {
+        // Nothing is sharded without ZeRO: shard groups change nothing.
+        if (zero == 0 && shard != shards.front() && !fixed.dpShard)
+          continue;
+        // The leanest strategy of this mesh, group and stage (the smallest
+        // micro-batch, every layer checkpointed): memory only grows from
+        // it, so when it does not fit (or the backend refuses the mesh or
+        // stage) nothing else of the family is priced. It stays a
+        // candidate: the closest when nothing fits.
+        Strategy lean;
+        lean.zero = zero;
+        lean.offload = fixed.offload.value_or(Offload::None);
+        lean.checkpointing = fixed.checkpointing.value_or(Checkpointing::Full);
+        lean.checkpointLayers = lean.checkpointing == Checkpointing::None
+                                    ? -1
+                                    : fixed.checkpointLayers.value_or(-1);
+        lean.microBatchSize = micros.front();
+        lean.gradientAccumulation = perGpu / micros.front();
+        lean.bucketBytes = buckets.front();
+        lean.prefetchDepth = fixed.prefetchDepth.value_or(1);
+        lean.offloadActivations = fixed.offloadActivations.value_or(0);
+        lean.mlpTileTokens = fixed.mlpTileTokens.value_or(0);
+        lean.layout = layout;
+        lean.layout.dpShard = shard;
+        std::optional<bool> fits = searcher.price(lean);
+        if (!fits || !*fits)
+          continue;
+      }
       for (Offload offload : choices<Offload>(
                fixed.offload, {Offload::None, Offload::Optimizer, Offload::OptimizerAndParams}))
         for (Checkpointing ckpt : choices<Checkpointing>(
@@ -400,6 +566,7 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
                     ckpt == Checkpointing::None ? -1 : fixed.checkpointLayers.value_or(-1);
                 s.offloadActivations = fixed.offloadActivations.value_or(0);
                 s.mlpTileTokens = fixed.mlpTileTokens.value_or(0);
+                s.layout = layout;
                 s.layout.dpShard = shard;
                 // One GPU shards nothing: ZeRO stages only matter there with
                 // offload.
@@ -464,6 +631,8 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
                   break;
               }
             }
+    }
+  }
 
   std::vector<Candidate> ranked = searcher.ranked();
   if (ranked.empty()) {
@@ -484,14 +653,25 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
   // Shard groups chosen: the best with one group of every rank stays among
   // the runners-up (last, when it ranks lower), so the report can say what
   // the groups save.
-  auto oneGroup = [](const Candidate &c) { return c.strategy.layout.dpShard == 0; };
-  if (result.best && !oneGroup(*result.best) && !runnersUp.empty() &&
-      std::none_of(runnersUp.begin(), runnersUp.end(),
-                   [&](size_t i) { return oneGroup(ranked[i]); })) {
-    auto plain = std::find_if(ranked.begin(), ranked.end(), oneGroup);
+  // Likewise a mesh that splits the model (tp, pp or cp above 1): the best
+  // without a split stays (before it, when both are kept).
+  size_t slots = runnersUp.size();
+  auto keepBest = [&](auto kind) {
+    if (!result.best || kind(*result.best) || slots == 0 ||
+        std::any_of(runnersUp.begin(), runnersUp.end(),
+                    [&](size_t i) { return kind(ranked[i]); }))
+      return;
+    auto plain = std::find_if(ranked.begin(), ranked.end(), kind);
     if (plain != ranked.end())
-      runnersUp.back() = size_t(plain - ranked.begin());
-  }
+      runnersUp[--slots] = size_t(plain - ranked.begin());
+  };
+  keepBest([](const Candidate &c) { return c.strategy.layout.dpShard == 0; });
+  keepBest([](const Candidate &c) {
+    const Layout &l = c.strategy.layout;
+    return l.tp == 1 && l.pp == 1 && l.cp == 1;
+  });
+  // Kept out of rank order: back in it.
+  std::sort(runnersUp.begin(), runnersUp.end());
   for (size_t i : runnersUp) {
     Candidate c = ranked[i];
     c.verdict = verdict(c, reference, result);

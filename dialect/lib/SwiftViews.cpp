@@ -300,12 +300,19 @@ cost::Hardware ClusterOp::hardware() {
 
 std::string JobOp::unpricedLayout() {
   StrategyAttr attr = getStrategy();
+  // The mesh engines run (and the cost model prices) every layout key;
+  // dp_shard (HSDP's shard groups) is priced on every backend, which runs
+  // it or says why not (cost::unsupportedReason).
+  if (getBackend() == ::swift::plan::Backend::Torchtitan ||
+      getBackend() == ::swift::plan::Backend::Megatron)
+    return "";
   // (key, what it is, its value, its trivial value or "" for none).
-  auto refuse = [](const std::string &key, const std::string &what,
-                   const std::string &value, const std::string &trivial) {
-    return "strategy." + key + ": the planner does not price " + what +
-           " yet (" + key + " " + value + "); leave it auto" +
-           (trivial.empty() ? "" : " or set " + trivial);
+  auto refuse = [&](const std::string &key, const std::string &what,
+                    const std::string &value, const std::string &trivial) {
+    return "strategy." + key + ": backend " +
+           ::swift::plan::toString(getBackend()) + " runs no " + what + " (" +
+           key + " " + value + "); use backend torchtitan or megatron, or " +
+           "leave it auto" + (trivial.empty() ? "" : " or set " + trivial);
   };
   for (auto [key, what, degree] :
        {std::tuple<const char *, const char *, std::optional<int64_t>>{
@@ -314,8 +321,6 @@ std::string JobOp::unpricedLayout() {
         {"cp", "context parallelism", attr.getCp()}})
     if (degree > 1)
       return refuse(key, what, std::to_string(*degree), "1");
-  // dp_shard (HSDP's shard groups) is priced: each backend runs it or says
-  // why not (cost::unsupportedReason).
   if (std::optional<PipelineSchedule> schedule = attr.getPpSchedule())
     return refuse("pp_schedule", "pipeline schedules",
                   ::swift::plan::toString(*schedule), "");
@@ -369,11 +374,19 @@ std::optional<cost::Strategy> JobOp::fixedStrategy(std::string &missing) {
   s.mlpTileTokens = attr.getMlpTileTokens().value_or(0);
   s.microBatchSize = *getMicroBatchSize();
   s.gradientAccumulation = *getGradientAccumulation();
-  // Shard groups of dp_shard ranks; absent, or every data-parallel rank
-  // (tp, pp and cp are 1 here): one group (0).
+  // The mesh (absent keys: the trivial layout; unpricedLayout() refused
+  // non-trivial ones on backends that do not run them).
+  s.layout.tp = attr.getTp().value_or(1);
+  s.layout.pp = attr.getPp().value_or(1);
+  s.layout.cp = attr.getCp().value_or(1);
+  s.layout.schedule = attr.getPpSchedule().value_or(PipelineSchedule::OneFOneB);
+  s.layout.virtualStages = attr.getVirtualStages().value_or(1);
+  // Shard groups of dp_shard ranks; absent, or every data-parallel rank:
+  // one group (0).
   if (std::optional<int64_t> shard = attr.getDpShard()) {
     ClusterOp cluster = lookupCluster();
-    if (!cluster || *shard != cluster.getNumGpus())
+    if (!cluster ||
+        *shard != s.layout.dataParallel(cluster.hardware().worldSize()))
       s.layout.dpShard = *shard;
   }
   return s;

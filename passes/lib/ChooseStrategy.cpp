@@ -37,6 +37,11 @@ cost::FixedDecisions fixedDecisions(JobOp job, std::vector<int> allowedZero) {
   if (job.getMicroBatchSize())
     fixed.microBatchSize = *job.getMicroBatchSize();
   fixed.dpShard = s.getDpShard();
+  fixed.tp = s.getTp();
+  fixed.pp = s.getPp();
+  fixed.cp = s.getCp();
+  fixed.ppSchedule = s.getPpSchedule();
+  fixed.virtualStages = s.getVirtualStages();
   return fixed;
 }
 
@@ -116,6 +121,10 @@ struct ChooseStrategyPass
                                                      : result.closest ? &*result.closest
                                                                       : nullptr) {
         const cost::Strategy &s = pick->strategy;
+        const cost::Layout &l = s.layout;
+        auto nonTrivial = [](int64_t degree) {
+          return degree > 1 ? std::optional<int64_t>(degree) : std::nullopt;
+        };
         job.setStrategyAttr(StrategyAttr::get(
             context, static_cast<ZeroStage>(s.zero), s.offload, s.checkpointing,
             s.checkpointLayers >= 0 ? std::optional<int64_t>(s.checkpointLayers)
@@ -125,14 +134,15 @@ struct ChooseStrategyPass
                                  : std::nullopt,
             s.mlpTileTokens ? std::optional<int64_t>(s.mlpTileTokens)
                             : std::nullopt,
-            /*tp=*/std::nullopt, /*pp=*/std::nullopt, /*cp=*/std::nullopt,
-            // Shard groups only when not one of every rank (the trivial
-            // layout is not written).
-            s.layout.replicas(world) > 1
-                ? std::optional<int64_t>(s.layout.shardGroup(world))
-                : std::nullopt,
-            /*pp_schedule=*/std::nullopt,
-            /*virtual_stages=*/std::nullopt));
+            // The mesh's non-trivial keys only (the trivial layout is not
+            // written): tp, pp, cp above 1, the schedule of a pipeline,
+            // model chunks above 1, shard groups when not one of every
+            // data-parallel rank.
+            nonTrivial(l.tp), nonTrivial(l.pp), nonTrivial(l.cp),
+            l.replicas(world) > 1 ? std::optional<int64_t>(l.shardGroup(world))
+                                  : std::nullopt,
+            l.pp > 1 ? std::optional<::swift::plan::PipelineSchedule>(l.schedule) : std::nullopt,
+            nonTrivial(l.virtualStages)));
         job.setMicroBatchSizeAttr(b.getI64IntegerAttr(s.microBatchSize));
         job.setGradientAccumulationAttr(b.getI64IntegerAttr(s.gradientAccumulation));
       }

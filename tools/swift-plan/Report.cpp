@@ -173,18 +173,47 @@ std::optional<std::pair<int64_t, int64_t>> shardGroups(CandidateAttr c) {
   return std::make_pair(mesh.getDpShard(), mesh.getDpReplicate());
 }
 
-/// "HSDP: shard groups of 8, 4 replicas" (DeepSpeed: "ZeRO++ hpZ: ..."), or
-/// "" for one group of every GPU.
+/// The candidate's mesh when it splits the model (tp, pp or cp above 1);
+/// null otherwise.
+MeshAttr splitMesh(CandidateAttr c) {
+  MeshAttr mesh = c ? c.getMesh() : MeshAttr();
+  if (!mesh || (mesh.getTp() <= 1 && mesh.getPp() <= 1 && mesh.getCp() <= 1))
+    return MeshAttr();
+  return mesh;
+}
+
+/// "tp 8 x pp 16 (interleaved, 2 virtual) x cp 2 x dp 4" for a mesh that
+/// splits the model, then "HSDP: shard groups of 8, 4 replicas" (DeepSpeed:
+/// "ZeRO++ hpZ: ..."); "" for one group of every GPU.
 std::string layoutSummary(CandidateAttr c, plan::Backend backend) {
+  std::string text;
+  if (MeshAttr mesh = splitMesh(c)) {
+    auto part = [&](const char *name, int64_t degree) {
+      if (degree > 1)
+        text += (text.empty() ? "" : " x ") + std::string(name) + " " +
+                std::to_string(degree);
+    };
+    part("tp", mesh.getTp());
+    part("pp", mesh.getPp());
+    if (mesh.getPp() > 1) {
+      text += " (" + std::string(plan::toString(mesh.getPpSchedule()));
+      if (mesh.getVirtualStages() > 1)
+        text += ", " + std::to_string(mesh.getVirtualStages()) + " virtual";
+      text += ")";
+    }
+    part("cp", mesh.getCp());
+    text += " x dp " + std::to_string(mesh.getDpShard() * mesh.getDpReplicate());
+  }
   auto groups = shardGroups(c);
   if (!groups)
-    return "";
+    return text;
   std::string S = std::to_string(groups->first),
               R = std::to_string(groups->second);
+  text += text.empty() ? "" : "; ";
   if (backend == plan::Backend::DeepSpeed)
-    return "ZeRO++ hpZ: secondary weight partitions in groups of " + S + ", " +
-           R + " groups";
-  return "HSDP: shard groups of " + S + ", " + R + " replicas";
+    return text + "ZeRO++ hpZ: secondary weight partitions in groups of " + S +
+           ", " + R + " groups";
+  return text + "HSDP: shard groups of " + S + ", " + R + " replicas";
 }
 
 /// The decisions of one strategy as JSON attributes (docs/design.md's keys).
@@ -198,6 +227,15 @@ void writeDecisions(llvm::json::OStream &j, CandidateAttr s) {
     j.attribute("offload_activations", s.getOffloadActivations());
   if (s.getMlpTileTokens() != 0)
     j.attribute("mlp_tile_tokens", s.getMlpTileTokens());
+  if (MeshAttr mesh = splitMesh(s)) { // tp = pp = cp = 1: left out
+    j.attribute("tp", mesh.getTp());
+    j.attribute("pp", mesh.getPp());
+    j.attribute("cp", mesh.getCp());
+    if (mesh.getPp() > 1) {
+      j.attribute("pp_schedule", plan::toString(mesh.getPpSchedule()));
+      j.attribute("virtual_stages", mesh.getVirtualStages());
+    }
+  }
   if (auto groups = shardGroups(s)) { // one group of every GPU: left out
     j.attribute("dp_shard", groups->first);
     j.attribute("dp_replicate", groups->second);
@@ -268,6 +306,13 @@ std::string describe(CandidateAttr c) {
   s.mlpTileTokens = c.getMlpTileTokens();
   s.microBatchSize = c.getMicroBatchSize();
   s.gradientAccumulation = c.getGradientAccumulation();
+  if (MeshAttr mesh = splitMesh(c)) {
+    s.layout.tp = mesh.getTp();
+    s.layout.pp = mesh.getPp();
+    s.layout.cp = mesh.getCp();
+    s.layout.schedule = mesh.getPpSchedule();
+    s.layout.virtualStages = mesh.getVirtualStages();
+  }
   if (auto groups = shardGroups(c))
     s.layout.dpShard = groups->first;
   return cost::describe(s);
@@ -331,11 +376,24 @@ static void printData(raw_ostream &os, const job::JobSpec &spec,
      << "\n";
 }
 
-/// The strategy's shard groups, when it has several, and why: where its
+/// The strategy's mesh when it splits the model; else its shard groups,
+/// when it has several, and why: where its
 /// collectives run, and what one group of every GPU would cost instead
 /// (the best such alternative's verdict).
 static void printLayout(raw_ostream &os, const job::JobSpec &spec,
                         CandidateAttr s, DecisionAttr decision) {
+  // A mesh that splits the model: its degrees, and what the best runner-up
+  // without a split (tp = pp = cp = 1) would cost.
+  if (splitMesh(s)) {
+    os << "layout    " << layoutSummary(s, spec.backend) << "\n";
+    for (CandidateAttr a : decision.getAlternativeCandidates())
+      if (!splitMesh(a)) {
+        os << "          no tensor, pipeline or context parallelism ("
+           << describe(a) << "): " << a.getVerdict() << "\n";
+        break;
+      }
+    return;
+  }
   auto groups = shardGroups(s);
   if (!groups)
     return;

@@ -1,6 +1,8 @@
 //===- Search.h - choosing a strategy ---------------------------*- C++ -*-===//
 //
-// Enumerates shard groups (HSDP; on several nodes only) x ZeRO stage x
+// Enumerates, on backends torchtitan and megatron, device meshes (tp x cp x
+// pp, pipeline schedule and model chunks), then shard groups (HSDP; on
+// several nodes only) x ZeRO stage x
 // offload x checkpointing (none, selective, full, first-k layers) x
 // micro-batch (gradient accumulation keeping the global batch) x bucket
 // size x prefetch depth, honouring every decision the job
@@ -9,7 +11,10 @@
 // (capacity minus the margin), ties to less memory. Exhaustive except where
 // a bound proves a region cannot win: model states alone over the usable
 // memory prune every micro-batch of a (zero, offload) pair, and first-k
-// checkpointing is bisected (memory falls and time rises with k).
+// checkpointing is bisected (memory falls and time rises with k). Per mesh,
+// shard group and ZeRO stage the leanest strategy (smallest micro-batch,
+// full checkpointing) is priced first: when it does not fit, nothing of
+// that family does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,6 +48,14 @@ struct FixedDecisions {
   /// tries every data-parallel rank, one node's GPUs and the powers of 2
   /// between (ties go to one group, which needs less memory).
   std::optional<int64_t> dpShard;
+  /// strategy.tp, .pp, .cp, .pp_schedule, .virtual_stages (backends
+  /// torchtitan and megatron; the others run tp = pp = cp = 1). Open: tp
+  /// among the divisors of the GPUs per node, pp among the divisors of
+  /// W / (tp x cp) up to the layers, cp 1 (and, from 32K-token sequences,
+  /// the powers of 2 that leave chunks of >= 2048 tokens), 1F1B and every
+  /// legal interleaving.
+  std::optional<int64_t> tp, pp, cp, virtualStages;
+  std::optional<plan::PipelineSchedule> ppSchedule;
   /// The ZeRO stages the search chooses among when `zero` is open, in
   /// increasing order; empty: any (0-3). A stack that runs some stages only
   /// (ms-swift: QLoRA not under ZeRO-3, swift::emit::msSwiftMaxZero())
@@ -99,7 +112,8 @@ SearchResult search(const ModelProfile &model, const TrainingSetup &setup,
                     const SearchOptions &options = {});
 
 /// One line naming a strategy: "zero 3, offload none, checkpointing full,
-/// micro-batch 2 x 8 accumulation" (", dp_shard 8" with shard groups).
+/// micro-batch 2 x 8 accumulation" (", tp 8, pp 4 (interleaved, 2 virtual),
+/// cp 2" with a mesh, ", dp_shard 8" with shard groups).
 std::string describe(const Strategy &s);
 
 } // namespace swift::cost

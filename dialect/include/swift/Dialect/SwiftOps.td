@@ -134,11 +134,13 @@ def Swift_JobOp : Swift_Op<"job", [Symbol, HasParent<"ModuleOp">,
     /// becomes the layout's dpShard. A layout the cost model does not price
     /// (unpricedLayout()) gives nullopt with `missing` empty.
     std::optional<::swift::cost::Strategy> fixedStrategy(std::string &missing);
-    /// Why the cost model cannot price the strategy's layout yet, as
+    /// Why the job's backend cannot run the strategy's layout, as
     /// "FIELD: message" naming the first key set to a non-trivial value
     /// (tp, pp or cp > 1, a pipeline schedule, virtual_stages > 1) and its
-    /// value; empty when the layout is priced (dp_shard always is: each
-    /// backend runs shard groups or says why not, cost::unsupportedReason).
+    /// value, on backends other than torchtitan and megatron (which run
+    /// and price every layout key, fixedStrategy() reading them); empty
+    /// when the layout is priced (dp_shard always is: each backend runs
+    /// shard groups or says why not, cost::unsupportedReason).
     std::string unpricedLayout();
     /// fixedStrategy(), or an error on the job saying why not: the layout
     /// the cost model does not price yet, or "strategy is not complete
