@@ -72,7 +72,9 @@ struct SearchOptions {
   /// host's memory (usableHostBytes()).
   double memoryMargin = 0.10;
   /// How many runners-up to keep, best first (with shard groups chosen,
-  /// the last is the best with one group, wherever it ranks).
+  /// the last is the best with one group, wherever it ranks; with a mesh
+  /// that splits the model chosen, the best without a split is kept the
+  /// same way).
   size_t alternatives = 5;
 };
 
