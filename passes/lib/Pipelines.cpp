@@ -319,6 +319,32 @@ std::optional<WhatIf> mlir::swift::fasterWithFp8(const job::JobSpec &job,
   return faster;
 }
 
+std::optional<WhatIf> mlir::swift::fasterOnStack(const job::JobSpec &job,
+                                                 double tokensPerSecond,
+                                                 MLIRContext &context,
+                                                 const PlanningOptions &options) {
+  using ::swift::plan::Backend;
+  if (tokensPerSecond <= 0 || job.backend != Backend::SwiftRun ||
+      job.training.method != ::swift::plan::Method::Full ||
+      job.cluster.nodes < 2)
+    return std::nullopt;
+  std::optional<WhatIf> best;
+  for (Backend backend : {Backend::Torchtitan, Backend::Megatron}) {
+    ::swift::job::JobSpec other = job;
+    other.backend = backend;
+    const std::string name = ::swift::plan::toString(backend);
+    std::optional<WhatIf> w = planWhatIf(
+        "backend " + name + " (--emit " + name + ")", other, context, options);
+    if (w && (!best || w->estimate.getTokensPerSecond().convertToDouble() >
+                           best->estimate.getTokensPerSecond().convertToDouble()))
+      best = std::move(w);
+  }
+  if (!best || best->estimate.getTokensPerSecond().convertToDouble() <
+                   1.05 * tokensPerSecond)
+    return std::nullopt;
+  return best;
+}
+
 std::optional<WhatIf> mlir::swift::withoutClipping(const job::JobSpec &job,
                                                    double tokensPerSecond,
                                                    int64_t peakBytes,

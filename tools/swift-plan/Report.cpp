@@ -502,6 +502,7 @@ void printReport(raw_ostream &os, const job::JobSpec &spec, JobOp job,
   printFaster("faster", replanned.fasterIfOpen);
   printFaster("fp8", replanned.fasterWithFp8);
   printFaster("no clip", replanned.withoutClipping);
+  printFaster("stack", replanned.fasterOnStack);
   if (!decision.getFits()) {
     // The closest strategy may fit the GPU and fail on the host's memory
     // (its ranks and what they offload): then there is no GPU shortfall to
@@ -716,6 +717,8 @@ static void writeJson(raw_ostream &os, const job::JobSpec &spec, JobOp job,
       j.attributeObject("faster_with_fp8", [&] { writeWhatIf(*f); });
     if (const std::optional<WhatIf> &f = replanned.withoutClipping)
       j.attributeObject("without_clipping", [&] { writeWhatIf(*f); });
+    if (const std::optional<WhatIf> &f = replanned.fasterOnStack)
+      j.attributeObject("faster_on_stack", [&] { writeWhatIf(*f); });
     j.attributeObject("search", [&] {
       j.attribute("evaluated", decision.getEvaluated());
       j.attribute("considered", decision.getConsidered());

@@ -27,6 +27,7 @@ struct Replanned {
   std::optional<mlir::swift::WhatIf> fasterIfOpen;
   std::optional<mlir::swift::WhatIf> fasterWithFp8;
   std::optional<mlir::swift::WhatIf> withoutClipping;
+  std::optional<mlir::swift::WhatIf> fasterOnStack;
 };
 
 /// swift-plan --data: what the dataset becomes, and the run's length.

@@ -344,6 +344,9 @@ int main(int argc, char **argv) {
     // What clipping costs where swift-run could update in the backward.
     replanned.withoutClipping = mlir::swift::withoutClipping(
         *job, tokensPerSecond, estimate.getPeakBytes(), context, options);
+    // What the mesh engines would make of a multi-node job (--emit them).
+    replanned.fasterOnStack =
+        mlir::swift::fasterOnStack(*job, tokensPerSecond, context, options);
   }
   if (repriced)
     errs() << "swift-plan: --emit " << emitName(emit) << " is priced on backend "

@@ -110,6 +110,16 @@ std::optional<WhatIf> fasterWithFp8(const ::swift::job::JobSpec &job,
                                     double tokensPerSecond, MLIRContext &context,
                                     const PlanningOptions &options);
 
+/// A swift-run job of full fine-tuning on several nodes, planned again on
+/// the mesh engines (backends torchtitan and megatron, whose search also
+/// chooses tensor, pipeline and context parallelism) with the same fixed
+/// keys: the faster of the two, when it fits and is at least 5% faster than
+/// `tokensPerSecond`, so the report can say "--emit megatron" would run the
+/// job faster than swift-run can (issue 32, design 0.1).
+std::optional<WhatIf> fasterOnStack(const ::swift::job::JobSpec &job,
+                                    double tokensPerSecond, MLIRContext &context,
+                                    const PlanningOptions &options);
+
 /// A swift-run job on one GPU that clips gradients, without clipping
 /// (training.max_grad_norm 0), planned again with the same fixed keys:
 /// swift-run then updates each unit during the backward and frees its
