@@ -455,6 +455,15 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
                                 "step (global_batch_size / data-parallel ranks)");
       continue;
     }
+    // A fixed shard group narrows the meshes to those whose data-parallel
+    // ranks it divides.
+    if (fixed.dpShard && (*fixed.dpShard < 1 || dp % *fixed.dpShard != 0)) {
+      if (batchError.empty())
+        batchError = "strategy.dp_shard: " + std::to_string(*fixed.dpShard) +
+                     " does not divide the " + std::to_string(dp) +
+                     " data-parallel ranks";
+      continue;
+    }
     layouts.push_back(layout);
   }
   if (layouts.empty()) {
@@ -477,13 +486,7 @@ SearchResult searchSpace(const ModelProfile &m, const TrainingSetup &setup,
   // between, each dividing the ranks.
   const int64_t perNode = std::max<int64_t>(1, hw.gpusPerNode / (layout.tp * layout.cp));
   std::vector<int64_t> shards = {0};
-  if (fixed.dpShard) {
-    if (*fixed.dpShard < 1 || dataParallel % *fixed.dpShard != 0) {
-      result.error = "strategy.dp_shard: " + std::to_string(*fixed.dpShard) +
-                     " does not divide the " + std::to_string(dataParallel) +
-                     " data-parallel ranks";
-      return result;
-    }
+  if (fixed.dpShard) { // it divides them (above)
     shards = {*fixed.dpShard == dataParallel ? 0 : *fixed.dpShard};
   } else if (hw.nodes > 1) {
     // Largest groups first (the pruning below).

@@ -129,6 +129,27 @@ TEST(Search, FixedLayoutIsPricedAlone) {
             "data-parallel ranks (32 GPUs / tp x cp x pp); use a multiple of 4");
 }
 
+// A fixed dp_shard narrows the meshes to those whose data-parallel ranks
+// it divides, instead of refusing the job at the first that it does not.
+TEST(Search, FixedDpShardNarrowsTheMeshes) {
+  PricedJob p = megatron70b(4, {"strategy.tp=8", "strategy.pp=2"});
+  cost::FixedDecisions fixed;
+  fixed.dpShard = 4;
+  cost::SearchResult r = cost::search(p.profile, p.setup, p.hw, fixed);
+  ASSERT_EQ(r.error, "");
+  ASSERT_TRUE(r.best);
+  std::vector<cost::Candidate> all = r.alternatives;
+  all.push_back(*r.best);
+  const int64_t W = p.hw.worldSize();
+  for (const cost::Candidate &c : all)
+    EXPECT_EQ(c.strategy.layout.shardGroup(W), 4) << cost::describe(c.strategy);
+  // tp 8 x pp 2 leaves 2 data-parallel ranks: no group of 4.
+  fixed.tp = 8;
+  fixed.pp = 2;
+  EXPECT_EQ(cost::search(p.profile, p.setup, p.hw, fixed).error,
+            "strategy.dp_shard: 4 does not divide the 2 data-parallel ranks");
+}
+
 // Issue 32's scale target: Llama-3.1-405B on 2,048 nodes x 8 H100 over the
 // whole mesh space (< 1 s on a workstation, benchmarks/cost/scale.sh; 5 s
 // here for a loaded CI machine).
