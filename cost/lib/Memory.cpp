@@ -626,7 +626,8 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   auto point = [&](const Candidate &c) { mem.timeline.push_back({c.at, toBytes(c.total())}); };
   for (const Candidate &c : forwardLayers)
     point(c);
-  for (const Candidate &c : timeline ? candidates : std::vector<Candidate>{}) {
+  for (size_t i = 0; timeline && i < candidates.size(); ++i) {
+    const Candidate &c = candidates[i];
     if (c.at.phase == "forward" && c.at.op == "decoder layer")
       continue; // forwardLayers' last
     if (c.at.phase == "backward" && c.at.op == "decoder layer") {
