@@ -32,9 +32,10 @@ SavedBytes savedBytes(const std::vector<OpProfile> &ops, int64_t seq,
 /// Bytes per element of the residual stream.
 int activationBytes(Exec exec);
 
-/// The per-GPU memory of one step under the setup's backend.
+/// The per-GPU memory of one step under the setup's backend; the timeline
+/// only if asked (EstimateOptions::timeline).
 MemoryEstimate memoryFor(const ModelProfile &m, const TrainingSetup &setup,
-                         const Hardware &hw, const Strategy &s);
+                         const Hardware &hw, const Strategy &s, bool timeline);
 
 /// The time of one step under the setup's backend.
 TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
