@@ -110,6 +110,18 @@ constexpr double kDequantizeBytesPerElement = kNf4BytesPerElement + 2;
 /// A named amount of memory; candidates are sums of parts.
 using Parts = std::vector<std::pair<std::string, double>>;
 
+/// One point of a step's memory: where, and the named parts alive there.
+struct Candidate {
+  PeakLocation at;
+  Parts parts;
+  double total() const {
+    double t = 0;
+    for (const auto &p : parts)
+      t += p.second;
+    return t;
+  }
+};
+
 constexpr double kMiB = 1 << 20;
 
 } // namespace swift::cost::detail

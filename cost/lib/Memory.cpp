@@ -72,17 +72,6 @@ struct States {
 /// still in flight from the head's backward or an earlier micro-batch.
 constexpr int64_t kIrregularLayers = plan::kReductionsInFlight;
 
-struct Candidate {
-  PeakLocation at;
-  Parts parts;
-  double total() const {
-    double t = 0;
-    for (const auto &p : parts)
-      t += p.second;
-    return t;
-  }
-};
-
 /// What the HF program keeps per step, from the profile.
 struct Activations {
   double layers = 0;        // all decoder layers' saved tensors
