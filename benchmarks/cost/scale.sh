@@ -4,7 +4,10 @@
 #   bash benchmarks/cost/scale.sh [build-dir]
 # The headline row is Llama-3.1-405B on 128 nodes x 8 H100; the target is
 # under 1 s of wall time for the whole swift-plan run (import, search over
-# every strategy, estimate, report).
+# every strategy, estimate, report). The layer rows go to 4,096 layers:
+# planning is linear in layers (a price takes the same time at any layer
+# count; the chosen strategy's timeline, schedule and plan are linear).
+# Measured rows, before and after: docs/cost-model.md, "Scale".
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=${1:-build}
@@ -44,7 +47,7 @@ echo "== Llama-3.1-405B, 128 nodes x 8 H100 (1024 GPUs), global batch 2048 x 8k"
 printf "   "; best_of_3
 echo
 echo "== layers (405B shape, 1024 GPUs)"
-for layers in 16 32 64 126 252 504; do
+for layers in 16 32 64 126 252 504 1024 2048 4096; do
   printf "   %4d layers " "$layers"; best_of_3 --set model.num_hidden_layers=$layers
 done
 echo

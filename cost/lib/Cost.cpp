@@ -155,9 +155,10 @@ std::string unsupportedReason(const ModelProfile &model,
 }
 
 Estimate estimate(const ModelProfile &model, const TrainingSetup &setup,
-                  const Hardware &hw, const Strategy &strategy) {
+                  const Hardware &hw, const Strategy &strategy,
+                  const EstimateOptions &options) {
   Estimate e;
-  e.memory = detail::memoryFor(model, setup, hw, strategy);
+  e.memory = detail::memoryFor(model, setup, hw, strategy, options.timeline);
   e.time = detail::timeFor(model, setup, hw, strategy);
   return e;
 }

@@ -32,9 +32,10 @@ SavedBytes savedBytes(const std::vector<OpProfile> &ops, int64_t seq,
 /// Bytes per element of the residual stream.
 int activationBytes(Exec exec);
 
-/// The per-GPU memory of one step under the setup's backend.
+/// The per-GPU memory of one step under the setup's backend; the timeline
+/// only if asked (EstimateOptions::timeline).
 MemoryEstimate memoryFor(const ModelProfile &m, const TrainingSetup &setup,
-                         const Hardware &hw, const Strategy &s);
+                         const Hardware &hw, const Strategy &s, bool timeline);
 
 /// The time of one step under the setup's backend.
 TimeEstimate timeFor(const ModelProfile &m, const TrainingSetup &setup,
@@ -108,6 +109,18 @@ constexpr double kDequantizeBytesPerElement = kNf4BytesPerElement + 2;
 
 /// A named amount of memory; candidates are sums of parts.
 using Parts = std::vector<std::pair<std::string, double>>;
+
+/// One point of a step's memory: where, and the named parts alive there.
+struct Candidate {
+  PeakLocation at;
+  Parts parts;
+  double total() const {
+    double t = 0;
+    for (const auto &p : parts)
+      t += p.second;
+    return t;
+  }
+};
 
 constexpr double kMiB = 1 << 20;
 

@@ -13,6 +13,8 @@
 #include "Detail.h"
 #include "swift/Cost/Parallel.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 
@@ -57,22 +59,18 @@ struct States {
   double lossGradients = 0;
   // Gradients alive at the start of the backward of the layer with `done`
   // layers behind it; unset: the head's and every later layer's (walkHF's
-  // headGrad + (done + 1) layerGrad). And at the optimizer step (< 0: all,
-  // `gradients`).
+  // headGrad + (done + 1) layerGrad). From done = kIrregularLayers on it is
+  // constant or affine in `done`, computed so that it is monotone (walkHF
+  // prices the layers' backward at breakpoints). And at the optimizer step
+  // (< 0: all, `gradients`).
   std::function<double(int64_t done)> layerGradients;
   double finalGradients = -1;
 };
 
-struct Candidate {
-  PeakLocation at;
-  Parts parts;
-  double total() const {
-    double t = 0;
-    for (const auto &p : parts)
-      t += p.second;
-    return t;
-  }
-};
+/// The layers' backward (done = 0, 1, ...) whose gradients or gathered
+/// parameters may differ from an affine function of `done`: the reductions
+/// still in flight from the head's backward or an earlier micro-batch.
+constexpr int64_t kIrregularLayers = plan::kReductionsInFlight;
 
 /// What the HF program keeps per step, from the profile.
 struct Activations {
@@ -322,7 +320,9 @@ Activations hfActivations(const ModelProfile &m, const TrainingSetup &setup,
 struct Sharding {
   double forward = 0;      // gathered bytes alive at the loss
   double lossBackward = 0; // ... at its backward (prefetch of the last layer)
-  // At the start of the backward of the layer with `done` layers behind it.
+  // At the start of the backward of the layer with `done` layers behind it;
+  // constant or affine in `done` from kIrregularLayers on, computed so that
+  // it is monotone.
   std::function<double(int64_t done)> layerBackward = [](int64_t) { return 0.0; };
 };
 
@@ -330,11 +330,12 @@ struct Sharding {
 /// `out = model(ids, labels); out.loss.backward(); opt.step()`, where the
 /// previous step's `out` (bf16 logits, KV cache) lives until the assignment.
 /// Gradients: `headGrad` is allocated first (the head's backward), then
-/// `layerGrad` per layer.
+/// `layerGrad` per layer. Without `timeline` the layers' backward is priced
+/// at its breakpoints only, in time independent of the layer count.
 MemoryEstimate walkHF(const ModelProfile &m, const States &st,
                       const Activations &a, const Sharding &sharded,
                       double headGrad, double layerGrad, const Strategy &s,
-                      Exec exec) {
+                      Exec exec, bool timeline) {
   int64_t L = m.numLayers;
   double T = tokens(m, s);
   // swift-run keeps no outputs: its logits die inside the loss.
@@ -369,7 +370,7 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   // layer's with those copies, which is a candidate of its own (below).
   const bool layerCopies = a.dequantized > 0 || a.fp8Copies > 0;
   std::vector<Candidate> forwardLayers;
-  for (int64_t i = 0; i < L; ++i) {
+  for (int64_t i = 0; timeline && i < L; ++i) {
     Candidate layer{{"forward", i, "decoder layer"}, base};
     layer.parts.insert(layer.parts.end(),
                        {{"previous_outputs", outHeld + a.lateExtra},
@@ -421,48 +422,36 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   // output, and their gradients, six bf16 [tile, ffn].
   double mlpBackward = a.mlpTileTokens > 0 ? 6 * 2 * a.mlpTileTokens * a.ffnWidth
                                            : 3 * 2 * T * a.ffnWidth;
-  Candidate worst;
-  double worstTotal = -1;
-  std::vector<Candidate> backwardLayers;
   auto gradientsAt = [&](int64_t done) {
     return st.layerGradients ? st.layerGradients(done)
                              : headGrad + (done + 1) * layerGrad;
   };
   const bool fullyCheckpointed = a.recompute > 0 && s.checkpointing == Checkpointing::Full;
-  for (int64_t done = 0; done < L; ++done) {
+  const int64_t offloaded = s.offloadedLayers(L);
+  double baseTotal = 0; // Candidate::total()'s sum, `base` first
+  for (const auto &p : base)
+    baseTotal += p.second;
+  // The parts of the backward of the layer with `done` layers behind it
+  // after `base`, in a Candidate's order; `attention`: swift-run's attention
+  // core's moment, else the MLP's.
+  using LayerParts = std::array<std::pair<const char *, double>, 9>;
+  auto layerParts = [&](int64_t done, bool attention) {
     const double layers = (L - done) * perLayer;
     // The layer's own saved tensors: recomputed, or kept since the forward.
     // A kept input is the recompute's input too (counted once); an
     // offloaded one comes back into a buffer of its own.
-    const bool inputKept = L - 1 - done >= s.offloadedLayers(L);
+    const bool inputKept = L - 1 - done >= offloaded;
     const double recomputedInput = fullyCheckpointed && inputKept ? a.layerInput : 0;
     const double own = a.recompute - recomputedInput;
-    auto layerCandidate = [&](double activations, Parts temporaries) {
-      Candidate c{{"backward", L - 1 - done, "decoder layer"}, base};
-      c.parts.insert(
-          c.parts.end(),
-          {{"previous_outputs", outHeld},
-           {"gradients", gradientsAt(done)},
-           {"activations", activations +
-                               (autocastCheckpointed ? a.layerWeightCopies : 0)}});
-      c.parts.insert(c.parts.end(), temporaries.begin(), temporaries.end());
-      c.parts.insert(c.parts.end(),
-                     {{"gathered_parameters", sharded.layerBackward(done)},
-                      {"offload_buffers", a.offloadBuffers},
-                      {"dequantized_weights", a.dequantized},
-                      {"fp8_copies", a.fp8Copies},
-                      {"workspace", a.workspace}});
-      return c;
-    };
     // The residual stream's gradient: the layer's output gradient, and
     // tiled, the MLP input's gradient the tiles fill. Untiled, measured
     // on the H100 and not yet explained: one more tensor of its size (the
     // peaks of 32K and 131K QLoRA; 48K capped to 24 GB, 32K with every
     // input offloaded and 64K full fine-tuning agree: docs/cost-model.md).
-    Candidate c = layerCandidate(
-        layers + own - a.swigluOutput,
-        {{"backward_temporaries", mlpBackward + 2 * a.residualGradient}});
-    if (a.phased) {
+    double activations = layers + own - a.swigluOutput;
+    std::pair<const char *, double> temporaries = {
+        "backward_temporaries", mlpBackward + 2 * a.residualGradient};
+    if (attention) {
       // What the layer keeps past its attention is gone: recomputed, only
       // the part through attention was; kept, the rest is freed.
       // The residual stream's gradient twice: the layer's output gradient
@@ -470,17 +459,113 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
       const double ownThroughAttention =
           fullyCheckpointed ? a.attentionSaved - recomputedInput
                             : a.attentionSaved - (a.perLayer - a.layerWeightCopies);
-      Candidate attention = layerCandidate(
-          layers + ownThroughAttention,
-          {{"attention_backward", a.attentionBackward + 2 * a.residualGradient}});
-      if (attention.total() > c.total())
-        c = attention;
+      activations = layers + ownThroughAttention;
+      temporaries = {"attention_backward",
+                     a.attentionBackward + 2 * a.residualGradient};
     }
-    if (c.total() > worstTotal) {
-      worstTotal = c.total();
-      worst = c;
+    return LayerParts{{{"previous_outputs", outHeld},
+                       {"gradients", gradientsAt(done)},
+                       {"activations",
+                        activations + (autocastCheckpointed ? a.layerWeightCopies : 0)},
+                       temporaries,
+                       {"gathered_parameters", sharded.layerBackward(done)},
+                       {"offload_buffers", a.offloadBuffers},
+                       {"dequantized_weights", a.dequantized},
+                       {"fp8_copies", a.fp8Copies},
+                       {"workspace", a.workspace}}};
+  };
+  auto sum = [&](const LayerParts &parts) {
+    double t = baseTotal;
+    for (const auto &p : parts)
+      t += p.second;
+    return t;
+  };
+  // A layer's backward: its total and whether the attention core's moment
+  // (swift-run's, `phased`) is the larger.
+  auto layerAt = [&](int64_t done) {
+    double total = sum(layerParts(done, false));
+    if (a.phased) {
+      double attention = sum(layerParts(done, true));
+      if (attention > total)
+        return std::pair{attention, true};
     }
-    backwardLayers.push_back(c);
+    return std::pair{total, false};
+  };
+  // The worst layer: the first whose total is the largest.
+  int64_t worstDone = -1;
+  bool worstAttention = false;
+  double worstTotal = -1;
+  auto consider = [&](int64_t done) {
+    auto [total, attention] = layerAt(done);
+    if (total > worstTotal) {
+      worstTotal = total;
+      worstDone = done;
+      worstAttention = attention;
+    }
+    return total;
+  };
+  std::vector<double> backwardLayers; // the timeline's, every layer's total
+  if (timeline) {
+    for (int64_t done = 0; done < L; ++done)
+      backwardLayers.push_back(consider(done));
+  } else {
+    // The same worst layer from its breakpoints. Past the first
+    // kIrregularLayers, each part is affine in `done` on the pieces where
+    // the layer's input is kept and where it is offloaded, and its value
+    // as computed is monotone; so is the total (the larger of two moments
+    // with one slope). A piece whose parts do not change is priced once; a
+    // slope well above rounding (kRounding of the parts' magnitude) makes
+    // the total strictly monotone, and its first or last layer the worst;
+    // otherwise every layer of the piece is priced.
+    constexpr double kRounding = 1e-9; // rounding is ~40 x 2^-53 at most
+    auto magnitude = [&](int64_t done) {
+      double m = std::abs(baseTotal) + std::abs((L - done) * perLayer) +
+                 std::abs(a.recompute) + std::abs(a.layerInput) +
+                 std::abs(a.swigluOutput) + std::abs(a.attentionSaved) +
+                 std::abs(a.perLayer) + std::abs(a.layerWeightCopies);
+      for (bool attention : {false, true})
+        for (const auto &p : layerParts(done, attention))
+          m += std::abs(p.second);
+      return m;
+    };
+    const int64_t irregular = std::min(kIrregularLayers, L);
+    for (int64_t done = 0; done < irregular; ++done)
+      consider(done);
+    // Pieces: the input kept (done < L - offloaded), then offloaded.
+    const int64_t split = std::clamp(L - offloaded, irregular, L);
+    for (auto [first, last] : {std::pair{irregular, split - 1},
+                               std::pair{split, L - 1}}) {
+      if (first > last)
+        continue;
+      if (first == last) {
+        consider(first);
+        continue;
+      }
+      const double g0 = gradientsAt(first), g1 = gradientsAt(last);
+      const double s0 = sharded.layerBackward(first), s1 = sharded.layerBackward(last);
+      if (g0 == g1 && s0 == s1 && (L - first) * perLayer == (L - last) * perLayer) {
+        consider(first); // every layer's parts are the same
+        continue;
+      }
+      const double v0 = layerAt(first).first, v1 = layerAt(last).first;
+      const double slope = (v1 - v0) / double(last - first);
+      const double bound =
+          8 * kRounding * std::max(magnitude(first), magnitude(last));
+      if (slope < -bound) {
+        consider(first);
+      } else if (slope > bound) {
+        consider(last);
+      } else {
+        for (int64_t done = first; done <= last; ++done)
+          consider(done);
+      }
+    }
+  }
+  Candidate worst;
+  if (worstDone >= 0) {
+    worst = {{"backward", L - 1 - worstDone, "decoder layer"}, base};
+    for (const auto &[name, bytes] : layerParts(worstDone, worstAttention))
+      worst.parts.push_back({name, bytes});
   }
   candidates.push_back(worst);
 
@@ -531,12 +616,14 @@ MemoryEstimate walkHF(const ModelProfile &m, const States &st,
   auto point = [&](const Candidate &c) { mem.timeline.push_back({c.at, toBytes(c.total())}); };
   for (const Candidate &c : forwardLayers)
     point(c);
-  for (const Candidate &c : candidates) {
+  for (size_t i = 0; timeline && i < candidates.size(); ++i) {
+    const Candidate &c = candidates[i];
     if (c.at.phase == "forward" && c.at.op == "decoder layer")
       continue; // forwardLayers' last
     if (c.at.phase == "backward" && c.at.op == "decoder layer") {
-      for (const Candidate &b : backwardLayers)
-        point(b);
+      for (size_t done = 0; done < backwardLayers.size(); ++done)
+        mem.timeline.push_back({{"backward", L - 1 - int64_t(done), "decoder layer"},
+                                toBytes(backwardLayers[done])});
       continue;
     }
     point(c);
@@ -561,7 +648,8 @@ bool tiedEmbeddings(const ModelProfile &m) {
 
 /// HF without sharding (one process or DDP) and FSDP2 for ZeRO-2/3.
 MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
-                        const Hardware &hw, const Strategy &s, Exec exec) {
+                        const Hardware &hw, const Strategy &s, Exec exec,
+                        bool timeline) {
   double P = m.parameters, A = m.adapterParameters;
   double N = shardRanks(s, hw);
   int64_t L = m.numLayers;
@@ -647,7 +735,7 @@ MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
     if (tiedEmbeddings(m))
       a.tiedEmbeddingGradient = e * double(m.vocabSize) * m.hiddenSize;
   }
-  MemoryEstimate mem = walkHF(m, st, a, sharded, headGrad, layerGrad, s, exec);
+  MemoryEstimate mem = walkHF(m, st, a, sharded, headGrad, layerGrad, s, exec, timeline);
   mem.hostBytes = hostBytesPerNode(st.host, hw);
   return mem;
 }
@@ -659,7 +747,8 @@ MemoryEstimate memoryHF(const ModelProfile &m, const TrainingSetup &setup,
 /// linears NF4) stays whole at ZeRO-0-2 and is partitioned like every
 /// parameter at ZeRO-3.
 MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup,
-                               const Hardware &hw, const Strategy &s, Exec exec) {
+                               const Hardware &hw, const Strategy &s, Exec exec,
+                               bool timeline) {
   bool lora = setup.method != Method::Full;
   // Its partitions span every rank, hpZ or not (below).
   double N = hw.worldSize();
@@ -720,7 +809,7 @@ MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup
   Activations a = hfActivations(m, setup, hw, s, exec);
   double headGrad = s.zero < 2 && !lora ? 2 * headGradientElements(m) : 0;
   double layerGrad = (st.gradients - headGrad) / m.numLayers;
-  MemoryEstimate mem = walkHF(m, st, a, Sharding{}, headGrad, layerGrad, s, exec);
+  MemoryEstimate mem = walkHF(m, st, a, Sharding{}, headGrad, layerGrad, s, exec, timeline);
   mem.hostBytes = hostBytesPerNode(st.host, hw);
   return mem;
 }
@@ -735,7 +824,8 @@ MemoryEstimate memoryDeepSpeed(const ModelProfile &m, const TrainingSetup &setup
 /// optimizer states, is whole at ZeRO-0-2 and sharded like parameters at
 /// ZeRO-3 (gathered per unit, released after it).
 MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
-                              const Hardware &hw, const Strategy &s, Exec exec) {
+                              const Hardware &hw, const Strategy &s, Exec exec,
+                              bool timeline) {
   double W = shardRanks(s, hw);
   bool lora = setup.method != Method::Full;
   bool pureBf16 = plan::storagePrecision(setup.precision) == Precision::Bf16;
@@ -816,15 +906,16 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
     }
     st.gradients = g * unit;
     st.layerGradients = [=](int64_t done) {
-      // Queued before this layer's backward: the head's, then `done`
-      // layers'; the last R of everything queued are in flight.
-      std::vector<double> queued = carried;
-      queued.push_back(headG);
-      queued.insert(queued.end(), size_t(done), layerG);
+      // Queued before this layer's backward: `carried`, the head's, then
+      // `done` layers'; the last R of them are in flight, added up in queue
+      // order (O(R), not O(done)).
+      const int64_t carriedCount = int64_t(carried.size());
+      const int64_t queued = carriedCount + 1 + done;
       double inFlight = 0;
-      for (size_t i = queued.size() > size_t(R) ? queued.size() - R : 0;
-           i < queued.size(); ++i)
-        inFlight += queued[i];
+      for (int64_t i = std::max<int64_t>(queued - R, 0); i < queued; ++i)
+        inFlight += i < carriedCount    ? carried[size_t(i)]
+                    : i == carriedCount ? headG
+                                        : layerG;
       return tableG + layerG + inFlight; // + this layer's, being written
     };
     for (double c : carried)
@@ -852,7 +943,7 @@ MemoryEstimate memorySwiftRun(const ModelProfile &m, const TrainingSetup &setup,
   Activations a = hfActivations(m, setup, hw, s, exec);
   a.holdsOutputs = false;
   a.kvCache = 0;
-  MemoryEstimate mem = walkHF(m, st, a, sharded, headGrad, layerGrad, s, exec);
+  MemoryEstimate mem = walkHF(m, st, a, sharded, headGrad, layerGrad, s, exec, timeline);
   // Offloaded layer inputs: pinned host buffers, one per offloaded layer.
   mem.hostBytes = hostBytesPerNode(st.host + a.offloadedInputs, hw);
   mem.offloadedActivationBytes = toBytes(a.offloadedInputs);
@@ -881,18 +972,18 @@ FrozenBase frozenBase(const ModelProfile &m, Method method,
 }
 
 MemoryEstimate memoryFor(const ModelProfile &m, const TrainingSetup &setup,
-                         const Hardware &hw, const Strategy &s) {
+                         const Hardware &hw, const Strategy &s, bool timeline) {
   Exec exec = execution(setup, s);
   MemoryEstimate mem;
   switch (setup.backend) {
   case Backend::HF:
-    mem = memoryHF(m, setup, hw, s, exec);
+    mem = memoryHF(m, setup, hw, s, exec, timeline);
     break;
   case Backend::DeepSpeed:
-    mem = memoryDeepSpeed(m, setup, hw, s, exec);
+    mem = memoryDeepSpeed(m, setup, hw, s, exec, timeline);
     break;
   case Backend::SwiftRun:
-    mem = memorySwiftRun(m, setup, hw, s, exec);
+    mem = memorySwiftRun(m, setup, hw, s, exec, timeline);
     break;
   case Backend::Torchtitan:
   case Backend::Megatron:

@@ -285,6 +285,7 @@ MeshStates meshStates(Backend backend, int zero, double P, double unit,
 namespace {
 
 using detail::Exec;
+using detail::Candidate;
 using detail::Parts;
 
 /// How the backend runs the layer math: Megatron's Transformer Engine
@@ -357,17 +358,6 @@ LayerBytes layerBytes(const ModelProfile &r, const TrainingSetup &setup,
                                                   : b.full;
   return b;
 }
-
-struct Candidate {
-  PeakLocation at;
-  Parts parts;
-  double total() const {
-    double t = 0;
-    for (const auto &p : parts)
-      t += p.second;
-    return t;
-  }
-};
 
 int64_t toBytes(double bytes) {
   if (!(bytes < double(kSaturatedCount)))

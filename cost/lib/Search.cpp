@@ -157,7 +157,8 @@ public:
       return std::nullopt;
     }
     ++result.evaluated;
-    Candidate c{s, estimate(m, setup, hw, s)};
+    // No timeline: the chosen strategy's is EstimateCostPass's.
+    Candidate c{s, estimate(m, setup, hw, s, EstimateOptions{/*timeline=*/false})};
     c.fits = c.estimate.memory.peakBytes <= result.usableBytes &&
              c.estimate.memory.hostBytes <= result.usableHostBytes;
     bool fits = c.fits;

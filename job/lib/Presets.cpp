@@ -34,6 +34,12 @@ const std::vector<GpuPreset> &gpuPresets() {
        "NVIDIA H100 datasheet (SXM): BF16 1979 TF sparse = 989.4 dense, "
        "FP8 3958 TF sparse = 1978.9 dense, "
        "80 GB HBM3 3.35 TB/s, NVLink 900 GB/s, PCIe Gen5 128 GB/s"},
+      {"h100-96g-500w", 96, 989.4, 1978.9, 3350, 64, 450, "nvlink4", "ib-400g",
+       "torchtitan's benchmark H100s (benchmarks/llama3_h100_202412_"
+       "torchtitan.md: H100 SXM, 96 GB HBM2e, 500 W power limit, Grand "
+       "Teton, 400 Gb/s RDMA per GPU); peaks are the H100 SXM datasheet's "
+       "(BF16 989.4, FP8 1978.9 dense): the power limit is not modelled; "
+       "HBM bandwidth unpublished, the SXM part's 3.35 TB/s"},
       {"h200", 141, 989.4, 1978.9, 4800, 64, 450, "nvlink4", "ib-400g",
        "NVIDIA H200 datasheet (SXM): BF16 1979 TF sparse = 989.4 dense, "
        "FP8 3958 TF sparse = 1978.9 dense, "

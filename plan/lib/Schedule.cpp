@@ -8,6 +8,8 @@
 #include "swift/Plan/Schedule.h"
 #include "swift/Plan/Error.h"
 
+#include <algorithm>
+
 namespace swift::plan {
 
 int64_t ModelConfig::numEmbeddingParameters() const {
@@ -158,9 +160,16 @@ BuiltSchedule buildSchedule(const ModelConfig &m, const StrategyConfig &st,
     out.forwardAhead.push_back(aheads);
   }
   // Backward: reverse order; a bucket is reduced once its last unit (the
-  // lowest-numbered, plus the head for a tied unit 0) is done.
-  std::vector<bool> done(numUnits, false);
-  std::vector<bool> reduced(s.buckets.size(), false);
+  // lowest-numbered, plus the head for a tied unit 0, which backward runs
+  // first) is done: at the backward step of that unit, last - unit, found
+  // once per bucket.
+  std::vector<std::vector<int>> readyAt(numUnits);
+  for (size_t b = 0; b < s.buckets.size(); ++b) {
+    int step = 0;
+    for (int x : s.buckets[b].units)
+      step = std::max(step, last - x);
+    readyAt[step].push_back(int(b));
+  }
   for (int u = last; u >= 0; --u) {
     ProgramStep stp;
     std::vector<int> aheads;
@@ -175,18 +184,7 @@ BuiltSchedule buildSchedule(const ModelConfig &m, const StrategyConfig &st,
       if (u == last && m.tieWordEmbeddings)
         stp.release.push_back(0);
     }
-    done[u] = true;
-    for (size_t b = 0; b < s.buckets.size(); ++b) {
-      if (reduced[b])
-        continue;
-      bool ready = true;
-      for (int x : s.buckets[b].units)
-        ready &= done[x] && (x != 0 || !m.tieWordEmbeddings || done[last]);
-      if (ready) {
-        stp.reduce.push_back(int(b));
-        reduced[b] = true;
-      }
-    }
+    stp.reduce = readyAt[last - u];
     s.backward.push_back(stp);
     out.backwardAhead.push_back(aheads);
   }

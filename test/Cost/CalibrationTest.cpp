@@ -250,6 +250,18 @@ TEST(Calibration, SwiftRunLongContextPeaksWithinBounds) {
   EXPECT_EQ(opens, 2);
 }
 
+// One causal attention op of S tokens, as AttentionOp counts its FLOPs.
+swift::cost::OpProfile attentionOp(int64_t S, int64_t H, int64_t kv, int64_t D) {
+  swift::cost::OpProfile op;
+  op.kind = swift::cost::OpKind::Attention;
+  op.heads = H;
+  op.headDim = D;
+  op.kvHeads = kv;
+  op.forwardFlops = 4 * S * S * H * D / 2;
+  op.backwardFlops = op.forwardFlops * 5 / 2;
+  return op;
+}
+
 // swift-run's attention model (Time.cpp) against cuDNN's kernels in traces
 // of six configurations on the H200: D 64 and 128, S 1024 to 16384, one
 // with full checkpointing (two forwards; not in the fit). Each within 10%;
@@ -266,13 +278,7 @@ TEST(Calibration, SwiftRunAttentionWithinBoundsOnTraces) {
   for (std::string line; std::getline(in, line); ++rows) {
     auto r = nlohmann::json::parse(line);
     const int64_t B = r["B"], S = r["S"], H = r["heads"], D = r["head_dim"];
-    swift::cost::OpProfile op;
-    op.kind = swift::cost::OpKind::Attention;
-    op.heads = H;
-    op.headDim = D;
-    op.kvHeads = r["kv_heads"];
-    op.forwardFlops = 4 * S * S * H * D / 2; // causal, as AttentionOp counts
-    op.backwardFlops = op.forwardFlops * 5 / 2;
+    const swift::cost::OpProfile op = attentionOp(S, H, r["kv_heads"], D);
     const double perLayer =
         B * (r["forward_passes"].get<int>() *
                  swift::cost::swiftRunAttentionSeconds(op, S, hw, true) +
@@ -311,13 +317,7 @@ TEST(Calibration, SwiftRunAttentionHeldOutAcrossLengthsOnH100) {
   for (std::string line; std::getline(in, line); ++rows) {
     auto r = nlohmann::json::parse(line);
     const int64_t S = r["S"], H = r["heads"], D = r["head_dim"];
-    swift::cost::OpProfile op;
-    op.kind = swift::cost::OpKind::Attention;
-    op.heads = H;
-    op.headDim = D;
-    op.kvHeads = r["kv_heads"];
-    op.forwardFlops = 4 * S * S * H * D / 2; // causal, as AttentionOp counts
-    op.backwardFlops = op.forwardFlops * 5 / 2;
+    const swift::cost::OpProfile op = attentionOp(S, H, r["kv_heads"], D);
     const double f = swift::cost::swiftRunAttentionSeconds(op, S, hw, true);
     const double b = swift::cost::swiftRunAttentionSeconds(op, S, hw, false);
     const double mf = r["forward_ms"].get<double>() * 1e-3,

@@ -174,7 +174,8 @@ cluster: {gpu: a100-80g}
   EXPECT_EQ(gpu.message,
             "precision fp8-mixed runs FP8 GEMMs, and cluster.gpu a100-80g has "
             "no FP8 tensor cores (FP8 needs Ada or Hopper: l40s, rtx4090, h100, "
-            "h200; a custom gpu gives fp8_tflops); use precision bf16-mixed");
+            "h100-96g-500w, h200; a custom gpu gives fp8_tflops); use "
+            "precision bf16-mixed");
   EXPECT_NE(fail(kBaseJob, {"training.precision=fp8-bf16", "cluster.gpu=a10"})
                 .message.find("cluster.gpu a10 has no FP8 tensor cores"),
             std::string::npos);

@@ -243,7 +243,8 @@ struct MemoryEstimate {
   // (its saved tensors added up; with QLoRA's or FP8's per-layer copies),
   // the loss's forward and backward, each decoder layer's backward (L-1 ..
   // 0), the embedding's backward where a tied head's gradient meets it, the
-  // optimizer. The peak is its largest point.
+  // optimizer. The peak is its largest point. Empty unless asked
+  // (EstimateOptions::timeline).
   std::vector<MemoryPoint> timeline;
 };
 
@@ -287,9 +288,18 @@ std::string unsupportedReason(const ModelProfile &model,
 double swiftRunAttentionSeconds(const OpProfile &attention, int64_t seq,
                                 const Hardware &hw, bool forward);
 
+/// What estimate() computes besides the peak, its parts and the time.
+struct EstimateOptions {
+  /// MemoryEstimate::timeline, a point per layer's forward and backward:
+  /// time linear in layers. Without it (the search's prices) the same
+  /// estimate takes the same time at any layer count.
+  bool timeline = true;
+};
+
 /// Prices one strategy the backend supports.
 Estimate estimate(const ModelProfile &model, const TrainingSetup &setup,
-                  const Hardware &hw, const Strategy &strategy);
+                  const Hardware &hw, const Strategy &strategy,
+                  const EstimateOptions &options = {});
 
 /// Model FLOPs of one optimizer step for MFU (6 N_nonembedding + attention,
 /// lm_head counted), all GPUs together. LoRA/QLoRA: 4 N (forward and input
