@@ -905,6 +905,18 @@ std::string meshUnsupportedReason(const ModelProfile &m,
                 ? " (it needs layers, or layers + 2 with the embedding and "
                   "loss counted, a multiple of the chunks)"
                 : "");
+  // Megatron's interleaved schedule runs the micro-batches in groups of
+  // microbatch_group_size_per_vp_stage (default pp) contiguous ones per
+  // model chunk: it refuses fewer micro-batches than pp, and a last group
+  // smaller than pp (Megatron-LM @ d98e8a6, core/pipeline_parallel/
+  // schedules.py, forward_backward_pipelining_with_interleaving): the
+  // micro-batches per step must be a multiple of pp.
+  if (setup.backend == Backend::Megatron &&
+      l.schedule == plan::PipelineSchedule::Interleaved && l.virtualStages > 1 &&
+      s.gradientAccumulation % l.pp != 0)
+    return "Megatron's interleaved schedule needs the micro-batches per step (" +
+           std::to_string(s.gradientAccumulation) +
+           ") to be a multiple of pp (" + std::to_string(l.pp) + ")";
   if (setup.backend == Backend::Torchtitan) {
     if (s.zero == 0 && (l.tp > 1 || l.pp > 1))
       return "torchtitan without FSDP trains in fp32 under tensor or "

@@ -350,6 +350,17 @@ TEST(Parallel, UnsupportedOnTheMeshBackends) {
             "counted, a multiple of the chunks)");
   pp8.layout.virtualStages = 2; // 32 / 16
   EXPECT_EQ(cost::unsupportedReason(mg.profile, mg.setup, mg.hw, pp8), "");
+  // The same batch in 4 micro-batches of 2: fewer than pp, which Megatron's
+  // interleaved schedule refuses (1F1B runs it).
+  cost::Strategy few = pp8;
+  few.microBatchSize = 2;
+  few.gradientAccumulation = 4;
+  EXPECT_EQ(cost::unsupportedReason(mg.profile, mg.setup, mg.hw, few),
+            "Megatron's interleaved schedule needs the micro-batches per step "
+            "(4) to be a multiple of pp (8)");
+  few.layout.virtualStages = 1;
+  few.layout.schedule = swift::plan::PipelineSchedule::OneFOneB;
+  EXPECT_EQ(cost::unsupportedReason(mg.profile, mg.setup, mg.hw, few), "");
   PricedJob hf = llama8b("hf", 3, "full");
   cost::Strategy hfTp = hf.strategy;
   hfTp.layout.tp = 2;
