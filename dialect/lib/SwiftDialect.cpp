@@ -423,7 +423,13 @@ LogicalResult EstimateAttr::verify(
     APFloat offloadSeconds, APFloat optimizerSeconds, APFloat tokensPerSecond,
     APFloat mfu, ArrayAttr timeline, int64_t offloadedActivationBytes,
     std::optional<APFloat> activationCopySeconds,
-    std::optional<APFloat> activationOffloadSeconds) {
+    std::optional<APFloat> activationOffloadSeconds,
+    std::optional<APFloat> pipelineBubbleSeconds) {
+  if (pipelineBubbleSeconds &&
+      !(pipelineBubbleSeconds->convertToDouble() >= 0 &&
+        pipelineBubbleSeconds->convertToDouble() <= stepSeconds.convertToDouble()))
+    return emitError() << "estimate: pipeline_bubble_seconds is part of "
+                          "step_seconds: within 0..step_seconds";
   if (offloadedActivationBytes < 0 || offloadedActivationBytes > hostBytes)
     return emitError() << "estimate: offloaded_activation_bytes must be "
                           "within 0..host_bytes";

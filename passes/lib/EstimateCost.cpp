@@ -71,6 +71,9 @@ EstimateAttr estimateAttr(MLIRContext *context, const cost::Estimate &e) {
                                   : std::nullopt,
       t.activationCopySeconds > 0
           ? std::optional<APFloat>(real(t.activationOffloadSeconds))
+          : std::nullopt,
+      t.pipelineBubbleSeconds > 0
+          ? std::optional<APFloat>(real(t.pipelineBubbleSeconds))
           : std::nullopt);
 }
 

@@ -467,6 +467,9 @@ void printReport(raw_ostream &os, const job::JobSpec &spec, JobOp job,
      << seconds(real(e.getComputeSeconds()));
   if (real(e.getRecomputeSeconds()) > 0)
     os << " (recompute " << seconds(real(e.getRecomputeSeconds())) << ")";
+  // A pipeline's fill and drain (mesh backends).
+  if (std::optional<llvm::APFloat> bubble = e.getPipelineBubbleSeconds())
+    os << " + pipeline bubble " << seconds(real(*bubble));
   os << " + exposed communication "
      << seconds(real(e.getExposedCommunicationSeconds())) << " (of "
      << seconds(real(e.getCommunicationSeconds())) << ") + offload "

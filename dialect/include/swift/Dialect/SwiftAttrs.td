@@ -533,7 +533,8 @@ def Swift_EstimateAttr : Swift_Attr<"Estimate", "estimate"> {
     OptionalParameter<"::mlir::ArrayAttr", "#swift.memory_point list, in step order">:$timeline,
     DefaultValuedParameter<"int64_t", "0">:$offloaded_activation_bytes,
     Swift_OptionalDoubleParameter:$activation_copy_seconds,
-    Swift_OptionalDoubleParameter:$activation_offload_seconds);
+    Swift_OptionalDoubleParameter:$activation_offload_seconds,
+    Swift_OptionalDoubleParameter:$pipeline_bubble_seconds);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
